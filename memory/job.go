@@ -1,0 +1,100 @@
+package memory
+
+import "github.com/gpumem/gpumem/units"
+
+// Mode is what the job does with the model.
+type Mode string
+
+// Job modes.
+const (
+	Train     Mode = "train"
+	Inference Mode = "inference"
+	Serving   Mode = "serving"
+)
+
+// Job describes one run whose per-GPU memory is estimated. Its zero value
+// (plus a model) is a valid job: every empty field means the documented
+// default of the framework being modelled. Fields are grouped by the issue
+// that introduced them; flag names in comments are the CLI spellings.
+type Job struct {
+	Mode Mode `json:"mode,omitempty"` // --mode train|inference|serving (default train)
+
+	// Precision.
+	Dtype         string `json:"dtype,omitempty"`          // --dtype: weights as held on the GPU: fp32, fp16, bf16, fp8, int8, int4, nf4, fp4 (default bf16)
+	MasterWeights string `json:"master_weights,omitempty"` // --master-weights fp32|none ("" = what the recipe implies)
+	ComputeDtype  string `json:"compute_dtype,omitempty"`  // autocast dtype when Dtype is fp32 (AMP), default bf16
+
+	// Optimizer.
+	Optimizer string `json:"optimizer,omitempty"` // --optimizer: HF optim name or short name (default adamw_torch)
+
+	// Batch and sequence.
+	MicroBatch int   `json:"per_device_batch,omitempty"` // --per-device-batch / --batch-size (default 1)
+	GradAccum  int   `json:"grad_accum,omitempty"`       // --grad-accum (default 1)
+	SeqLen     int   `json:"seq_len,omitempty"`          // --seq-len (tokens per sample)
+	Packed     *bool `json:"packed,omitempty"`           // --packed: false means SeqLen is only a cap of variable-length data
+	AllowLong  bool  `json:"allow_long,omitempty"`       // --allow-long: permit SeqLen above max_position_embeddings
+
+	// Activations.
+	Attention         string `json:"attn,omitempty"`                  // --attn eager|sdpa|flash (default sdpa)
+	GradCheckpoint    string `json:"grad_checkpoint,omitempty"`       // --grad-checkpoint none|full|selective|every-N ("" = none)
+	FusedLoss         string `json:"fused_loss,omitempty"`            // --fused-loss none|liger|chunked|chunked-compiled
+	Compile           bool   `json:"torch_compile,omitempty"`         // --compile
+	ActivationOffload bool   `json:"activation_offload,omitempty"`    // --activation-offload
+	OptimizerInBwd    bool   `json:"optimizer_in_backward,omitempty"` // --optimizer-in-backward
+	Framework         string `json:"framework,omitempty"`             // --framework hf|torchtune|litgpt|megatron|torchtitan (activation inventory)
+
+	// Fine-tuning method.
+	Method          string   `json:"method,omitempty"`              // full|lora|qlora|frozen (default full)
+	LoRARank        int      `json:"lora_rank,omitempty"`           // --lora-rank (default 16)
+	LoRAAlpha       int      `json:"lora_alpha,omitempty"`          // --lora-alpha
+	LoRATargets     []string `json:"lora_target_modules,omitempty"` // --lora-target-modules (default q_proj,v_proj as PEFT)
+	LoRADropout     float64  `json:"lora_dropout,omitempty"`        // --lora-dropout
+	PEFTVariant     string   `json:"peft_variant,omitempty"`        // --peft-variant lora|dora|lora-fa
+	AdapterDtype    string   `json:"adapter_dtype,omitempty"`       // --adapter-dtype (default fp32 as PEFT autocast_adapter_dtype)
+	QuantType       string   `json:"quant_type,omitempty"`          // --quant-type nf4|fp4 (QLoRA)
+	DoubleQuant     *bool    `json:"double_quant,omitempty"`        // --double-quant
+	Trainable       []string `json:"trainable,omitempty"`           // --trainable module names or layer ranges
+	TrainableParams int64    `json:"trainable_params,omitempty"`    // --trainable-params N
+
+	// VLM inputs.
+	ImagesPerSample int `json:"images_per_sample,omitempty"` // --images-per-sample
+	ImageSize       int `json:"image_size,omitempty"`        // --image-size (pixels per side)
+
+	// Distributed training (engine, sharding, offload).
+	Engine           string `json:"engine,omitempty"`        // --engine ddp|deepspeed|fsdp|fsdp2|megatron ("" = single process)
+	ZeRO             int    `json:"zero,omitempty"`          // --zero 0..3
+	FSDPStrategy     string `json:"fsdp_strategy,omitempty"` // full_shard|shard_grad_op|hybrid_shard|no_shard
+	NumGPUs          int    `json:"num_gpus,omitempty"`      // --num-gpus (default 1)
+	Nodes            int    `json:"nodes,omitempty"`         // --nodes (default 1)
+	DP               int    `json:"dp,omitempty"`            // --dp
+	TP               int    `json:"tp,omitempty"`            // --tp
+	PP               int    `json:"pp,omitempty"`            // --pp
+	CP               int    `json:"cp,omitempty"`            // --cp
+	EP               int    `json:"ep,omitempty"`            // --ep
+	SP               bool   `json:"sp,omitempty"`            // --sp (Megatron sequence parallel)
+	VirtualStages    int    `json:"virtual_pipeline_stages,omitempty"`
+	OffloadOptimizer string `json:"offload_optimizer,omitempty"` // none|cpu|nvme
+	OffloadParams    string `json:"offload_params,omitempty"`    // none|cpu|nvme
+
+	// Inference and serving.
+	Batch                int     `json:"batch,omitempty"`                  // --batch-size in inference mode
+	PromptLen            int     `json:"prompt_len,omitempty"`             // --prompt-len
+	GenLen               int     `json:"gen_len,omitempty"`                // --gen-len
+	KVCacheDtype         string  `json:"kv_cache_dtype,omitempty"`         // auto|fp16|bf16|fp8
+	NoKVCache            bool    `json:"no_kv_cache,omitempty"`            // --no-kv-cache
+	MaxModelLen          int     `json:"max_model_len,omitempty"`          // vLLM --max-model-len
+	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"` // vLLM --gpu-memory-utilization (default 0.9)
+	MaxNumSeqs           int     `json:"max_num_seqs,omitempty"`           // vLLM --max-num-seqs
+	MaxNumBatchedTokens  int     `json:"max_num_batched_tokens,omitempty"` // vLLM --max-num-batched-tokens
+	BlockSize            int     `json:"block_size,omitempty"`             // vLLM --block-size (default 16)
+	CUDAGraphs           bool    `json:"cuda_graphs,omitempty"`            // count CUDA-graph pools
+	InferenceEngine      string  `json:"inference_engine,omitempty"`       // hf|vllm
+
+	// Runtime.
+	GPU       string      `json:"gpu,omitempty"` // GPU kind, e.g. "H100-SXM" (selects workspace sizes)
+	GPUMemory units.Bytes `json:"gpu_memory_bytes,omitempty"`
+	// Software names an older stack when measurements come from one:
+	// "torch1" (zero_grad keeps grads, eager module loading),
+	// "transformers<4.36" (tuple KV cache), "bnb<0.43.2" (4-bit inputs saved).
+	Software []string `json:"software,omitempty"`
+}

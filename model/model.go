@@ -1,0 +1,189 @@
+package model
+
+// NormKind is the normalisation a stack uses.
+type NormKind string
+
+// Normalisation kinds.
+const (
+	RMSNorm   NormKind = "rmsnorm"
+	LayerNorm NormKind = "layernorm"
+)
+
+// MLPKind says whether the feed-forward block is gated (SwiGLU/GeGLU: gate,
+// up and down projections) or plain (up, activation, down).
+type MLPKind string
+
+// MLP kinds.
+const (
+	GatedMLP MLPKind = "gated"
+	PlainMLP MLPKind = "plain"
+)
+
+// AttnKind is the kind of self-attention one layer runs.
+type AttnKind string
+
+// Attention kinds.
+const (
+	FullAttention    AttnKind = "full"    // attends to every earlier (or every) position
+	SlidingAttention AttnKind = "sliding" // attends to the last SlidingWindow positions
+	ChunkedAttention AttnKind = "chunked" // Llama-4 style local chunks of AttentionChunk
+	NoSelfAttention  AttnKind = "none"    // e.g. an mllama cross-attention-only layer
+)
+
+// Model is the architecture description every estimator reads. It is built
+// from a Hugging Face config.json by [Parse] and carries both the shape of
+// each stack and an exact inventory of its parameters.
+type Model struct {
+	// ID is the name the model was loaded by: a catalog id, a Hub id or a path.
+	ID string `json:"model"`
+	// Architecture is architectures[0] of config.json, e.g. "LlamaForCausalLM".
+	Architecture string `json:"architecture"`
+	// ModelType is config.json's model_type (of the top-level config).
+	ModelType string `json:"model_type"`
+	// TorchDtype is the checkpoint's torch_dtype / dtype ("bfloat16", ...), empty if unstated.
+	TorchDtype string `json:"torch_dtype,omitempty"`
+
+	// Text is the language model: the decoder of a decoder-only or
+	// encoder-decoder model, or the encoder of an encoder-only model (BERT).
+	Text Stack `json:"text"`
+	// Encoder is the encoder of an encoder-decoder model (T5, BART); nil otherwise.
+	Encoder *Stack `json:"encoder,omitempty"`
+	// Vision is the vision tower of a VLM; nil otherwise.
+	Vision *Vision `json:"vision,omitempty"`
+
+	// Modules is the parameter inventory: every parameter tensor group of
+	// the model, in module order. Parameter totals are sums over it.
+	Modules []Module `json:"modules"`
+
+	// Quant describes a pre-quantized checkpoint (quantization_config); nil if none.
+	Quant *Quantization `json:"quantization,omitempty"`
+
+	// Warnings are non-fatal notes made while reading the config (defaults
+	// filled in, generic reading of an unknown model_type, ...).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Stack is one transformer stack: its dimensions and per-layer structure.
+type Stack struct {
+	Layers        int `json:"num_hidden_layers"`
+	Hidden        int `json:"hidden_size"`
+	Heads         int `json:"num_attention_heads"`
+	KVHeads       int `json:"num_key_value_heads"`
+	HeadDim       int `json:"head_dim"`
+	Intermediate  int `json:"intermediate_size"` // dense FFN width (width of one branch when gated)
+	Vocab         int `json:"vocab_size"`        // 0 for stacks without an embedding (vision)
+	MaxPositions  int `json:"max_position_embeddings,omitempty"`
+	SlidingWindow int `json:"sliding_window,omitempty"`
+	// AttentionChunk is the chunk size of chunked-attention layers (Llama 4).
+	AttentionChunk int `json:"attention_chunk_size,omitempty"`
+
+	TiedEmbeddings bool     `json:"tie_word_embeddings"`
+	Norm           NormKind `json:"norm"`
+	MLP            MLPKind  `json:"mlp"`
+	Activation     string   `json:"hidden_act,omitempty"`
+	// Causal is true for decoders (causal self-attention), false for encoders.
+	Causal bool `json:"causal"`
+	// ParallelBlock is true when attention and MLP read the same input
+	// (GPT-J, GPT-NeoX parallel residual, Falcon, Phi-2).
+	ParallelBlock bool `json:"parallel_block,omitempty"`
+	QKNorm        bool `json:"qk_norm,omitempty"`
+	AttnBias      bool `json:"attention_bias,omitempty"` // q/k/v projection biases
+	OutBias       bool `json:"o_proj_bias,omitempty"`
+	MLPBias       bool `json:"mlp_bias,omitempty"`
+
+	// LayerTypes has one entry per layer (len == Layers).
+	LayerTypes []LayerType `json:"layer_types"`
+
+	MoE *MoE `json:"moe,omitempty"`
+	MLA *MLA `json:"mla,omitempty"`
+}
+
+// LayerType is the structure of one layer of a stack.
+type LayerType struct {
+	Attention AttnKind `json:"attention"`
+	// CrossAttention is true when the layer also attends to another stream
+	// (encoder-decoder decoders, mllama cross-attention layers).
+	CrossAttention bool `json:"cross_attention,omitempty"`
+	// MoE is true when the layer's FFN is a mixture of experts.
+	MoE bool `json:"moe,omitempty"`
+}
+
+// MoE describes the mixture-of-experts FFN layers of a stack.
+type MoE struct {
+	Experts         int  `json:"num_experts"`
+	ExpertsPerToken int  `json:"num_experts_per_tok"`
+	ExpertFFN       int  `json:"moe_intermediate_size"`
+	SharedExperts   int  `json:"n_shared_experts,omitempty"`
+	SharedFFN       int  `json:"shared_expert_intermediate_size,omitempty"` // width of all shared experts together
+	DenseLayers     int  `json:"first_k_dense_replace,omitempty"`           // leading dense layers
+	RouterBias      bool `json:"router_bias,omitempty"`
+}
+
+// MLA describes DeepSeek multi-head latent attention.
+type MLA struct {
+	QLoRARank  int `json:"q_lora_rank"` // 0 when q is projected directly
+	KVLoRARank int `json:"kv_lora_rank"`
+	QKNopeDim  int `json:"qk_nope_head_dim"`
+	QKRopeDim  int `json:"qk_rope_head_dim"`
+	VHeadDim   int `json:"v_head_dim"`
+}
+
+// Vision is the vision tower of a VLM and how images become LLM tokens.
+type Vision struct {
+	Stack
+	ImageSize int `json:"image_size"`
+	PatchSize int `json:"patch_size"`
+	// SpatialMerge is the side of the square of patches merged into one LLM
+	// token (Qwen2-VL: 2); 1 when patches map to tokens one to one.
+	SpatialMerge int `json:"spatial_merge_size,omitempty"`
+	// TemporalPatch is the number of frames an image is repeated into (Qwen2-VL: 2).
+	TemporalPatch int `json:"temporal_patch_size,omitempty"`
+	// TokensPerImage is the number of LLM tokens one image at ImageSize becomes.
+	TokensPerImage int `json:"tokens_per_image"`
+}
+
+// Module is one group of identical parameter tensors: one module kind
+// repeated over layers (and experts). Instances copies of Each parameters.
+type Module struct {
+	// Name is the dotted module path with "*" for the repeated index, e.g.
+	// "model.layers.*.self_attn.q_proj".
+	Name string `json:"name"`
+	// Params is the total over all instances.
+	Params int64 `json:"params"`
+	// Component groups modules for tables: embedding, attention, mlp,
+	// experts, shared_experts, router, norm, final_norm, lm_head, vision,
+	// projector, other.
+	Component string `json:"component"`
+	// Stack is "text", "encoder", "vision" or "projector".
+	Stack string `json:"stack"`
+	// Instances is how many copies exist (layers × experts per layer).
+	Instances int `json:"instances"`
+	// Each is the parameter count of one instance (weight + bias).
+	Each int64 `json:"each"`
+	// In and Out are the feature sizes of a Linear; both 0 otherwise.
+	In  int `json:"in_features,omitempty"`
+	Out int `json:"out_features,omitempty"`
+	// Bias is true when the Linear has a bias (included in Each).
+	Bias bool `json:"bias,omitempty"`
+	// Expert is true for routed expert weights (inactive for most tokens).
+	Expert bool `json:"expert,omitempty"`
+	// Layer is the first layer index this group covers, or -1 for
+	// modules outside the layers; Layers is how many consecutive layers.
+	Layer  int `json:"layer"`
+	Layers int `json:"layers,omitempty"`
+}
+
+// Quantization is the quantization_config of a pre-quantized checkpoint.
+type Quantization struct {
+	// Method is quant_method: "gptq", "awq", "bitsandbytes", "fp8", "mxfp4", ...
+	Method string `json:"quant_method"`
+	// Bits is the weight width in bits (4, 8).
+	Bits int `json:"bits,omitempty"`
+	// GroupSize is the number of weights sharing one scale (GPTQ/AWQ), or
+	// the block edge for block-scaled fp8 (DeepSeek: 128).
+	GroupSize int `json:"group_size,omitempty"`
+	// SkipModules lists modules kept unquantized (modules_to_not_convert).
+	SkipModules []string `json:"modules_to_not_convert,omitempty"`
+	// Raw holds any other keys as read.
+	Raw map[string]any `json:"raw,omitempty"`
+}
