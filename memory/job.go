@@ -97,4 +97,9 @@ type Job struct {
 	// "torch1" (zero_grad keeps grads, eager module loading),
 	// "transformers<4.36" (tuple KV cache), "bnb<0.43.2" (4-bit inputs saved).
 	Software []string `json:"software,omitempty"`
+
+	// Constants overrides named empirical constants of the memory model
+	// (--set name=value, calibration profiles). Names and defaults are
+	// listed by [Constants]; an unknown name is an error.
+	Constants map[string]float64 `json:"constants,omitempty"`
 }

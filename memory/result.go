@@ -2,10 +2,10 @@ package memory
 
 import "github.com/gpumem/gpumem/units"
 
-// Estimate is the answer for one job: parameter totals and the memory of
+// Result is the answer for one job: parameter totals and the memory of
 // the most loaded GPU. Its JSON form is the contract the CLI, the HTTP API
 // and the web page share.
-type Estimate struct {
+type Result struct {
 	Model           string `json:"model"`
 	Architecture    string `json:"architecture"`
 	TotalParams     int64  `json:"total_params"`

@@ -1,0 +1,22 @@
+package memory
+
+import (
+	"fmt"
+
+	"github.com/gpumem/gpumem/model"
+)
+
+// Estimate returns the per-GPU memory of job on model m. It is a pure
+// function of its arguments: it reads no files, flags or environment.
+func Estimate(m *model.Model, job Job) (Result, error) {
+	if m == nil {
+		return Result{}, fmt.Errorf("estimate: no model")
+	}
+	switch job.Mode {
+	case "", Train:
+		return estimateTraining(m, job)
+	case Inference, Serving:
+		return estimateInference(m, job)
+	}
+	return Result{}, fmt.Errorf("estimate: unknown mode %q (want train, inference or serving)", job.Mode)
+}
