@@ -1,0 +1,177 @@
+package memory
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// ConstantInfo describes one named empirical constant of the memory model.
+// Every number the model cannot derive from code or papers lives in this
+// table so that it can be listed, overridden ([Job.Constants]) and fitted
+// by calibration.
+type ConstantInfo struct {
+	// Name is the key accepted by Job.Constants and --set.
+	Name string `json:"name"`
+	// Default is the value used when the job does not override it.
+	Default float64 `json:"default"`
+	// Unit is the unit of Default: "fraction", "MiB", "factor".
+	Unit string `json:"unit"`
+	// Min and Max bound accepted overrides.
+	Min float64 `json:"min"`
+	Max float64 `json:"max"`
+	// Source says where the default comes from.
+	Source string `json:"source"`
+	// Description says what the constant scales.
+	Description string `json:"description"`
+}
+
+// constID indexes the constant table; the resolved values of a job are an
+// array so that the hot path needs no map lookups or allocations.
+type constID int
+
+const (
+	cActivationScale constID = iota
+	cFragmentation
+	cFragmentationInference
+	cFragmentationLegacy
+	cCUDAContextMiB
+	cCUDAContextEagerMiB
+	cWorkspaceMiB
+	cWorkspaceSM90MiB
+	cMiscOverheadMiB
+	cCompileActivationFactor
+	cDequantWorkspaceFactor
+	numConstants
+)
+
+// constantTable is the single table of empirical constants, indexed by constID.
+var constantTable = [numConstants]ConstantInfo{
+	cActivationScale: {
+		Name: "activation_scale", Default: 1.0, Unit: "factor", Min: 0.1, Max: 10,
+		Source:      "none: neutral default for calibration",
+		Description: "multiplies the per-layer saved activations of every stack (a calibration knob; the inventories themselves are derived)",
+	},
+	cFragmentation: {
+		Name: "fragmentation", Default: 0.06, Unit: "fraction", Min: 0, Max: 2,
+		Source:      "MODEL.md §10 (2-10 % in steady training), §15.5 (5-8 % consistent with Llama training records)",
+		Description: "training: reserved = allocated peak × (1 + fragmentation) (caching-allocator rounding and split blocks)",
+	},
+	cFragmentationInference: {
+		Name: "fragmentation_inference", Default: 0.02, Unit: "fraction", Min: 0, Max: 2,
+		Source:      "MODEL.md §15.5 (≈ 0-2 % for HF inference records)",
+		Description: "inference: reserved = allocated peak × (1 + fragmentation_inference)",
+	},
+	cFragmentationLegacy: {
+		Name: "fragmentation_torch1", Default: 0.15, Unit: "fraction", Min: 0, Max: 2,
+		Source:      "MODEL.md §15.5 (torch-1.x eager-attention BERT runs show ≈ 15 %)",
+		Description: "training on a torch 1.x stack (Software contains \"torch1\")",
+	},
+	cCUDAContextMiB: {
+		Name: "cuda_context_mib", Default: 500, Unit: "MiB", Min: 0, Max: 8192,
+		Source:      "MODEL.md §10: pytorch/pytorch PR #86509 (287 MB lazy), maintainers' \"around 400MB\"; kernels of flash-attn/Triton add more",
+		Description: "CUDA context with lazy module loading (CUDA >= 11.7, torch >= 1.13): outside the caching allocator, seen by nvidia-smi",
+	},
+	cCUDAContextEagerMiB: {
+		Name: "cuda_context_eager_mib", Default: 1343, Unit: "MiB", Min: 0, Max: 8192,
+		Source:      "MODEL.md §15.5: 1343 MiB measured on V100 with torch 1.x (transformers model_memory_anatomy)",
+		Description: "CUDA context with eager module loading (Software contains \"torch1\")",
+	},
+	cWorkspaceMiB: {
+		Name: "workspace_mib", Default: 8.125, Unit: "MiB", Min: 0, Max: 4096,
+		Source:      "pytorch/pytorch:aten/src/ATen/cuda/CublasHandlePool.cpp default CUBLAS_WORKSPACE_CONFIG :4096:2:16:8 (MODEL.md §10)",
+		Description: "cuBLAS workspace per handle and stream before Hopper; also used when the GPU is unknown",
+	},
+	cWorkspaceSM90MiB: {
+		Name: "workspace_sm90_mib", Default: 32, Unit: "MiB", Min: 0, Max: 4096,
+		Source:      "pytorch/pytorch:aten/src/ATen/cuda/CublasHandlePool.cpp (32 MiB on sm90/sm100/sm120, MODEL.md §10)",
+		Description: "cuBLAS workspace per handle and stream on Hopper and Blackwell",
+	},
+	cMiscOverheadMiB: {
+		Name: "misc_overhead_mib", Default: 0, Unit: "MiB", Min: 0, Max: 65536,
+		Source:      "none: unknown non-torch allocations are 0 until calibrated (MODEL.md §10 lists NCCL, managed memory, other libraries)",
+		Description: "other non-PyTorch device memory of the process (library state, NCCL for single GPU runs)",
+	},
+	cCompileActivationFactor: {
+		Name: "compile_activation_factor", Default: 0.7, Unit: "factor", Min: 0.1, Max: 1,
+		Source:      "MODEL.md §15.14 (torch.compile fuses norms and SwiGLU: about 30 % fewer saved bytes per layer in the torchtune rows)",
+		Description: "multiplies per-layer saved activations when Compile is set",
+	},
+	cDequantWorkspaceFactor: {
+		Name: "dequant_buffers", Default: 2, Unit: "factor", Min: 0, Max: 8,
+		Source:      "MODEL.md §6.2 (each 4-bit Linear dequantizes its weight for the matmul, forward and backward)",
+		Description: "number of largest-Linear dequantized weight copies alive at once in QLoRA",
+	},
+}
+
+// Constants lists the named empirical constants with their defaults.
+func Constants() []ConstantInfo {
+	out := make([]ConstantInfo, numConstants)
+	copy(out, constantTable[:])
+	return out
+}
+
+// constants holds a job's resolved constant values.
+type constants [numConstants]float64
+
+// defaultConstants is the resolved table with no overrides.
+var defaultConstants = func() constants {
+	var c constants
+	for i, info := range constantTable {
+		c[i] = info.Default
+	}
+	return c
+}()
+
+// resolveConstants applies job overrides to the defaults. Unknown names and
+// values outside a constant's bounds are errors naming the constant.
+func resolveConstants(overrides map[string]float64) (constants, error) {
+	c := defaultConstants
+	if len(overrides) == 0 {
+		return c, nil
+	}
+	names := make([]string, 0, len(overrides))
+	for name := range overrides {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v := overrides[name]
+		id, ok := constantByName(name)
+		if !ok {
+			return c, fmt.Errorf("constants: unknown constant %q (see gpumem constants for the list)", name)
+		}
+		info := constantTable[id]
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < info.Min || v > info.Max {
+			return c, fmt.Errorf("constants: %s = %v out of range [%v, %v] %s", name, v, info.Min, info.Max, info.Unit)
+		}
+		c[id] = v
+	}
+	return c, nil
+}
+
+// constantByName finds a constant by its name (case-insensitive).
+func constantByName(name string) (constID, bool) {
+	for i := range constantTable {
+		if strings.EqualFold(constantTable[i].Name, strings.TrimSpace(name)) {
+			return constID(i), true
+		}
+	}
+	return 0, false
+}
+
+// ConstantValue returns the value of the named constant for a job's
+// overrides, or an error for an unknown name. Other estimators (inference,
+// planning) read the shared runtime constants through it.
+func ConstantValue(overrides map[string]float64, name string) (float64, error) {
+	c, err := resolveConstants(overrides)
+	if err != nil {
+		return 0, err
+	}
+	id, ok := constantByName(name)
+	if !ok {
+		return 0, fmt.Errorf("constants: unknown constant %q", name)
+	}
+	return c[id], nil
+}

@@ -1,0 +1,78 @@
+package memory
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpumem/gpumem/units"
+)
+
+func TestLookupGPU(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"NVIDIA H100 80GB HBM3", "H100-SXM"}, {"H100-SXM", "H100-SXM"}, {"a100-40gb", "A100-40GB"},
+		{"A100-SXM4-80GB", "A100-80GB"}, {"NVIDIA L40S", "L40S"}, {"L4", "L4"}, {"A10G", "A10G"},
+		{"V100-SXM2-16GB", "V100-16GB"}, {"RTX 4090", "RTX4090"}, {"GeForce RTX 3090", "RTX3090"},
+		{"H100-96GB", "H100-96GB"}, {"B200", "B200"},
+	}
+	for _, tt := range tests {
+		g, ok := LookupGPU(tt.in)
+		if !ok || g.Name != tt.want {
+			t.Errorf("LookupGPU(%q) = %q, %v; want %q", tt.in, g.Name, ok, tt.want)
+		}
+	}
+	for _, bad := range []string{"", "tpu-v5", "MI300X"} {
+		if g, ok := LookupGPU(bad); ok {
+			t.Errorf("LookupGPU(%q) = %q, want not found", bad, g.Name)
+		}
+	}
+}
+
+func TestRuntimeOverheads(t *testing.T) {
+	tests := []struct {
+		name     string
+		job      Job
+		frag     float64
+		ctx, ws  units.Bytes
+		warnings bool
+	}{
+		{"training default", Job{}, 0.06, 500 * units.MiB, 8*units.MiB + 128*units.KiB, false},
+		{"hopper workspace", Job{GPU: "H100-SXM"}, 0.06, 500 * units.MiB, 32 * units.MiB, false},
+		{"inference", Job{Mode: Inference, GPU: "A100-80GB"}, 0.02, 500 * units.MiB, 8*units.MiB + 128*units.KiB, false},
+		{"torch1", Job{Software: []string{"torch1"}, GPU: "V100"}, 0.15, 1343 * units.MiB, 8*units.MiB + 128*units.KiB, false},
+		{"override", Job{Constants: map[string]float64{"fragmentation": 0.1, "cuda_context_mib": 1000}}, 0.1, 1000 * units.MiB, 8*units.MiB + 128*units.KiB, false},
+		{"unknown gpu", Job{GPU: "tpu"}, 0.06, 500 * units.MiB, 8*units.MiB + 128*units.KiB, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := RuntimeOverheads(tt.job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Fragmentation != tt.frag || o.CUDAContext != tt.ctx || o.Workspace != tt.ws {
+				t.Errorf("got frag %v ctx %d ws %d, want %v %d %d", o.Fragmentation, o.CUDAContext, o.Workspace, tt.frag, tt.ctx, tt.ws)
+			}
+			if (o.Warning != "") != tt.warnings {
+				t.Errorf("warning %q, want present=%v", o.Warning, tt.warnings)
+			}
+			alloc := 10 * units.GiB
+			res := o.Reserved(alloc)
+			dev := o.Device(res)
+			if res < alloc || dev < res {
+				t.Errorf("peaks out of order: %d %d %d", alloc, res, dev)
+			}
+			var sum units.Bytes
+			for _, c := range o.Components(alloc) {
+				sum += c.Bytes
+			}
+			if sum != dev-alloc {
+				t.Errorf("overhead rows sum to %d, want device-allocated %d", sum, dev-alloc)
+			}
+		})
+	}
+	if _, err := RuntimeOverheads(Job{Constants: map[string]float64{"fragmentaton": 0.1}}); err == nil || !strings.Contains(err.Error(), "fragmentaton") {
+		t.Errorf("unknown constant: err = %v, want one naming it", err)
+	}
+	if o, _ := RuntimeOverheads(Job{}); o.Reserved(units.MaxBytes) != units.MaxBytes || o.Device(units.MaxBytes) != units.MaxBytes {
+		t.Error("overheads must saturate")
+	}
+}
