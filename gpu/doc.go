@@ -28,13 +28,14 @@
 // gpus.json over the built-ins, so a site can add its own boards or
 // correct a figure measured on its driver version:
 //
-//   - name: RTX-A6000
-//     vendor: nvidia
-//     memory_mib: 49140
-//     arch: ampere
-//     compute_capability: "8.6"
-//     bf16: true
-//     memory_source: nvidia-smi on our nodes
+//	gpus:
+//	  - name: RTX-A6000
+//	    vendor: nvidia
+//	    memory_mib: 49140
+//	    arch: ampere
+//	    compute_capability: "8.6"
+//	    bf16: true
+//	    memory_source: nvidia-smi on our nodes
 //
 // [LoadDataTypes] reads custom storage formats (name → bytes per
 // parameter) from a data_types.json file.
