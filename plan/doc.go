@@ -1,0 +1,38 @@
+// Package plan answers the inverse questions of memory estimation: does a
+// job fit on a GPU, what is the largest micro-batch or the longest
+// sequence that fits, how many GPUs does it need, and which training
+// layouts fit a GPU budget, best first.
+//
+// Every search takes the estimator as an [EstimateFunc], so it works with
+// any model of memory: [For] binds [memory.Estimate] to a model, and the
+// tests use synthetic estimators whose answers are known in closed form.
+//
+// # Feasibility
+//
+// [Check] compares a result's device peak (what nvidia-smi shows for the
+// process: allocated tensors, allocator cache, CUDA context and library
+// workspaces) with the GPU's memory as the driver reports it ([gpu.GPU]).
+// A job fits when it leaves [Headroom] (5 %) free, is tight inside the
+// headroom, and does not fit above 100 %.
+//
+// # Inverse search
+//
+// Memory grows monotonically with micro-batch and sequence length, and
+// shrinks as sharded jobs spread over more GPUs. [MaxFit], [MaxBatch] and
+// [MaxSeqLen] gallop (1, 2, 4, …) to the first value that does not fit and
+// bisect below it; [MinGPUs] does the same over GPU counts in multiples of
+// the model-parallel size. Each answer is checked in the tests against
+// direct estimates: the value returned fits, one step larger does not.
+//
+// # Layout search
+//
+// [Search] enumerates a [Space] of training layouts — engine, ZeRO or
+// FSDP sharding, TP, PP, CP, EP, micro-batch, activation checkpointing,
+// offload and fine-tuning method — skips combinations no engine runs
+// ([Layout.Valid]), estimates the rest, and ranks those that fit by
+// [Score], a relative throughput per GPU whose formula is documented with
+// its constants in score.go. Micro-batches are tried in increasing order
+// and abandoned at the first that does not fit. An estimator error (an
+// engine or combination not modelled yet) skips the layout and is counted
+// under its message in [Plan.Skipped].
+package plan

@@ -1,0 +1,233 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gpumem/gpumem/gpu"
+	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/units"
+)
+
+// EstimateFunc estimates one job. Searches call it many times with
+// variations of a base job; it must be a pure function of the job.
+type EstimateFunc func(memory.Job) (memory.Result, error)
+
+// For returns the estimator of model m: [memory.Estimate] bound to m.
+func For(m *model.Model) EstimateFunc {
+	return func(j memory.Job) (memory.Result, error) { return memory.Estimate(m, j) }
+}
+
+// ErrNoFit reports that even the smallest value searched does not fit.
+var ErrNoFit = errors.New("does not fit")
+
+// OnGPU returns job set up for GPU kind g: the estimator reads the GPU
+// name (workspace sizes differ from sm90 on) and its memory (vLLM's
+// budget is a share of it).
+func OnGPU(job memory.Job, g gpu.GPU) memory.Job {
+	job.GPU = g.Name
+	job.GPUMemory = g.Memory
+	return job
+}
+
+// Var is a job variable an inverse search varies.
+type Var string
+
+// Variables. Each maps to the job field of the job's mode.
+const (
+	// MicroBatch is the per-device batch: Job.MicroBatch when training,
+	// Job.Batch for inference, Job.MaxNumSeqs when serving.
+	MicroBatch Var = "micro_batch"
+	// SeqLen is the sequence length: Job.SeqLen when training,
+	// Job.PromptLen for inference (GenLen stays), Job.MaxModelLen when serving.
+	SeqLen Var = "seq_len"
+)
+
+// field returns the job field v stands for in job's mode.
+func (v Var) field(j *memory.Job) (*int, error) {
+	mode := j.Mode
+	switch v {
+	case MicroBatch:
+		switch mode {
+		case "", memory.Train:
+			return &j.MicroBatch, nil
+		case memory.Inference:
+			return &j.Batch, nil
+		case memory.Serving:
+			return &j.MaxNumSeqs, nil
+		}
+	case SeqLen:
+		switch mode {
+		case "", memory.Train:
+			return &j.SeqLen, nil
+		case memory.Inference:
+			return &j.PromptLen, nil
+		case memory.Serving:
+			return &j.MaxModelLen, nil
+		}
+	default:
+		return nil, fmt.Errorf("search: unknown variable %q (want %s or %s)", v, MicroBatch, SeqLen)
+	}
+	return nil, fmt.Errorf("search: unknown mode %q", mode)
+}
+
+// Found is the answer of an inverse search.
+type Found struct {
+	// Var is the variable searched and Value the answer: the largest
+	// value (or, for [MinGPUs], the smallest GPU count) that fits.
+	Var   Var `json:"var"`
+	Value int `json:"value"`
+	// Result is the estimate at Value.
+	Result memory.Result `json:"result"`
+	// Limit is the bound of the search; Value == Limit means the search
+	// stopped at the bound, not at the memory.
+	Limit int `json:"limit"`
+	// Stop says why the next larger value was rejected ("" at the
+	// limit): its device peak against the budget, or the estimator's error.
+	Stop string `json:"stop,omitempty"`
+	// Evaluations is the number of estimates the search made.
+	Evaluations int `json:"evaluations"`
+}
+
+// probe evaluates job with *field = n against budget.
+type probe struct {
+	est    EstimateFunc
+	job    memory.Job
+	v      Var
+	budget units.Bytes
+	evals  int
+}
+
+// at returns the estimate at n, whether it fits, and if not, why.
+func (p *probe) at(n int) (memory.Result, bool, string) {
+	j := p.job
+	f, err := p.v.field(&j)
+	if err != nil {
+		return memory.Result{}, false, err.Error()
+	}
+	*f = n
+	p.evals++
+	r, err := p.est(j)
+	if err != nil {
+		return r, false, err.Error()
+	}
+	if need := Need(r); need > p.budget {
+		return r, false, fmt.Sprintf("%s=%d needs %s > budget %s", p.v, n, need, p.budget)
+	}
+	return r, true, ""
+}
+
+// MaxFit returns the largest value of v in [lo, hi] at which job's per-GPU
+// peak ([Need]) stays within budget. Memory grows with batch and sequence
+// length, so the search gallops (lo, 2·lo, 4·lo, …) to the first value
+// that does not fit and bisects below it: about 2·log2(hi/lo) estimates.
+// An estimator error at a value counts as "does not fit" there (for
+// example a sequence longer than the model allows); at lo it is returned.
+func MaxFit(est EstimateFunc, job memory.Job, v Var, lo, hi int, budget units.Bytes) (Found, error) {
+	if lo < 1 || hi < lo {
+		return Found{}, fmt.Errorf("search %s: want 1 <= lo <= hi, got lo=%d hi=%d", v, lo, hi)
+	}
+	p := &probe{est: est, job: job, v: v, budget: budget}
+	best, ok, why := p.at(lo)
+	if !ok {
+		return Found{Var: v, Limit: hi, Evaluations: p.evals}, fmt.Errorf("search %s: %w at %s=%d: %s", v, ErrNoFit, v, lo, why)
+	}
+	good, bad, stop := lo, 0, ""
+	for n := lo; bad == 0 && good < hi; {
+		n = min(hi, 2*n)
+		r, ok, why := p.at(n)
+		if ok {
+			good, best = n, r
+		} else {
+			bad, stop = n, why
+		}
+	}
+	for bad > 0 && bad-good > 1 {
+		mid := good + (bad-good)/2
+		r, ok, why := p.at(mid)
+		if ok {
+			good, best = mid, r
+		} else {
+			bad, stop = mid, why
+		}
+	}
+	return Found{Var: v, Value: good, Result: best, Limit: hi, Stop: stop, Evaluations: p.evals}, nil
+}
+
+// MaxBatch returns the largest per-device batch in [1, hi] that fits on g
+// with the [Headroom] kept free.
+func MaxBatch(est EstimateFunc, job memory.Job, g gpu.GPU, hi int) (Found, error) {
+	return MaxFit(est, OnGPU(job, g), MicroBatch, 1, hi, Budget(g))
+}
+
+// MaxSeqLen returns the longest sequence in [lo, hi] tokens that fits on
+// g with the [Headroom] kept free. Sequence lengths are searched in steps
+// of 1; round the answer to the multiple your data pipeline uses.
+func MaxSeqLen(est EstimateFunc, job memory.Job, g gpu.GPU, lo, hi int) (Found, error) {
+	return MaxFit(est, OnGPU(job, g), SeqLen, lo, hi, Budget(g))
+}
+
+// GPUsVar names the GPU count in a [Found] from [MinGPUs].
+const GPUsVar Var = "num_gpus"
+
+// MinGPUs returns the smallest number of GPUs of kind g, at most hi, on
+// which job fits with the [Headroom] kept free. The count stays a
+// multiple of the job's model-parallel size TP·PP·CP, and the data-parallel
+// size follows from it. Sharded jobs (ZeRO, FSDP) need less memory per GPU
+// as GPUs are added, so the search gallops upward and bisects; a job whose
+// per-GPU memory does not shrink (plain DDP) returns [ErrNoFit] at once if
+// it does not fit on the smallest count.
+func MinGPUs(est EstimateFunc, job memory.Job, g gpu.GPU, hi int) (Found, error) {
+	job = OnGPU(job, g)
+	mp := max(job.TP, 1) * max(job.PP, 1) * max(job.CP, 1)
+	if hi < mp {
+		return Found{}, fmt.Errorf("search %s: limit %d is below the model-parallel size %d (tp·pp·cp)", GPUsVar, hi, mp)
+	}
+	budget := Budget(g)
+	evals := 0
+	at := func(k int) (memory.Result, bool, string) {
+		j := job
+		j.NumGPUs = k * mp
+		if job.DP > 0 {
+			j.DP = k
+		}
+		evals++
+		r, err := est(j)
+		if err != nil {
+			return r, false, err.Error()
+		}
+		if need := Need(r); need > budget {
+			return r, false, fmt.Sprintf("%d GPUs need %s each > budget %s", k*mp, need, budget)
+		}
+		return r, true, ""
+	}
+	kmax := hi / mp
+	r, ok, why := at(1)
+	if ok {
+		return Found{Var: GPUsVar, Value: mp, Result: r, Limit: hi, Evaluations: evals}, nil
+	}
+	bad, good, best, stop := 1, 0, memory.Result{}, why
+	for k := 1; good == 0 && k < kmax; {
+		k = min(kmax, 2*k)
+		r, ok, why := at(k)
+		if ok {
+			good, best = k, r
+		} else {
+			bad, stop = k, why
+		}
+	}
+	if good == 0 {
+		return Found{Var: GPUsVar, Limit: hi, Evaluations: evals}, fmt.Errorf("search %s: %w on up to %d x %s: %s", GPUsVar, ErrNoFit, kmax*mp, g.Name, stop)
+	}
+	for good-bad > 1 {
+		mid := bad + (good-bad)/2
+		r, ok, why := at(mid)
+		if ok {
+			good, best = mid, r
+		} else {
+			bad, stop = mid, why
+		}
+	}
+	return Found{Var: GPUsVar, Value: good * mp, Result: best, Limit: hi, Stop: stop, Evaluations: evals}, nil
+}

@@ -1,0 +1,428 @@
+package plan
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/gpumem/gpumem/gpu"
+	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/units"
+)
+
+// Space is the set of layouts [Search] enumerates: the cross product of
+// its lists, minus combinations no engine runs (see [Layout.Valid]).
+// Empty lists take the defaults of [DefaultSpace].
+type Space struct {
+	// GPUCounts are the total GPU counts tried, e.g. 1, 2, 4, 8.
+	GPUCounts []int `json:"gpu_counts"`
+	// Engines are the training engines tried ("" = single process).
+	Engines []string `json:"engines"`
+	// ZeRO are the sharding stages: DeepSpeed stages 0–3; FSDP1 maps 3 to
+	// full_shard and 2 to shard_grad_op; Megatron uses 0 and 1
+	// (distributed optimizer); FSDP2 is always 3.
+	ZeRO []int `json:"zero"`
+	// TP, PP, CP and EP are the parallel sizes tried (Megatron and FSDP2).
+	TP []int `json:"tp"`
+	PP []int `json:"pp"`
+	CP []int `json:"cp"`
+	EP []int `json:"ep"`
+	// MicroBatches are tried in increasing order; once one does not fit,
+	// larger ones are not estimated (memory grows with the micro-batch).
+	MicroBatches []int `json:"micro_batches"`
+	// GradCheckpoint values: none, selective, full.
+	GradCheckpoint []string `json:"grad_checkpoint"`
+	// Offload values: none, optimizer, params.
+	Offload []string `json:"offload"`
+	// Methods are fine-tuning methods (full, lora, qlora); "" keeps the
+	// base job's.
+	Methods []string `json:"methods"`
+	// Keep is how many ranked candidates to return (0 = 50).
+	Keep int `json:"keep,omitempty"`
+}
+
+// DefaultKeep is the number of candidates Search returns by default.
+const DefaultKeep = 50
+
+// DefaultSpace is a search over up to maxGPUs GPUs (powers of two and
+// maxGPUs itself), every engine, and the usual sharding, parallel,
+// micro-batch, checkpointing and offload choices, keeping the base job's
+// fine-tuning method.
+func DefaultSpace(maxGPUs int) Space {
+	maxGPUs = max(maxGPUs, 1)
+	var counts []int
+	for n := 1; n <= maxGPUs; n *= 2 {
+		counts = append(counts, n)
+	}
+	if counts[len(counts)-1] != maxGPUs {
+		counts = append(counts, maxGPUs)
+	}
+	return Space{
+		GPUCounts:      counts,
+		Engines:        []string{EngineSingle, EngineDDP, EngineDeepSpeed, EngineFSDP, EngineFSDP2, EngineMegatron},
+		ZeRO:           []int{0, 1, 2, 3},
+		TP:             []int{1, 2, 4, 8},
+		PP:             []int{1, 2, 4, 8},
+		CP:             []int{1},
+		EP:             []int{1},
+		MicroBatches:   []int{1, 2, 4, 8, 16, 32},
+		GradCheckpoint: []string{"none", "selective", "full"},
+		Offload:        []string{OffloadNone, OffloadOptimizer, OffloadParams},
+		Methods:        []string{""},
+	}
+}
+
+// withDefaults fills empty lists from DefaultSpace.
+func (s Space) withDefaults() Space {
+	maxGPUs := 1
+	for _, n := range s.GPUCounts {
+		maxGPUs = max(maxGPUs, n)
+	}
+	d := DefaultSpace(maxGPUs)
+	fill := func(dst *[]int, def []int) {
+		if len(*dst) == 0 {
+			*dst = def
+		}
+	}
+	fillS := func(dst *[]string, def []string) {
+		if len(*dst) == 0 {
+			*dst = def
+		}
+	}
+	fill(&s.GPUCounts, d.GPUCounts)
+	fill(&s.ZeRO, d.ZeRO)
+	fill(&s.TP, d.TP)
+	fill(&s.PP, d.PP)
+	fill(&s.CP, d.CP)
+	fill(&s.EP, d.EP)
+	fill(&s.MicroBatches, d.MicroBatches)
+	fillS(&s.Engines, d.Engines)
+	fillS(&s.GradCheckpoint, d.GradCheckpoint)
+	fillS(&s.Offload, d.Offload)
+	fillS(&s.Methods, d.Methods)
+	if s.Keep <= 0 {
+		s.Keep = DefaultKeep
+	}
+	s.MicroBatches = append([]int(nil), s.MicroBatches...)
+	sort.Ints(s.MicroBatches)
+	return s
+}
+
+// Candidate is a layout that fits, with its predicted peak and score.
+type Candidate struct {
+	Layout
+	// NeedBytes is the predicted per-GPU device peak.
+	NeedBytes units.Bytes `json:"need_bytes"`
+	// Utilization is NeedBytes over the GPU's memory, in percent.
+	Utilization float64 `json:"utilization_pct"`
+	// Verdict is fits or tight.
+	Verdict Verdict `json:"verdict"`
+	// Score is the relative throughput per GPU ([Score]).
+	Score float64 `json:"throughput_score"`
+}
+
+// Skip counts layouts the estimator rejected for one reason.
+type Skip struct {
+	Reason  string `json:"reason"`
+	Count   int    `json:"count"`
+	Example Layout `json:"example"`
+}
+
+// Plan is the answer of [Search].
+type Plan struct {
+	// GPU is the kind searched for, and MemoryBytes its memory.
+	GPU         string      `json:"gpu"`
+	MemoryBytes units.Bytes `json:"gpu_memory_bytes"`
+	// Candidates are the best layouts that fit, best first: verdict fits
+	// before tight, then higher score, fewer GPUs, smaller peak.
+	Candidates []Candidate `json:"candidates"`
+	// Feasible is the number of layouts that fit (Candidates holds the
+	// best of them).
+	Feasible int `json:"feasible"`
+	// Evaluated is the number of estimates made.
+	Evaluated int `json:"evaluated"`
+	// Invalid is the number of combinations no engine runs (not estimated).
+	Invalid int `json:"invalid"`
+	// Pruned is the number of micro-batches not estimated because a
+	// smaller one already did not fit or was rejected by the estimator.
+	Pruned int `json:"pruned"`
+	// TooBig is the number of estimated layouts that do not fit.
+	TooBig int `json:"too_big"`
+	// Skipped groups the estimator's errors by message (unsupported
+	// combinations), most frequent first.
+	Skipped []Skip `json:"skipped,omitempty"`
+}
+
+// Search enumerates the layouts of s for training base on GPUs of kind g
+// and returns those that fit, ranked by [Score]. An estimator error for a
+// layout (an engine or combination it does not model) skips the layout and
+// is counted under its message in Plan.Skipped.
+func Search(est EstimateFunc, base memory.Job, g gpu.GPU, s Space) (Plan, error) {
+	if base.Mode != "" && base.Mode != memory.Train {
+		return Plan{}, fmt.Errorf("search layouts: mode %q: layouts are searched for training jobs", base.Mode)
+	}
+	s = s.withDefaults()
+	base = OnGPU(base, g)
+	p := Plan{GPU: g.Name, MemoryBytes: g.Memory}
+	skips := map[string]*Skip{}
+	top := &best{keep: s.Keep}
+	s.each(base, func(l Layout) {
+		if reason := l.Valid(); reason != "" {
+			p.Invalid += len(s.MicroBatches)
+			return
+		}
+		for i, mb := range s.MicroBatches {
+			l.MicroBatch = mb
+			p.Evaluated++
+			r, err := est(l.Apply(base))
+			if err != nil {
+				addSkip(skips, err.Error(), l)
+				p.Pruned += len(s.MicroBatches) - i - 1
+				return
+			}
+			f := CheckBytes(Need(r), g)
+			if f.Verdict == DoesNotFit {
+				p.TooBig++
+				p.Pruned += len(s.MicroBatches) - i - 1
+				return
+			}
+			p.Feasible++
+			top.offer(Candidate{Layout: l, NeedBytes: f.NeedBytes, Utilization: f.Utilization, Verdict: f.Verdict, Score: Score(l)})
+		}
+	})
+	p.Candidates = top.sorted()
+	p.Skipped = sortSkips(skips)
+	return p, nil
+}
+
+func addSkip(skips map[string]*Skip, reason string, l Layout) {
+	if s, ok := skips[reason]; ok {
+		s.Count++
+		return
+	}
+	skips[reason] = &Skip{Reason: reason, Count: 1, Example: l}
+}
+
+func sortSkips(m map[string]*Skip) []Skip {
+	out := make([]Skip, 0, len(m))
+	for _, s := range m {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Reason < out[j].Reason
+	})
+	return out
+}
+
+// better reports whether a ranks before b: verdict fits before tight,
+// then higher score, fewer GPUs, smaller peak, and enumeration order.
+func better(a, b Candidate, aSeq, bSeq int) bool {
+	if a.Verdict.Rank() != b.Verdict.Rank() {
+		return a.Verdict.Rank() < b.Verdict.Rank()
+	}
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	if a.NumGPUs != b.NumGPUs {
+		return a.NumGPUs < b.NumGPUs
+	}
+	if a.NeedBytes != b.NeedBytes {
+		return a.NeedBytes < b.NeedBytes
+	}
+	return aSeq < bSeq
+}
+
+// best keeps the keep best candidates offered, in a heap whose root is
+// the worst of them: O(log keep) per offer instead of sorting every
+// feasible layout.
+type best struct {
+	keep int
+	cs   []Candidate
+	seq  []int
+	n    int
+}
+
+func (h *best) offer(c Candidate) {
+	h.n++
+	if len(h.cs) < h.keep {
+		h.cs = append(h.cs, c)
+		h.seq = append(h.seq, h.n)
+		h.up(len(h.cs) - 1)
+		return
+	}
+	if !better(c, h.cs[0], h.n, h.seq[0]) {
+		return
+	}
+	h.cs[0], h.seq[0] = c, h.n
+	h.down(0)
+}
+
+// worse is the heap order: the root is the worst kept candidate.
+func (h *best) worse(i, j int) bool { return better(h.cs[j], h.cs[i], h.seq[j], h.seq[i]) }
+
+func (h *best) swap(i, j int) {
+	h.cs[i], h.cs[j] = h.cs[j], h.cs[i]
+	h.seq[i], h.seq[j] = h.seq[j], h.seq[i]
+}
+
+func (h *best) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !h.worse(i, parent) {
+			return
+		}
+		h.swap(i, parent)
+		i = parent
+	}
+}
+
+func (h *best) down(i int) {
+	for {
+		w, l, r := i, 2*i+1, 2*i+2
+		if l < len(h.cs) && h.worse(l, w) {
+			w = l
+		}
+		if r < len(h.cs) && h.worse(r, w) {
+			w = r
+		}
+		if w == i {
+			return
+		}
+		h.swap(i, w)
+		i = w
+	}
+}
+
+// sorted returns the kept candidates best first.
+func (h *best) sorted() []Candidate {
+	idx := make([]int, len(h.cs))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return better(h.cs[idx[a]], h.cs[idx[b]], h.seq[idx[a]], h.seq[idx[b]]) })
+	out := make([]Candidate, len(idx))
+	for i, k := range idx {
+		out[i] = h.cs[k]
+	}
+	return out
+}
+
+// each calls fn for every combination of s except the micro-batch, in a
+// fixed order. Engine-specific sharding values are expanded here so that
+// each distinct layout is produced once.
+func (s Space) each(base memory.Job, fn func(Layout)) {
+	for _, n := range s.GPUCounts {
+		for _, e := range s.Engines {
+			for _, z := range s.shardings(e) {
+				for _, tp := range s.TP {
+					for _, pp := range s.PP {
+						for _, cp := range s.CP {
+							for _, ep := range s.EP {
+								for _, ck := range s.GradCheckpoint {
+									for _, off := range s.Offload {
+										for _, m := range s.Methods {
+											fn(Layout{Engine: e, ZeRO: z.zero, FSDPStrategy: z.fsdp, NumGPUs: n,
+												TP: tp, PP: pp, CP: cp, EP: ep, GradCheckpoint: ck, Offload: off,
+												Method: m, GradAccum: max(base.GradAccum, 1), Nodes: base.Nodes})
+										}
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+type sharding struct {
+	zero int
+	fsdp string
+}
+
+// shardings lists the sharding settings engine e takes from s.ZeRO.
+func (s Space) shardings(e string) []sharding {
+	var out []sharding
+	for _, z := range s.ZeRO {
+		switch e {
+		case EngineDeepSpeed:
+			if z >= 0 && z <= 3 {
+				out = append(out, sharding{zero: z})
+			}
+		case EngineFSDP:
+			switch z {
+			case 3:
+				out = append(out, sharding{fsdp: "full_shard"})
+			case 2:
+				out = append(out, sharding{fsdp: "shard_grad_op"})
+			}
+		case EngineMegatron:
+			if z == 0 || z == 1 {
+				out = append(out, sharding{zero: z})
+			}
+		}
+	}
+	switch e {
+	case EngineSingle, EngineDDP, EngineFSDP2:
+		out = []sharding{{}}
+	}
+	return out
+}
+
+// Valid returns "" if some engine runs l, or why none does. It checks
+// only structure (divisibility, which engine supports which option);
+// whether the model allows it (heads divisible by tp, experts by ep) is
+// the estimator's call.
+func (l Layout) Valid() string {
+	tp, pp, cp, ep := max(l.TP, 1), max(l.PP, 1), max(l.CP, 1), max(l.EP, 1)
+	mp := tp * pp * cp
+	switch {
+	case l.NumGPUs < 1:
+		return "no GPUs"
+	case l.NumGPUs%mp != 0:
+		return "tp·pp·cp does not divide the GPU count"
+	case tp*cp > GPUsPerNode:
+		return "tp·cp spans more than one node"
+	}
+	parallel := tp > 1 || pp > 1 || cp > 1
+	switch l.Engine {
+	case EngineSingle:
+		if l.NumGPUs != 1 || parallel || ep > 1 || l.Offload != OffloadNone && l.Offload != "" {
+			return "a single process runs one GPU without offload"
+		}
+	case EngineDDP, EngineFSDP:
+		if l.NumGPUs < 2 || parallel || ep > 1 {
+			return l.Engine + " needs 2+ GPUs and no model parallelism"
+		}
+		if l.Engine == EngineDDP && l.Offload != OffloadNone && l.Offload != "" {
+			return "ddp does not offload"
+		}
+		if l.Engine == EngineFSDP && l.Offload == OffloadOptimizer || l.Engine == EngineFSDP && l.Offload == OffloadParams && l.FSDPStrategy != "full_shard" {
+			return "fsdp offloads parameters with full_shard only"
+		}
+	case EngineDeepSpeed:
+		if parallel || ep > 1 {
+			return "deepspeed layouts here use data parallelism only"
+		}
+		if l.Offload == OffloadOptimizer && l.ZeRO < 1 || l.Offload == OffloadParams && l.ZeRO < 3 {
+			return "deepspeed offloads the optimizer from ZeRO-1 and parameters at ZeRO-3"
+		}
+	case EngineFSDP2:
+		if l.NumGPUs < 2 || ep > 1 || l.Offload == OffloadOptimizer {
+			return "fsdp2 needs 2+ GPUs and offloads parameters only"
+		}
+	case EngineMegatron:
+		if l.Offload != OffloadNone && l.Offload != "" {
+			return "megatron layouts here do not offload"
+		}
+		if (l.NumGPUs/pp)%ep != 0 {
+			return "ep does not divide the GPUs of a pipeline stage"
+		}
+	default:
+		return "unknown engine " + l.Engine
+	}
+	return ""
+}
