@@ -1,0 +1,104 @@
+package probe
+
+import (
+	"math"
+	"slices"
+
+	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/units"
+)
+
+// Row kinds of a [Comparison].
+const (
+	RowPeak      = "peak"
+	RowPhase     = "phase"
+	RowComponent = "component"
+)
+
+// Comparison sets an estimate against a measurement, row by row.
+type Comparison struct {
+	Rows []ComparisonRow `json:"rows"`
+}
+
+// ComparisonRow is one estimated figure and its measured counterpart.
+type ComparisonRow struct {
+	// Kind is "peak" (allocated, reserved, device), "phase" or "component".
+	Kind           string      `json:"kind"`
+	Name           string      `json:"name"`
+	EstimatedBytes units.Bytes `json:"estimated_bytes"`
+	MeasuredBytes  units.Bytes `json:"measured_bytes"`
+	// ErrorPct is 100 × (estimated − measured) / measured: positive when
+	// the estimate is too high.
+	ErrorPct float64 `json:"error_pct"`
+}
+
+// componentMatch lists, for each directly measured component, the
+// estimate's rows that together count the same tensors. The probe's
+// "activations" is the memory a forward pass leaves allocated: saved
+// activations plus the loss (MODEL.md §4, §4.6).
+var componentMatch = []struct {
+	measured string
+	estimate []string
+}{
+	{"weights", []string{"weights", "adapter_weights", "lora_weights"}},
+	{"gradients", []string{"gradients", "adapter_gradients"}},
+	{"optimizer_states", []string{"optimizer_states", "adapter_optimizer_states"}},
+	{"activations", []string{"activations", "checkpoints", "loss"}},
+	{"cuda_context", []string{"cuda_context"}},
+}
+
+// phaseMatch maps a measured phase to the estimate's phases it covers:
+// the script's forward phase includes the loss.
+var phaseMatch = map[string][]string{
+	"forward": {"forward", "loss"},
+}
+
+// Compare returns the rows where both the estimate and the measurement
+// have a figure: the three peaks, the phases and the measured components.
+func Compare(est memory.PerGPU, m Measured) Comparison {
+	var c Comparison
+	c.add(RowPeak, "allocated", est.AllocatedPeakBytes, m.AllocatedPeakBytes)
+	c.add(RowPeak, "reserved", est.ReservedPeakBytes, m.ReservedPeakBytes)
+	c.add(RowPeak, "device", est.DevicePeakBytes, m.DevicePeakBytes)
+	for _, p := range m.Phases {
+		names := phaseMatch[p.Name]
+		if names == nil {
+			names = []string{p.Name}
+		}
+		var e units.Bytes
+		for _, ep := range est.Phases {
+			if slices.Contains(names, ep.Name) {
+				e = max(e, ep.Bytes)
+			}
+		}
+		c.add(RowPhase, p.Name, e, p.AllocatedPeakBytes)
+	}
+	for _, mc := range m.Components {
+		for _, cm := range componentMatch {
+			if cm.measured != mc.Name {
+				continue
+			}
+			var e units.Bytes
+			for _, ec := range est.Components {
+				if slices.Contains(cm.estimate, ec.Name) {
+					e = units.Add(e, ec.Bytes)
+				}
+			}
+			c.add(RowComponent, mc.Name, e, mc.Bytes)
+		}
+	}
+	return c
+}
+
+// add appends a row when both sides are known.
+func (c *Comparison) add(kind, name string, est, meas units.Bytes) {
+	if est <= 0 || meas <= 0 {
+		return
+	}
+	c.Rows = append(c.Rows, ComparisonRow{Kind: kind, Name: name, EstimatedBytes: est, MeasuredBytes: meas, ErrorPct: errorPct(est, meas)})
+}
+
+// errorPct is 100 × (est − meas) / meas, rounded to 0.1.
+func errorPct(est, meas units.Bytes) float64 {
+	return math.Round(1000*(float64(est)-float64(meas))/float64(meas)) / 10
+}
