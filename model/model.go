@@ -167,6 +167,16 @@ type Module struct {
 	Bias bool `json:"bias,omitempty"`
 	// Expert is true for routed expert weights (inactive for most tokens).
 	Expert bool `json:"expert,omitempty"`
+	// Experts is the number of routed experts per layer the group spans
+	// (Instances = Layers × Experts); 0 for non-expert modules.
+	Experts int `json:"experts,omitempty"`
+	// Kind is what the tensors are: "linear", "embedding", "norm", "conv"
+	// or "param" (a bare parameter such as attention sinks or a gate).
+	Kind string `json:"kind"`
+	// Short is the canonical PEFT-style name of a Linear ("q_proj",
+	// "gate_proj", "qkv_proj", "c_attn", ...) that --lora-target-modules
+	// matches against; empty for other kinds.
+	Short string `json:"short,omitempty"`
 	// Layer is the first layer index this group covers, or -1 for
 	// modules outside the layers; Layers is how many consecutive layers.
 	Layer  int `json:"layer"`

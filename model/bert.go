@@ -1,0 +1,57 @@
+package model
+
+// readBERT reads BERT (an encoder-only model, described as the Text
+// stack with Causal false): word, position and token-type embeddings with
+// a LayerNorm; post-LN layers with query/key/value and attention.output
+// dense, intermediate and output dense, all with bias (modeling_bert.py;
+// BertConfig defaults: vocab 30522, 768 wide, 12 layers, 512 positions,
+// 2 token types).
+//
+// The head follows architectures[0]: BertModel adds the pooler;
+// BertForMaskedLM drops the pooler and adds cls.predictions (transform
+// dense + LayerNorm, a decoder tied to word_embeddings, and a vocab-sized
+// bias); *ForSequenceClassification adds the pooler and a classifier.
+func readBERT(c *config, m *Model, b *builder) {
+	s := readStack(c, dims{hidden: 768, layers: 12, heads: 12, inter: 3072, vocab: 30522, maxPos: 512, act: "gelu"})
+	s.Norm, s.MLP, s.Causal = LayerNorm, PlainMLP, false
+	s.AttnBias, s.OutBias, s.MLPBias = true, true, true
+	s.TiedEmbeddings = true // no separate output matrix in any BERT head
+	s.LayerTypes = uniformLayers(s.Layers, FullAttention)
+	types := c.dim("type_vocab_size", 2)
+	m.Text = s
+	h := s.Hidden
+	top := b.top(StackText)
+	top.embedding(CompEmbedding, "bert.embeddings.word_embeddings", s.Vocab, h)
+	top.embedding(CompEmbedding, "bert.embeddings.position_embeddings", s.MaxPositions, h)
+	top.embedding(CompEmbedding, "bert.embeddings.token_type_embeddings", types, h)
+	top.norm(CompNorm, "bert.embeddings.LayerNorm", h, true)
+	g := b.layers(StackText, "bert.encoder.layer", 0, s.Layers)
+	for _, n := range []string{"query", "key", "value"} {
+		g.linear(CompAttention, "attention.self."+n, n, h, h, true)
+	}
+	g.linear(CompAttention, "attention.output.dense", "dense", h, h, true)
+	g.norm(CompNorm, "attention.output.LayerNorm", h, true)
+	g.linear(CompMLP, "intermediate.dense", "dense", h, s.Intermediate, true)
+	g.linear(CompMLP, "output.dense", "dense", s.Intermediate, h, true)
+	g.norm(CompNorm, "output.LayerNorm", h, true)
+	switch m.Architecture {
+	case "BertForMaskedLM", "BertForPreTraining", "BertLMHeadModel":
+		top.linear(CompLMHead, "cls.predictions.transform.dense", "dense", h, h, true)
+		top.norm(CompLMHead, "cls.predictions.transform.LayerNorm", h, true)
+		top.param(CompLMHead, KindParam, "cls.predictions.bias", int64(s.Vocab))
+		if m.Architecture == "BertForPreTraining" {
+			top.linear(CompOther, "bert.pooler.dense", "dense", h, h, true)
+			top.linear(CompLMHead, "cls.seq_relationship", "seq_relationship", h, 2, true)
+		}
+	default:
+		top.linear(CompOther, "bert.pooler.dense", "dense", h, h, true)
+		if n := c.count("num_labels", 0); n > 0 || len(c.sub("id2label").orEmpty(c, "id2label").m) > 0 {
+			if n == 0 {
+				n = len(c.sub("id2label").m)
+			}
+			if m.Architecture != "BertModel" && m.Architecture != "" {
+				top.linear(CompLMHead, "classifier", "classifier", h, n, true)
+			}
+		}
+	}
+}

@@ -1,0 +1,181 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+)
+
+// ConfigFile is the name of a Hugging Face model configuration.
+const ConfigFile = "config.json"
+
+// PreprocessorFile is the image processor configuration of a VLM, read
+// for the image size when present next to config.json.
+const PreprocessorFile = "preprocessor_config.json"
+
+// Parse reads a Hugging Face config.json and returns the model it
+// describes with its parameter inventory. Errors name config.json and the
+// offending key; see [ParseFile] to name another file.
+func Parse(data []byte) (*Model, error) {
+	return ParseFile(ConfigFile, data)
+}
+
+// ParseFile is [Parse] for a config read from the named file; the name
+// only appears in error messages and Model.ID.
+func ParseFile(name string, data []byte) (*Model, error) {
+	c, err := decodeConfig(name, data)
+	if err != nil {
+		return nil, err
+	}
+	m, err := build(c)
+	if err != nil {
+		return nil, err
+	}
+	m.ID = name
+	return m, nil
+}
+
+// build picks the family reader for c and runs it.
+func build(c *config) (*Model, error) {
+	mt := c.str("model_type", "")
+	archs := c.strs("architectures")
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	arch := ""
+	if len(archs) > 0 {
+		arch = archs[0]
+	}
+	r, err := pickReader(c, mt, arch)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{Architecture: arch, ModelType: mt}
+	m.TorchDtype = c.str("torch_dtype", c.str("dtype", ""))
+	b := &builder{}
+	r(c, m, b)
+	m.Quant = readQuant(c)
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	if b.err != nil {
+		return nil, fmt.Errorf("%s: %w", c.st.file, b.err)
+	}
+	m.Modules = b.mods
+	m.Warnings = c.st.warnings
+	return m, nil
+}
+
+// pickReader finds the reader for model_type, then for architectures[0],
+// then falls back to a generic dense decoder when the common keys are
+// present.
+func pickReader(c *config, mt, arch string) (reader, error) {
+	if r, ok := readers[mt]; ok {
+		return r, nil
+	}
+	if t, ok := archTypes[arch]; ok {
+		return readers[t], nil
+	}
+	for _, k := range []string{"hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"} {
+		if !c.has(k) {
+			return nil, fmt.Errorf("%s: model_type %q (architecture %q): %w", c.st.file, mt, arch, ErrUnsupportedArchitecture)
+		}
+	}
+	c.warnf("model_type %q (architecture %q) is not supported; read as a generic Llama-style decoder (RMSNorm, gated MLP, no biases), so parameter counts are approximate", mt, arch)
+	return readLlama, nil
+}
+
+// readQuant reads quantization_config, if present.
+func readQuant(c *config) *Quantization {
+	q := c.sub("quantization_config")
+	if q == nil {
+		return nil
+	}
+	out := &Quantization{
+		Method:      q.str("quant_method", ""),
+		Bits:        q.count("bits", 0),
+		GroupSize:   q.intIn("group_size", 0, -1, maxDim),
+		SkipModules: q.strs("modules_to_not_convert"),
+		Raw:         map[string]any{},
+	}
+	if out.Method == "" && q.boolean("load_in_4bit", false) {
+		out.Method, out.Bits = "bitsandbytes", 4
+	}
+	if out.Method == "" && q.boolean("load_in_8bit", false) {
+		out.Method, out.Bits = "bitsandbytes", 8
+	}
+	if bs := q.ints("weight_block_size", 1, maxDim); len(bs) > 0 && out.GroupSize == 0 {
+		out.GroupSize = bs[0]
+	}
+	if out.Bits == 0 {
+		switch out.Method {
+		case "fp8":
+			out.Bits = 8
+		case "mxfp4":
+			out.Bits = 4
+		}
+	}
+	for k, v := range q.m {
+		switch k {
+		case "quant_method", "bits", "group_size", "modules_to_not_convert":
+		default:
+			out.Raw[k] = v
+		}
+	}
+	return out
+}
+
+// ParseFS reads dir/config.json from fsys, and dir/preprocessor_config.json
+// when present (for a VLM's image size). Model.ID is dir.
+func ParseFS(fsys fs.FS, dir string) (*Model, error) {
+	name := path.Join(dir, ConfigFile)
+	data, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	m, err := ParseFile(name, data)
+	if err != nil {
+		return nil, err
+	}
+	pre := path.Join(dir, PreprocessorFile)
+	if data, err := fs.ReadFile(fsys, pre); err == nil {
+		if err := applyPreprocessor(m, pre, data); err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read %s: %w", pre, err)
+	}
+	m.ID = dir
+	return m, nil
+}
+
+// applyPreprocessor reads the image size from a preprocessor config and
+// updates the vision tower's tokens per image.
+func applyPreprocessor(m *Model, file string, data []byte) error {
+	if m.Vision == nil {
+		return nil
+	}
+	c, err := decodeConfig(file, data)
+	if err != nil {
+		return err
+	}
+	size := 0
+	if s := c.sub("size"); s != nil {
+		size = s.intIn("height", s.intIn("shortest_edge", 0, 0, maxDim), 0, maxDim)
+		if s.has("longest_edge") && size == 0 {
+			size = s.intIn("longest_edge", 0, 0, maxDim)
+		}
+	} else if c.has("size") {
+		size = c.intIn("size", 0, 0, maxDim)
+	}
+	if err := c.err(); err != nil {
+		return err
+	}
+	if size > 0 && !strings.HasPrefix(m.ModelType, "qwen") {
+		m.Vision.ImageSize = size
+		m.Vision.TokensPerImage = tokensPerImage(m.Vision)
+	}
+	return nil
+}

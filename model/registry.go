@@ -1,0 +1,109 @@
+package model
+
+// reader fills m (its stacks and layer types) from config c and adds the
+// parameter inventory to b. Problems are recorded on c.
+type reader func(c *config, m *Model, b *builder)
+
+// readers maps config.json's model_type to the family reader. This table
+// and archTypes are the only place a family is chosen. It is filled in
+// init because VLM readers look up their language model's reader in it.
+var readers map[string]reader
+
+func init() { readers = familyReaders() }
+
+func familyReaders() map[string]reader {
+	return map[string]reader{
+		// Llama-style dense decoders (llama.go)
+		"llama":   readLlama,
+		"mistral": readMistral,
+		"qwen2":   readQwen2,
+		"qwen3":   readQwen3,
+		// mixtures of experts
+		"mixtral":     readMixtral,
+		"qwen2_moe":   readQwen2MoE,
+		"qwen3_moe":   readQwen3MoE,
+		"olmoe":       readOLMoE,
+		"deepseek_v2": readDeepSeek,
+		"deepseek_v3": readDeepSeek,
+		"gpt_oss":     readGPTOSS,
+		// Gemma
+		"gemma":       readGemma,
+		"gemma2":      readGemma2,
+		"gemma3_text": readGemma3Text,
+		"gemma3":      readGemma3,
+		// Phi
+		"phi":      readPhi,
+		"phi-msft": readPhi,
+		"phi3":     readPhi3,
+		"phi3_v":   readPhi3V,
+		// GPT-2 lineage and other older decoders
+		"gpt2":            readGPT2,
+		"gpt_bigcode":     readGPTBigCode,
+		"gpt_neox":        readGPTNeoX,
+		"falcon":          readFalcon,
+		"RefinedWeb":      readFalcon,
+		"RefinedWebModel": readFalcon,
+		"bloom":           readBloom,
+		"opt":             readOPT,
+		"qwen":            readQwenV1,
+		// vision-language models
+		"llava":      readLlava,
+		"qwen2_vl":   readQwen2VL,
+		"qwen2_5_vl": readQwen25VL,
+		"qwen3_vl":   readQwen3VL,
+		// language models of VLMs, when named in a text_config
+		"qwen2_vl_text":   readQwen2,
+		"qwen2_5_vl_text": readQwen2,
+		"qwen3_vl_text":   readQwen3,
+		"mllama":          readMllama,
+		"llama4":          readLlama4,
+		"llama4_text":     readLlama4Text,
+		// encoders and encoder-decoders
+		"bert": readBERT,
+		"t5":   readT5,
+		"bart": readBART,
+	}
+}
+
+// archTypes maps architectures[0] to a model_type in readers, for
+// configs whose model_type is missing or a remote-code name.
+var archTypes = map[string]string{
+	"LlamaForCausalLM":                   "llama",
+	"MistralForCausalLM":                 "mistral",
+	"MixtralForCausalLM":                 "mixtral",
+	"Qwen2ForCausalLM":                   "qwen2",
+	"Qwen3ForCausalLM":                   "qwen3",
+	"Qwen2MoeForCausalLM":                "qwen2_moe",
+	"Qwen3MoeForCausalLM":                "qwen3_moe",
+	"OlmoeForCausalLM":                   "olmoe",
+	"DeepseekV2ForCausalLM":              "deepseek_v2",
+	"DeepseekV3ForCausalLM":              "deepseek_v3",
+	"GptOssForCausalLM":                  "gpt_oss",
+	"GemmaForCausalLM":                   "gemma",
+	"Gemma2ForCausalLM":                  "gemma2",
+	"Gemma3ForCausalLM":                  "gemma3_text",
+	"Gemma3ForConditionalGeneration":     "gemma3",
+	"PhiForCausalLM":                     "phi",
+	"Phi3ForCausalLM":                    "phi3",
+	"Phi3VForCausalLM":                   "phi3_v",
+	"GPT2LMHeadModel":                    "gpt2",
+	"GPTBigCodeForCausalLM":              "gpt_bigcode",
+	"GPTNeoXForCausalLM":                 "gpt_neox",
+	"FalconForCausalLM":                  "falcon",
+	"RWForCausalLM":                      "falcon",
+	"BloomForCausalLM":                   "bloom",
+	"OPTForCausalLM":                     "opt",
+	"QWenLMHeadModel":                    "qwen",
+	"LlavaForConditionalGeneration":      "llava",
+	"Qwen2VLForConditionalGeneration":    "qwen2_vl",
+	"Qwen2_5_VLForConditionalGeneration": "qwen2_5_vl",
+	"Qwen3VLForConditionalGeneration":    "qwen3_vl",
+	"MllamaForConditionalGeneration":     "mllama",
+	"Llama4ForConditionalGeneration":     "llama4",
+	"Llama4ForCausalLM":                  "llama4_text",
+	"BertModel":                          "bert",
+	"BertForMaskedLM":                    "bert",
+	"T5ForConditionalGeneration":         "t5",
+	"BartForConditionalGeneration":       "bart",
+	"BartModel":                          "bart",
+}
