@@ -15,8 +15,10 @@ type Result struct {
 	Job          Job    `json:"job"`
 	PerGPU       PerGPU `json:"per_gpu"`
 	// Host is CPU RAM / NVMe needed for offload, if any.
-	Host     *Host    `json:"host,omitempty"`
-	Warnings []string `json:"warnings,omitempty"`
+	Host *Host `json:"host,omitempty"`
+	// Serving is the KV-cache capacity of a vLLM deployment (Mode serving only).
+	Serving  *ServingResult `json:"serving,omitempty"`
+	Warnings []string       `json:"warnings,omitempty"`
 }
 
 // PerGPU is the memory of one (the most loaded) GPU.

@@ -1,0 +1,170 @@
+package memory
+
+import (
+	"fmt"
+
+	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/units"
+)
+
+// Attention implementations for inference.
+const (
+	inferEager = "eager"
+	inferSDPA  = "sdpa"
+	inferFlash = "flash"
+)
+
+// fp32Bytes is the width of the fp32 softmax and upcast logits.
+const fp32Bytes = 4
+
+// actShape is what a forward pass over one stack computes per GPU.
+type actShape struct {
+	st   *model.Stack
+	tp   int
+	ep   int
+	attn string
+	act  float64 // bytes per activation element (the compute dtype)
+	// layers is the range of layers the GPU runs (its pipeline stage).
+	lo, hi int
+}
+
+// transient is one activation term with the formula that produced it.
+type transient struct {
+	bytes   units.Bytes
+	formula string
+}
+
+// layerTransient is the largest set of intermediates alive at once inside
+// one layer when n tokens of b sequences (b·s = n) attend to skv cached
+// tokens, with no autograd (MODEL.md §7.4): the residual stream and the
+// normed input (2·n·h), plus the larger of the attention block and the
+// feed-forward block.
+func (a actShape) layerTransient(b, s, skv int64) transient {
+	n := units.MulInt(b, s)
+	st := a.st
+	resid := 2 * float64(n) * float64(st.Hidden) * a.act
+	attn, attnF := a.attention(b, s, skv)
+	ffn, ffnF := a.feedForward(n)
+	peak, which := attn, attnF
+	if ffn > attn {
+		peak, which = ffn, ffnF
+	}
+	return transient{
+		bytes:   units.FromFloat(resid + peak),
+		formula: fmt.Sprintf("residual + normed input 2·N·h·%gB (N = %d tokens) + max(attention, feed-forward) = %s", a.act, n, which),
+	}
+}
+
+// attention is the attention block's intermediates: q, k, v and the
+// output for a fused kernel (FlashAttention, SDPA, vLLM paged kernels:
+// no s² tensor, arXiv:2205.14135), plus, for eager attention, the scores,
+// their fp32 softmax and the cast-back probabilities, 8·a·s·s_kv bytes per
+// sequence in bf16 (MODEL.md §7.4). MLA decompresses per-head K and V.
+func (a actShape) attention(b, s, skv int64) (float64, string) {
+	st := a.st
+	tp := float64(max(a.tp, 1))
+	n := float64(units.MulInt(b, s))
+	heads := float64(st.Heads) / tp
+	var width float64
+	if mla := st.MLA; mla != nil {
+		width = heads * float64(2*(mla.QKNopeDim+mla.QKRopeDim)+2*mla.VHeadDim)
+	} else {
+		kv := st.KVHeads
+		if kv <= 0 {
+			kv = st.Heads
+		}
+		d := float64(headDim(st))
+		width = 2*heads*d + 2*max(float64(kv)/tp, 1)*d
+	}
+	bytes := n * width * a.act
+	f := fmt.Sprintf("attention q,k,v,out %s", units.FormatIEC(units.FromFloat(bytes)))
+	if a.attn == inferEager {
+		perElem := 2*a.act + fp32Bytes
+		scores := float64(b) * heads * float64(s) * float64(skv) * perElem
+		bytes += scores
+		f += fmt.Sprintf(" + eager scores b·a·s·s_kv·(%g+4+%g)B = %s", a.act, a.act, units.FormatIEC(units.FromFloat(scores)))
+	}
+	return bytes, f
+}
+
+// feedForward is the feed-forward block's intermediates for n tokens,
+// the largest over the layer kinds the GPU runs:
+//   - gated MLP: act(gate), up and their product, 3·n·f (HF
+//     down(act(gate(x))·up(x)); vLLM gate_up [n, 2f] + SiluAndMul [n, f]);
+//   - plain MLP: fc1 output and activation output, 2·n·f;
+//   - MoE: vLLM fused_moe's intermediate caches [n, k, 2f], [n·k, f] and
+//     [n, k, h], n·k·(3f + h) (vllm-project/vllm:vllm/model_executor/
+//     layers/fused_moe/fused_moe.py), or the shared experts if larger.
+func (a actShape) feedForward(n int64) (float64, string) {
+	st := a.st
+	tp := float64(max(a.tp, 1))
+	hasDense, moe := false, false
+	for i := a.lo; i < a.hi && i < st.Layers; i++ {
+		if layerType(st, i).MoE && st.MoE != nil {
+			moe = true
+		} else {
+			hasDense = true
+		}
+	}
+	if a.hi <= a.lo {
+		hasDense = true
+	}
+	var best float64
+	f := "feed-forward 0"
+	if hasDense && st.Intermediate > 0 {
+		width, name := 2.0, "plain MLP 2·N·f"
+		if st.MLP == model.GatedMLP {
+			width, name = 3, "gated MLP 3·N·f"
+		}
+		best = width * float64(n) * float64(st.Intermediate) / tp * a.act
+		f = fmt.Sprintf("%s·%gB (f/tp = %g) = %s", name, a.act, float64(st.Intermediate)/tp, units.FormatIEC(units.FromFloat(best)))
+	}
+	if moe {
+		e := st.MoE
+		ef := float64(e.ExpertFFN)
+		if a.ep <= 1 {
+			ef /= tp
+		}
+		routed := float64(n) * float64(e.ExpertsPerToken) * (3*ef + float64(st.Hidden)) * a.act
+		shared := 3 * float64(n) * float64(e.SharedFFN) / tp * a.act
+		if m := max(routed, shared); m > best {
+			best = m
+			f = fmt.Sprintf("MoE fused_moe caches N·k·(3f_moe + h)·%gB (k = %d, f_moe = %g) = %s", a.act, e.ExpertsPerToken, ef, units.FormatIEC(units.FromFloat(m)))
+		}
+	}
+	return best, f
+}
+
+// logitsBytes is the logits of rows positions over the vocabulary (split
+// over tp ranks before the gather) in the compute dtype plus their fp32
+// upcast when upcast is set: HF generate takes
+// outputs.logits[:, -1, :].float() (huggingface/transformers:
+// src/transformers/generation/utils.py), and before transformers 4.45
+// Llama-style models upcast the logits of every position.
+func logitsBytes(rows int64, vocab int, act float64, upcast bool) units.Bytes {
+	per := act
+	if upcast {
+		per += fp32Bytes
+	}
+	return units.FromFloat(float64(rows) * float64(vocab) * per)
+}
+
+// visionTransient is the vision tower's forward over the images of a
+// batch: each image is one sequence of patch tokens through a pre-LN ViT
+// (MODEL.md §9: use the §4/§7.4 shapes with s = patches per image and b =
+// images), plus the features handed to the language model.
+func visionTransient(v *model.Vision, images int64, attn string, act float64, textHidden int, llmTokens int64) transient {
+	perImage := int64(v.TokensPerImage) * int64(max(v.SpatialMerge, 1)*max(v.SpatialMerge, 1))
+	if perImage <= 0 && v.PatchSize > 0 {
+		side := int64(v.ImageSize / v.PatchSize)
+		perImage = side * side
+	}
+	shape := actShape{st: &v.Stack, tp: 1, attn: attn, act: act, lo: 0, hi: v.Layers}
+	layer := shape.layerTransient(images, perImage, perImage)
+	features := units.FromFloat(float64(llmTokens) * float64(textHidden) * act)
+	return transient{
+		bytes: units.Add(layer.bytes, features),
+		formula: fmt.Sprintf("one vision layer over %d images × %d patches: %s; + image features %d tokens × h %d × %gB",
+			images, perImage, layer.formula, llmTokens, textHidden, act),
+	}
+}

@@ -1,0 +1,272 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gpumem/gpumem/model"
+)
+
+// defaultPromptLen is the prompt assumed when a job gives no length; a
+// warning says so.
+const defaultPromptLen = 2048
+
+// inferenceInputs are the validated, defaulted inputs of an inference or
+// serving job: everything the estimator reads from Job, resolved once.
+type inferenceInputs struct {
+	batch       int64
+	prompt, gen int64 // text tokens of the prompt, tokens generated
+	images      int64 // images per sequence (VLM)
+	imageTokens int64 // LLM tokens the images add to the prompt, per sequence
+	crossTokens int64 // tokens cross-attention layers attend to, per sequence
+	kv          DType
+	act         DType // compute dtype of activations
+	bnbCompute  DType // bitsandbytes compute dtype of 4-bit matmuls
+	attn        string
+	engine      string
+	tp, pp, ep  int
+	plan        weightPlan
+	legacyCache bool // transformers < 4.36 tuple cache (MODEL.md §15.2)
+	fullLogits  bool // logits of every prompt position, upcast to fp32
+	encoderOnly bool
+	encDec      bool
+	noKV        bool
+	warnings    []string
+}
+
+// tokens is the self-attended sequence length at the end of generation.
+func (in *inferenceInputs) tokens() int64 {
+	if in.encDec {
+		return in.gen + 1 // decoder start token + generated tokens
+	}
+	return in.prompt + in.imageTokens + in.gen
+}
+
+// prefillTokens is the sequence length of the first forward pass.
+func (in *inferenceInputs) prefillTokens() int64 {
+	if in.encDec {
+		return 1
+	}
+	return in.prompt + in.imageTokens
+}
+
+// resolveInference validates job for model m and fills in defaults.
+func resolveInference(m *model.Model, job Job) (*inferenceInputs, error) {
+	if err := checkInferenceCounts(job); err != nil {
+		return nil, err
+	}
+	in := &inferenceInputs{
+		batch: int64(orInt(job.Batch, 1)),
+		tp:    orInt(job.TP, 1), pp: orInt(job.PP, 1), ep: orInt(job.EP, 1),
+		noKV:        job.NoKVCache,
+		encoderOnly: !m.Text.Causal && m.Encoder == nil,
+		encDec:      m.Encoder != nil,
+		legacyCache: hasSoftware(job.Software, "transformers<4.36"),
+	}
+	in.fullLogits = in.legacyCache || hasSoftware(job.Software, "transformers<4.45")
+	plan, err := planWeights(m, job)
+	if err != nil {
+		return nil, err
+	}
+	in.plan, in.act = plan, plan.rest
+	in.warnings = append(in.warnings, plan.warnings...)
+	if in.kv, err = ParseKVCacheDtype(job.KVCacheDtype, in.act); err != nil {
+		return nil, fmt.Errorf("--kv-cache-dtype: %w", err)
+	}
+	if in.bnbCompute, err = bnbComputeDtype(m, job); err != nil {
+		return nil, err
+	}
+	if in.attn, err = parseAttention(job.Attention); err != nil {
+		return nil, err
+	}
+	if in.engine, err = parseEngine(job); err != nil {
+		return nil, err
+	}
+	if err := in.resolveTokens(m, job); err != nil {
+		return nil, err
+	}
+	if err := in.checkParallel(m); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// checkInferenceCounts rejects negative counts and out-of-range fractions.
+func checkInferenceCounts(job Job) error {
+	for _, f := range []struct {
+		flag string
+		v    int
+	}{
+		{"--batch-size", job.Batch}, {"--prompt-len", job.PromptLen}, {"--gen-len", job.GenLen},
+		{"--seq-len", job.SeqLen}, {"--tp", job.TP}, {"--pp", job.PP}, {"--ep", job.EP},
+		{"--max-model-len", job.MaxModelLen}, {"--max-num-seqs", job.MaxNumSeqs},
+		{"--max-num-batched-tokens", job.MaxNumBatchedTokens}, {"--block-size", job.BlockSize},
+		{"--images-per-sample", job.ImagesPerSample}, {"--image-size", job.ImageSize},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("%s %d: must not be negative", f.flag, f.v)
+		}
+	}
+	if u := job.GPUMemoryUtilization; u < 0 || u > 1 || u != u {
+		return fmt.Errorf("--gpu-memory-utilization %v: want a fraction in (0, 1]", u)
+	}
+	if job.GPUMemory < 0 {
+		return fmt.Errorf("--gpu-memory %d: must not be negative", job.GPUMemory)
+	}
+	return nil
+}
+
+// parseAttention maps --attn onto eager, sdpa (default) or flash.
+func parseAttention(s string) (string, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "sdpa", "default":
+		return inferSDPA, nil
+	case "flash", "flash_attention_2", "flash_attention_3", "fa2", "fa3", "flash2":
+		return inferFlash, nil
+	case "eager":
+		return inferEager, nil
+	}
+	return "", fmt.Errorf("--attn %q: want eager, sdpa or flash", s)
+}
+
+// parseEngine maps --inference-engine onto hf or vllm; serving defaults to vllm.
+func parseEngine(job Job) (string, error) {
+	switch strings.ToLower(strings.TrimSpace(job.InferenceEngine)) {
+	case "":
+		if job.Mode == Serving {
+			return engineVLLM, nil
+		}
+		return engineHF, nil
+	case "hf", "transformers", "huggingface":
+		return engineHF, nil
+	case "vllm":
+		return engineVLLM, nil
+	}
+	return "", fmt.Errorf("--inference-engine %q: want hf or vllm", job.InferenceEngine)
+}
+
+// bnbComputeDtype is the dtype bitsandbytes 4-bit layers dequantize into:
+// bnb_4bit_compute_dtype of the checkpoint, else --compute-dtype, else
+// fp32, transformers' BitsAndBytesConfig default (MODEL.md §6.2, §15.3).
+func bnbComputeDtype(m *model.Model, job Job) (DType, error) {
+	if m.Quant != nil {
+		if s := rawString(m.Quant.Raw, "bnb_4bit_compute_dtype", ""); s != "" {
+			if d, err := ParseDType(s); err == nil && d.Float {
+				return d, nil
+			}
+		}
+	}
+	return floatDtypeOr(job.ComputeDtype, FP32, "--compute-dtype")
+}
+
+// resolveTokens fills prompt, generation, image and cross-attention
+// lengths and checks them against max_position_embeddings.
+func (in *inferenceInputs) resolveTokens(m *model.Model, job Job) error {
+	switch {
+	case job.PromptLen > 0 || job.GenLen > 0:
+		in.prompt, in.gen = int64(max(job.PromptLen, 1)), int64(job.GenLen)
+	case job.SeqLen > 0:
+		in.prompt = int64(job.SeqLen)
+	case job.Mode == Serving:
+		// serving lengths come from --max-model-len
+	default:
+		in.prompt = defaultPromptLen
+		if mp := m.Text.MaxPositions; mp > 0 && mp < defaultPromptLen {
+			in.prompt = int64(mp)
+		}
+		in.warnings = append(in.warnings, fmt.Sprintf("no --prompt-len, --gen-len or --seq-len given: assuming one %d-token prompt", in.prompt))
+	}
+	if in.encoderOnly && in.gen > 0 {
+		return fmt.Errorf("--gen-len %d: %s is an encoder-only model and does not generate", in.gen, m.ID)
+	}
+	in.resolveImages(m, job)
+	return in.checkLength(m, job)
+}
+
+// resolveImages sets the image tokens of a VLM: in the prompt for
+// LLaVA/Qwen-VL style models, as cross-attended tokens for mllama-style
+// models whose text stack has cross-attention layers. Encoder-decoder
+// models cross-attend to the encoded prompt.
+func (in *inferenceInputs) resolveImages(m *model.Model, job Job) {
+	if in.encDec {
+		in.crossTokens = in.prompt
+	}
+	v := m.Vision
+	if v == nil {
+		return
+	}
+	in.images = int64(orInt(job.ImagesPerSample, 1))
+	per := int64(v.TokensPerImage)
+	if job.ImageSize > 0 && v.SpatialMerge > 1 && v.PatchSize > 0 {
+		// dynamic-resolution towers (Qwen2-VL): (size / (patch·merge))² tokens
+		side := int64(job.ImageSize / (v.PatchSize * v.SpatialMerge))
+		per = max(side*side, 1)
+	}
+	if hasCrossAttention(&m.Text) && !in.encDec {
+		in.crossTokens = in.images * per
+		return
+	}
+	in.imageTokens = in.images * per
+}
+
+// hasCrossAttention reports whether any layer of st cross-attends.
+func hasCrossAttention(st *model.Stack) bool {
+	for _, lt := range st.LayerTypes {
+		if lt.CrossAttention {
+			return true
+		}
+	}
+	return false
+}
+
+// checkLength rejects sequences beyond max_position_embeddings unless
+// --allow-long is set.
+func (in *inferenceInputs) checkLength(m *model.Model, job Job) error {
+	limit := int64(m.Text.MaxPositions)
+	total := in.tokens()
+	if in.encDec && m.Encoder != nil {
+		limit, total = int64(m.Encoder.MaxPositions), in.prompt
+	}
+	if limit <= 0 || total <= limit || job.AllowLong {
+		return nil
+	}
+	return fmt.Errorf("sequence of %d tokens (prompt %d + images %d + generated %d) exceeds max_position_embeddings %d of %s; pass --allow-long to estimate anyway",
+		total, in.prompt, in.imageTokens, in.gen, limit, m.ID)
+}
+
+// errNoLayers is returned for a model without decoder layers to run.
+var errNoLayers = errors.New("model has no layers (num_hidden_layers is 0)")
+
+// checkParallel validates tensor, pipeline and expert parallel sizes
+// against the model's heads, layers and experts.
+func (in *inferenceInputs) checkParallel(m *model.Model) error {
+	st := &m.Text
+	if st.Layers <= 0 {
+		return fmt.Errorf("%s: %w", m.ID, errNoLayers)
+	}
+	if in.tp > 1 && st.Heads%in.tp != 0 {
+		return fmt.Errorf("--tp %d does not divide num_attention_heads %d of %s", in.tp, st.Heads, m.ID)
+	}
+	if st.MLA == nil && st.Heads > 0 {
+		kv := st.KVHeads
+		if kv <= 0 {
+			kv = st.Heads
+		}
+		if _, err := kvHeadsPerGPU(kv, in.tp); err != nil {
+			return fmt.Errorf("%s: %w", m.ID, err)
+		}
+	}
+	if in.pp > st.Layers {
+		return fmt.Errorf("--pp %d exceeds the %d layers of %s", in.pp, st.Layers, m.ID)
+	}
+	if in.ep > 1 {
+		if st.MoE == nil || st.MoE.Experts == 0 {
+			in.warnings = append(in.warnings, fmt.Sprintf("--ep %d ignored: %s has no experts", in.ep, m.ID))
+			in.ep = 1
+		} else if st.MoE.Experts%in.ep != 0 {
+			return fmt.Errorf("--ep %d does not divide the %d experts of %s", in.ep, st.MoE.Experts, m.ID)
+		}
+	}
+	return nil
+}

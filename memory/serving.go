@@ -1,0 +1,138 @@
+package memory
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/units"
+)
+
+// ServingResult is the KV-cache capacity of a vLLM deployment on one GPU
+// (MODEL.md §7.3): what is left of gpu_memory_utilization × total memory
+// after the weights, the profiled activation peak and non-torch memory,
+// cut into pages of block_size tokens.
+type ServingResult struct {
+	// GPUMemoryBytes is the total memory of one GPU as CUDA reports it.
+	GPUMemoryBytes units.Bytes `json:"gpu_memory_bytes"`
+	// GPUMemoryUtilization is the fraction of it vLLM may use.
+	GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
+	// RequestedBytes is GPUMemoryUtilization × GPUMemoryBytes.
+	RequestedBytes units.Bytes `json:"requested_bytes"`
+	// WeightsBytes is the weight memory of the most loaded GPU.
+	WeightsBytes units.Bytes `json:"weights_bytes"`
+	// ActivationPeakBytes is the torch peak of vLLM's profile run.
+	ActivationPeakBytes units.Bytes `json:"activation_peak_bytes"`
+	// NonTorchBytes is memory outside PyTorch's allocator measured by the profile.
+	NonTorchBytes units.Bytes `json:"non_torch_bytes"`
+	// KVPoolBytes is the memory left for the KV cache on one GPU (0 if none).
+	KVPoolBytes units.Bytes `json:"kv_pool_bytes"`
+	// KVBytesPerToken is one token's cache over the layers of one GPU.
+	KVBytesPerToken int64 `json:"kv_bytes_per_token"`
+	// BlockSize is the number of tokens per KV page.
+	BlockSize int `json:"block_size"`
+	// KVBlocks is the number of pages in the pool.
+	KVBlocks int64 `json:"kv_blocks"`
+	// KVTokens is the number of tokens the pool holds (KVBlocks × BlockSize).
+	KVTokens int64 `json:"kv_tokens"`
+	// MaxModelLen is the longest sequence the engine accepts.
+	MaxModelLen int `json:"max_model_len"`
+	// MaxNumSeqs and MaxNumBatchedTokens are the scheduler limits used by the profile run.
+	MaxNumSeqs          int `json:"max_num_seqs"`
+	MaxNumBatchedTokens int `json:"max_num_batched_tokens"`
+	// SeqLen is the length of the sequences counted by MaxConcurrentSeqs.
+	SeqLen int `json:"seq_len"`
+	// MaxConcurrentSeqs is how many sequences of SeqLen tokens fit in the pool at once.
+	MaxConcurrentSeqs int64 `json:"max_concurrent_seqs"`
+	// MaxModelLenFits is whether one sequence of MaxModelLen tokens fits in the pool
+	// (vLLM refuses to start otherwise).
+	MaxModelLenFits bool `json:"max_model_len_fits"`
+	// CUDAGraphBytes is the CUDA-graph pool, outside vLLM's budget (0 unless counted).
+	CUDAGraphBytes units.Bytes `json:"cuda_graph_bytes,omitempty"`
+}
+
+// vLLM defaults and measured constants.
+const (
+	vllmDefaultUtilization = 0.9 // vllm/engine/arg_utils.py gpu_memory_utilization
+	vllmDefaultBlockSize   = 16  // vllm/config/cache.py block_size on CUDA
+	// vllmNonTorch is the non-torch memory increase vLLM's profiler reports
+	// for single-node runs: 0.24-0.25 GiB in the v0.19 H100 and the
+	// RTX 4090 TP=2 startup logs of the dev measurements.
+	vllmNonTorch = units.GiB / 4
+	// vllmSamplerBytesPerLogit is the sampler warm-up per logit of
+	// max_num_seqs × vocab: bf16 logits (2) + fp32 copy (4) + fp32
+	// temperature-scaled logits (4) + fp32 probabilities (4)
+	// (vllm-project/vllm:vllm/v1/sample/sampler.py; the activation split of
+	// the v0.19 Llama-3.1-8B, Qwen2.5-7B and Qwen3-8B records).
+	vllmSamplerBytesPerLogit = 14
+)
+
+// vllmBatchDefaults are max_num_batched_tokens and max_num_seqs of
+// `vllm serve` (vllm-project/vllm:vllm/engine/arg_utils.py
+// get_batch_defaults): 8192 and 1024 on GPUs of at least 70 GiB other than
+// the A100, 2048 and 256 otherwise.
+func vllmBatchDefaults(total units.Bytes, gpu string) (batched, seqs int) {
+	if total >= 70*units.GiB && !strings.Contains(strings.ToLower(gpu), "a100") {
+		return 8192, 1024
+	}
+	return 2048, 256
+}
+
+// servingSetup are the resolved engine settings of a serving job.
+type servingSetup struct {
+	total       units.Bytes
+	util        float64
+	maxModelLen int
+	maxSeqs     int
+	maxBatched  int
+	blockSize   int
+	seqLen      int
+}
+
+// resolveServing fills the vLLM settings from job and model.
+func resolveServing(m *model.Model, job Job, in *inferenceInputs) (servingSetup, error) {
+	total, err := servingGPUMemory(job)
+	if err != nil {
+		return servingSetup{}, err
+	}
+	s := servingSetup{total: total, util: job.GPUMemoryUtilization, maxModelLen: job.MaxModelLen, blockSize: orInt(job.BlockSize, vllmDefaultBlockSize)}
+	if s.util == 0 {
+		s.util = vllmDefaultUtilization
+	}
+	if s.maxModelLen == 0 {
+		s.maxModelLen = m.Text.MaxPositions
+	}
+	if s.maxModelLen <= 0 {
+		return s, fmt.Errorf("%s states no max_position_embeddings: pass --max-model-len", m.ID)
+	}
+	if mp := m.Text.MaxPositions; mp > 0 && s.maxModelLen > mp && !job.AllowLong {
+		return s, fmt.Errorf("--max-model-len %d exceeds max_position_embeddings %d of %s; pass --allow-long to estimate anyway", s.maxModelLen, mp, m.ID)
+	}
+	s.maxBatched, s.maxSeqs = vllmBatchDefaults(total, job.GPU)
+	if job.MaxNumBatchedTokens > 0 {
+		s.maxBatched = job.MaxNumBatchedTokens
+	}
+	if job.MaxNumSeqs > 0 {
+		s.maxSeqs = job.MaxNumSeqs
+	}
+	s.seqLen = s.maxModelLen
+	if t := in.tokens(); (job.PromptLen > 0 || job.GenLen > 0 || job.SeqLen > 0) && t > 0 {
+		s.seqLen = int(min(t, int64(s.maxModelLen)))
+	}
+	return s, nil
+}
+
+// servingGPUMemory is --gpu-memory, else the memory of --gpu.
+func servingGPUMemory(job Job) (units.Bytes, error) {
+	if job.GPUMemory > 0 {
+		return job.GPUMemory, nil
+	}
+	if job.GPU == "" {
+		return 0, fmt.Errorf("serving needs the GPU's total memory: pass --gpu (e.g. H100-SXM) or --gpu-memory (e.g. 80GiB)")
+	}
+	g, ok := LookupGPU(job.GPU)
+	if !ok {
+		return 0, fmt.Errorf("--gpu %q is not known: pass --gpu-memory with the GPU's total memory", job.GPU)
+	}
+	return g.Memory, nil
+}

@@ -1,0 +1,177 @@
+package memory
+
+import (
+	"fmt"
+
+	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/units"
+)
+
+// servingStage is vLLM's budget on one GPU of one pipeline stage.
+type servingStage struct {
+	weights stageWeights
+	act     transient
+	kv      kvSpec
+	pool    units.Bytes
+	blocks  int64
+}
+
+// estimateServing sizes the KV pool the way vLLM's worker does
+// (vllm-project/vllm:vllm/v1/worker/gpu_worker.py determine_available_memory,
+// MODEL.md §7.3): requested = total × gpu_memory_utilization; pool =
+// requested − weights − profiled activation peak − non-torch memory;
+// blocks = pool / page bytes; the engine's capacity is that of its
+// tightest GPU.
+func estimateServing(m *model.Model, job Job) (Result, error) {
+	in, err := resolveInference(m, job)
+	if err != nil {
+		return Result{}, fmt.Errorf("serving estimate: %w", err)
+	}
+	setup, err := resolveServing(m, job, in)
+	if err != nil {
+		return Result{}, fmt.Errorf("serving estimate: %w", err)
+	}
+	requested := units.FromFloat(float64(setup.total) * setup.util)
+	stages := stageRanges(m.Text.Layers, in.pp)
+	var tight servingStage
+	for s := range stages {
+		st, err := in.servingStage(m, setup, stages, s, requested)
+		if err != nil {
+			return Result{}, fmt.Errorf("serving estimate: %w", err)
+		}
+		if s == 0 || st.blocks < tight.blocks {
+			tight = st
+		}
+	}
+	return in.servingResult(m, job, setup, requested, tight)
+}
+
+// servingStage computes the budget of stage s.
+func (in *inferenceInputs) servingStage(m *model.Model, setup servingSetup, stages []stageRange, s int, requested units.Bytes) (servingStage, error) {
+	r := stages[s]
+	w := weightsForStage(m, in.plan, stages, s, in.tp, in.ep)
+	spec, err := buildKVSpec(&m.Text, r.lo, r.hi, in.kv, in.tp, engineVLLM)
+	if err != nil {
+		return servingStage{}, err
+	}
+	st := servingStage{weights: w, kv: spec, act: in.profileRun(m, setup, r, s == len(stages)-1)}
+	used := units.Add(units.Add(w.total, st.act.bytes), vllmNonTorch)
+	if used < requested {
+		st.pool = requested - used
+	}
+	if page := units.MulInt(spec.perToken(), int64(setup.blockSize)); page > 0 {
+		st.blocks = int64(st.pool) / page
+	}
+	return st, nil
+}
+
+// profileRun is the torch peak of vLLM's profile run: a dummy forward of
+// max_num_batched_tokens tokens (fused kernels, no s² scores) and, on the
+// last stage, the sampler warm-up over max_num_seqs rows of logits
+// (vllm-project/vllm:vllm/v1/worker/gpu_model_runner.py profile_run,
+// _dummy_sampler_run). The two run one after the other; the hidden states
+// of the dummy run stay alive during sampling.
+func (in *inferenceInputs) profileRun(m *model.Model, setup servingSetup, r stageRange, last bool) transient {
+	shape := actShape{st: &m.Text, tp: in.tp, ep: in.ep, attn: inferFlash, act: in.act.BytesPerElement(), lo: r.lo, hi: r.hi}
+	n := int64(setup.maxBatched)
+	layer := shape.layerTransient(1, n, n)
+	best := layer
+	if last && m.Text.Vocab > 0 {
+		hidden := 2 * float64(n) * float64(m.Text.Hidden) * in.act.BytesPerElement()
+		sampler := float64(setup.maxSeqs) * float64(m.Text.Vocab) * vllmSamplerBytesPerLogit
+		if b := units.FromFloat(hidden + sampler); b > best.bytes {
+			best = transient{bytes: b, formula: fmt.Sprintf(
+				"sampler warm-up max_num_seqs %d × vocab %d × %d B (bf16 logits, fp32 logits, scaled logits, probs) + hidden states 2·N·h (N = %d)",
+				setup.maxSeqs, m.Text.Vocab, vllmSamplerBytesPerLogit, n)}
+		}
+	}
+	return best
+}
+
+// seqBytes is the pool one sequence of n tokens needs, in whole pages:
+// full-attention layers hold ⌈n/block⌉ pages, sliding-window layers
+// ⌈min(W − 1 + max_num_batched_tokens, n)/block⌉ + 1, chunked layers
+// ⌈min(chunk + max_num_batched_tokens, n)/block⌉ (vllm v1
+// kv_cache_interface.py max_memory_usage_bytes, MODEL.md §7.2).
+func (st servingStage) seqBytes(n int64, setup servingSetup, cross int64) units.Bytes {
+	bs := int64(setup.blockSize)
+	pages := func(tokens int64) int64 { return ceilDiv(max(tokens, 0), bs) * bs }
+	k := st.kv
+	b := units.MulInt(k.full, pages(n))
+	if k.sliding > 0 {
+		b += units.MulInt(k.sliding, pages(min(int64(k.window)-1+int64(setup.maxBatched), n))+bs)
+	}
+	if k.chunked > 0 {
+		b += units.MulInt(k.chunked, pages(min(int64(k.chunk)+int64(setup.maxBatched), n)))
+	}
+	b += units.MulInt(k.cross, pages(cross))
+	return units.Bytes(max(b, 0))
+}
+
+// servingResult builds the Result and its ServingResult.
+func (in *inferenceInputs) servingResult(m *model.Model, job Job, setup servingSetup, requested units.Bytes, st servingStage) (Result, error) {
+	o, err := RuntimeOverheads(job)
+	if err != nil {
+		return Result{}, fmt.Errorf("serving estimate: %w", err)
+	}
+	sr := &ServingResult{
+		GPUMemoryBytes: setup.total, GPUMemoryUtilization: setup.util, RequestedBytes: requested,
+		WeightsBytes: st.weights.total, ActivationPeakBytes: st.act.bytes, NonTorchBytes: vllmNonTorch,
+		KVPoolBytes: st.pool, KVBytesPerToken: st.kv.perToken(), BlockSize: setup.blockSize,
+		KVBlocks: st.blocks, KVTokens: units.MulInt(st.blocks, int64(setup.blockSize)),
+		MaxModelLen: setup.maxModelLen, MaxNumSeqs: setup.maxSeqs, MaxNumBatchedTokens: setup.maxBatched, SeqLen: setup.seqLen,
+	}
+	if job.CUDAGraphs {
+		sr.CUDAGraphBytes = in.cudaGraphs(m, int64(min(setup.maxSeqs, vllmMaxCaptureSize))).Bytes
+	}
+	if per := st.seqBytes(int64(setup.seqLen), setup, in.crossTokens); per > 0 {
+		sr.MaxConcurrentSeqs = int64(st.pool) / int64(per)
+	}
+	sr.MaxModelLenFits = st.pool > 0 && st.seqBytes(int64(setup.maxModelLen), setup, in.crossTokens) <= st.pool
+	comps := in.servingComponents(m, setup, st, sr, o)
+	alloc := units.Add(units.Add(st.weights.total, st.pool), st.act.bytes)
+	reserved := units.Add(alloc, sr.CUDAGraphBytes)
+	device := units.Add(units.Add(reserved, vllmNonTorch), o.CUDAContext)
+	total, active := inferenceParamTotals(m)
+	warnings := append([]string(nil), in.warnings...)
+	if st.pool == 0 {
+		warnings = append(warnings, fmt.Sprintf("no memory left for the KV cache: weights %s + activations %s + non-torch %s exceed %.2f × %s",
+			units.FormatIEC(st.weights.total), units.FormatIEC(st.act.bytes), units.FormatIEC(vllmNonTorch), setup.util, units.FormatIEC(setup.total)))
+	} else if !sr.MaxModelLenFits {
+		warnings = append(warnings, fmt.Sprintf("one sequence of --max-model-len %d tokens needs %s of KV cache, more than the %s pool: vLLM refuses to start; lower --max-model-len or raise --gpu-memory-utilization",
+			setup.maxModelLen, units.FormatIEC(st.seqBytes(int64(setup.maxModelLen), setup, in.crossTokens)), units.FormatIEC(st.pool)))
+	}
+	return Result{
+		Model: m.ID, Architecture: m.Architecture, TotalParams: total, ActiveParams: active, Job: job,
+		PerGPU: PerGPU{AllocatedPeakBytes: alloc, ReservedPeakBytes: reserved, DevicePeakBytes: device, PeakPhase: "serving",
+			Components: comps, Phases: []Phase{
+				{Name: "profile", Bytes: units.Add(st.weights.total, st.act.bytes)},
+				{Name: "serving", Bytes: alloc},
+			}},
+		Serving: sr, Warnings: warnings,
+	}, nil
+}
+
+// servingComponents are the rows of a serving breakdown.
+func (in *inferenceInputs) servingComponents(m *model.Model, setup servingSetup, st servingStage, sr *ServingResult, o Overheads) []Component {
+	comps := []Component{
+		{Name: "weights", Bytes: st.weights.total, Level: "allocated", Phase: "persistent",
+			Formula: weightsFormula(in.plan, st.weights, in.tp, in.pp, in.ep), Source: srcWeights + "; " + in.plan.quant.Source},
+		{Name: "kv_cache", Bytes: st.pool, Level: "allocated", Phase: "persistent",
+			Formula: fmt.Sprintf("pool = %.2f × %s − weights − activations − non-torch; %d blocks × %d tokens × %d B/token (%s, one layer = %s)",
+				setup.util, units.FormatIEC(setup.total), st.blocks, setup.blockSize, st.kv.perToken(), in.kv.Name, st.kv.formula),
+			Source: "MODEL.md §7.3 (vLLM budget); vllm-project/vllm:vllm/v1/worker/gpu_worker.py, vllm/v1/kv_cache_interface.py"},
+		{Name: "activations", Bytes: st.act.bytes, Level: "allocated", Phase: "profile", Formula: st.act.formula,
+			Source: "MODEL.md §7.3 step 3, §7.4"},
+	}
+	if sr.CUDAGraphBytes > 0 {
+		g := in.cudaGraphs(m, int64(min(setup.maxSeqs, vllmMaxCaptureSize)))
+		comps = append(comps, g)
+	}
+	return append(comps,
+		Component{Name: "non_torch", Bytes: vllmNonTorch, Level: "device", Phase: "persistent",
+			Formula: "non-torch increase measured by vLLM's profiler (0.25 GiB)", Source: "MODEL.md §7.3; dev measurements (vLLM v0.19 startup logs)"},
+		Component{Name: "cuda_context", Bytes: o.CUDAContext, Level: "device", Phase: "persistent",
+			Formula: "cuda_context_mib, outside vLLM's budget (the budget is measured from a snapshot after initialisation)",
+			Source:  "MODEL.md §10; vllm-project/vllm:vllm/v1/worker/gpu_worker.py init_device"})
+}
