@@ -42,6 +42,11 @@ type Job struct {
 	ActivationOffload bool   `json:"activation_offload,omitempty"`    // --activation-offload
 	OptimizerInBwd    bool   `json:"optimizer_in_backward,omitempty"` // --optimizer-in-backward
 	Framework         string `json:"framework,omitempty"`             // --framework hf|torchtune|litgpt|megatron|torchtitan (activation inventory)
+	// TaskHead is the head actually trained when it differs from the
+	// config's architecture: "sequence_classification",
+	// "token_classification" or "none" drop the vocabulary logits and loss
+	// ("" = the model's own LM head).
+	TaskHead string `json:"task_head,omitempty"` // --task-head
 
 	// Fine-tuning method.
 	Method          string   `json:"method,omitempty"`              // full|lora|qlora|frozen (default full)
@@ -102,4 +107,9 @@ type Job struct {
 	// (--set name=value, calibration profiles). Names and defaults are
 	// listed by [Constants]; an unknown name is an error.
 	Constants map[string]float64 `json:"constants,omitempty"`
+
+	// Explain fills every Component.Formula with the job's inputs
+	// (--explain); otherwise formulas are the symbolic templates, which
+	// keeps estimation allocation-light.
+	Explain bool `json:"explain,omitempty"`
 }

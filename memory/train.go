@@ -1,12 +1,237 @@
 package memory
 
 import (
-	"errors"
-
 	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/units"
 )
 
-// estimateTraining is replaced by the training memory model.
+// Phases of a training step (MODEL.md §11), in the order they run.
+const (
+	PhaseForward     = "forward"      // end of the layers' forward
+	PhaseLoss        = "loss"         // output layer + cross-entropy, and the start of its backward
+	PhaseBackward    = "backward"     // backward of the first (top) layer
+	PhaseBackwardEnd = "backward_end" // backward of the last recording (bottom) layer
+	PhaseStep        = "step"         // optimizer step
+)
+
+// phase indexes.
+const (
+	phForward = iota
+	phLoss
+	phBackward
+	phBackwardEnd
+	phStep
+	numPhases
+)
+
+// phaseNames are the names of the phase indexes.
+var phaseNames = [numPhases]string{PhaseForward, PhaseLoss, PhaseBackward, PhaseBackwardEnd, PhaseStep}
+
+// comp is one breakdown row with its bytes in every phase.
+type comp struct {
+	name, level, phase, formula, source string
+	v                                   [numPhases]float64
+	always                              bool // report even when zero at the peak
+}
+
+// trainParts is everything a training estimate is assembled from.
+type trainParts struct {
+	p    trParams
+	st   rankStates
+	act  actTotals
+	loss lossTerms
+	ov   Overheads
+}
+
+// estimateTraining is the training memory model: model states, activations,
+// the output layer and loss, transients and runtime overheads over the
+// phases of one step; the allocated peak is the largest phase (MODEL.md §11).
 func estimateTraining(m *model.Model, job Job) (Result, error) {
-	return Result{}, errors.New("training estimate: not implemented yet")
+	s, err := newSetup(m, job)
+	if err != nil {
+		return Result{}, err
+	}
+	var t trainParts
+	t.p = s.countParams()
+	t.st = s.modelStates(&t.p)
+	t.act = s.activations()
+	t.loss = s.lossMemory()
+	t.ov = runtimeOverheads(job, &s.c)
+	if t.ov.Warning != "" {
+		s.warn(t.ov.Warning)
+	}
+	return s.assemble(&t), nil
+}
+
+// rows builds the allocated-level rows with their per-phase bytes.
+func (s *setup) rows(t *trainParts, out *[numRows]comp) {
+	st, a, l := &t.st, &t.act, &t.loss
+	all := func(v float64) (r [numPhases]float64) {
+		r = [numPhases]float64{v, v, v, v, v}
+		return
+	}
+	out[rowWeights] = comp{name: "weights", v: all(st.weights), always: true}
+	out[rowAdapters] = comp{name: "adapter_weights", v: all(st.adapters)}
+	out[rowMaster] = comp{name: "master_weights", v: all(st.master)}
+	out[rowGrads] = comp{name: "gradients", v: s.gradPhases(t), always: true}
+	if !st.optim.paged {
+		out[rowOptim] = comp{name: "optimizer_states", v: all(st.optim.states), always: true}
+	}
+	out[rowCast] = comp{name: "autocast_weight_cache", v: s.castPhases(t)}
+	out[rowActs] = comp{name: "activations", v: [numPhases]float64{a.fwd, a.fwd, a.top, a.bottom, 0}, always: true}
+	out[rowVision] = comp{name: "vision_activations", v: [numPhases]float64{a.vision, a.vision, a.vision, a.vision, 0}}
+	out[rowOut] = comp{name: "output_activations", v: [numPhases]float64{a.out, a.out, 0, 0, 0}}
+	out[rowMask] = comp{name: "attention_mask", v: [numPhases]float64{a.mask, a.mask, a.mask, a.mask, 0}}
+	heldStep := 0.0
+	if s.loss == lossLitGPTChunked {
+		heldStep = l.held
+	}
+	out[rowLoss] = comp{name: "loss", v: [numPhases]float64{0, l.peak, l.held, l.held, heldStep}, always: s.loss != lossNone}
+	out[rowBwd] = comp{name: "backward_transient", v: [numPhases]float64{0, 0, a.trans, a.trans, 0}}
+	if s.optInBwd {
+		out[rowStep] = comp{name: "optimizer_step", v: [numPhases]float64{0, 0, st.optim.transient, st.optim.transient, 0}}
+	} else {
+		out[rowStep] = comp{name: "optimizer_step", v: [numPhases]float64{0, 0, 0, 0, st.optim.transient}}
+	}
+	out[rowDequant] = comp{name: "dequant_workspace", v: [numPhases]float64{st.dequant, st.dequant, st.dequant, st.dequant, 0}}
+}
+
+// Row indexes of the allocated-level breakdown.
+const (
+	rowWeights = iota
+	rowAdapters
+	rowMaster
+	rowGrads
+	rowOptim
+	rowCast
+	rowActs
+	rowVision
+	rowOut
+	rowMask
+	rowLoss
+	rowBwd
+	rowStep
+	rowDequant
+	numRows
+)
+
+// gradPhases is when gradients are alive (MODEL.md §11, §15.4): all the
+// time with gradient accumulation or torch 1.x zero_grad (set_to_none
+// False); otherwise they appear during backward (lm_head's first, the
+// embedding's last); with the optimizer in backward, one tensor at a time.
+func (s *setup) gradPhases(t *trainParts) [numPhases]float64 {
+	g := t.st.grads
+	switch {
+	case s.optInBwd:
+		one := t.p.maxTensor * s.gradElemBytes(s.method == MethodLoRA || s.method == MethodQLoRA)
+		return [numPhases]float64{0, 0, one, one, 0}
+	case s.accum > 1 || s.torch1:
+		return [numPhases]float64{g, g, g, g, g}
+	}
+	return [numPhases]float64{0, 0, t.st.gradsHead, g - t.st.gradsEmb, g}
+}
+
+// castPhases is the life of the AMP weight copies (MODEL.md §2.2, §15.9):
+// saved by the matmuls until each layer's backward; with (reentrant)
+// checkpointing only through the forward, plus lm_head and the
+// recomputed layer in backward.
+func (s *setup) castPhases(t *trainParts) [numPhases]float64 {
+	cc, head := t.st.castCache, t.st.castHead
+	if cc == 0 {
+		return [numPhases]float64{}
+	}
+	perLayer := (cc - head) / float64(max(t.act.nrec, 1))
+	if s.ckpt == ckptFull {
+		return [numPhases]float64{cc, head, head + perLayer, perLayer, 0}
+	}
+	return [numPhases]float64{cc, cc, cc, perLayer, 0}
+}
+
+// assemble turns the parts into a Result: per-phase totals, the peak
+// phase, the rows at the peak and the reserved/device peaks.
+func (s *setup) assemble(t *trainParts) Result {
+	var rows [numRows]comp
+	s.rows(t, &rows)
+	var totals [numPhases]units.Bytes
+	for i := range rows {
+		for ph := range numPhases {
+			totals[ph] = units.Add(totals[ph], units.FromFloat(rows[i].v[ph]))
+		}
+	}
+	peak := 0
+	for ph := 1; ph < numPhases; ph++ {
+		if totals[ph] > totals[peak] {
+			peak = ph
+		}
+	}
+	buf := &trainResultBuf{}
+	comps := buf.comps[:0]
+	for i := range rows {
+		r := &rows[i]
+		b := units.FromFloat(r.v[peak])
+		if b == 0 && !r.always {
+			continue
+		}
+		info := &rowInfo[i]
+		comps = append(comps, Component{Name: r.name, Bytes: b, Level: "allocated", Phase: info.phase,
+			Formula: info.formula, Source: info.source})
+	}
+	alloc := totals[peak]
+	reserved := t.ov.Reserved(alloc)
+	comps = t.ov.appendComponents(comps, alloc)
+	device := t.ov.Device(reserved)
+	if t.st.optim.paged {
+		pb := units.FromFloat(t.st.optim.states)
+		device = units.Add(device, pb)
+		comps = append(comps, Component{Name: "optimizer_states", Bytes: pb, Level: "device", Phase: "persistent",
+			Formula: rowInfo[rowOptim].formula + " (paged: CUDA unified memory, not in torch's allocator)",
+			Source:  "bitsandbytes optim/optimizer.py get_state_buffer, functional.py get_paged (MODEL.md §2.4, §10)"})
+	}
+	phases := buf.phases[:0]
+	for ph := range numPhases {
+		phases = append(phases, Phase{Name: phaseNames[ph], Bytes: totals[ph]})
+	}
+	res := Result{
+		Model:           s.m.ID,
+		Architecture:    s.m.Architecture,
+		TotalParams:     t.p.total,
+		TrainableParams: int64(t.p.trainable + 0.5),
+		ActiveParams:    activeParams(s.m),
+		Job:             s.job,
+		PerGPU: PerGPU{
+			AllocatedPeakBytes: alloc,
+			ReservedPeakBytes:  reserved,
+			DevicePeakBytes:    device,
+			PeakPhase:          phaseNames[peak],
+			Components:         comps,
+			Phases:             phases,
+		},
+		Warnings: s.warnings,
+	}
+	if s.job.Explain {
+		s.explain(t, &rows, peak, res.PerGPU.Components)
+	}
+	return res
+}
+
+// trainResultBuf backs the Components and Phases slices of one result
+// with a single allocation.
+type trainResultBuf struct {
+	comps  [numRows + 6]Component
+	phases [numPhases]Phase
+}
+
+// activeParams is the parameter count one token uses: routed experts
+// count ExpertsPerToken of Experts (MODEL.md §1.2).
+func activeParams(m *model.Model) int64 {
+	var n int64
+	for i := range m.Modules {
+		mod := &m.Modules[i]
+		if mod.Expert && m.Text.MoE != nil && m.Text.MoE.Experts > 0 {
+			n += mod.Params / int64(m.Text.MoE.Experts) * int64(m.Text.MoE.ExpertsPerToken)
+			continue
+		}
+		n += mod.Params
+	}
+	return n
 }

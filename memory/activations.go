@@ -1,0 +1,322 @@
+package memory
+
+import (
+	"github.com/gpumem/gpumem/model"
+)
+
+// layerAct is what one layer saves for backward, per token of the
+// micro-batch: lin bytes per token plus quad bytes per token per attended
+// key position (the s² terms of eager attention).
+type layerAct struct {
+	lin, quad float64
+}
+
+// bytes is the layer's total for n tokens attending to kv positions each.
+func (a layerAct) bytes(n, kv float64) float64 { return a.lin*n + a.quad*n*kv }
+
+// add returns a + b.
+func (a layerAct) add(b layerAct) layerAct { return layerAct{a.lin + b.lin, a.quad + b.quad} }
+
+// actRegime is everything besides the stack shape that decides what a
+// layer saves: dtypes, kernels and which weights train.
+type actRegime struct {
+	c        float64 // bytes of a compute-dtype activation (2 bf16/fp16, 4 fp32)
+	resid    float64 // bytes of the residual stream (4 under AMP or after kbit prep)
+	amp      bool    // autocast: each consumer Linear casts its input (MODEL.md §4.5)
+	attn     trAttn
+	gqaWide  bool // K/V saved at full query width (repeat_kv, MODEL.md §15.7)
+	fused    bool // fused norm/SwiGLU kernels (torch.compile, Liger, TE)
+	selectiv bool // selective recompute: attention core recomputed
+	trainW   bool // the layer's own weights train (full fine-tuning)
+	lora     *loraLayer
+	adapterB float64 // bytes of an adapter-dtype element
+	dropout  float64 // LoRA dropout probability
+	loraFA   bool
+	dora     bool
+	rank     float64
+	postLN   bool // BERT-style post-LN encoder with dropout 0.1
+}
+
+// normAct is what one normalisation saves (MODEL.md §4.3.1, §4.3.7): the
+// HF Python RMSNorm keeps an fp32 copy of its input, the normalised tensor
+// when its weight trains, and its output is saved by consumer Linears that
+// train (one shared tensor, or one autocast cast per consumer under AMP).
+func normAct(st *model.Stack, r *actRegime, width float64, consumers int, trainLinears bool) float64 {
+	in := 4 * width // x.to(float32) in LlamaRMSNorm
+	if st.Norm == model.LayerNorm || r.fused {
+		in = r.resid * width // F.layer_norm / fused kernels save the input as is
+	}
+	out := 0.0
+	if r.trainW {
+		// weight * x̂: x̂ saved in the input dtype of the multiply.
+		if st.Norm != model.LayerNorm && !r.fused {
+			out += max(r.c, r.resid) * width
+		}
+	}
+	if trainLinears {
+		if r.amp {
+			out += float64(consumers) * 2 * width
+		} else {
+			out += r.c * width
+		}
+	}
+	return in + out
+}
+
+// decoderLayer is the saved inventory of one pre-norm transformer layer
+// (MODEL.md §4.3.1 HF bf16 flash, §4.3.2 eager, §4.3.3 AMP, §4.3.5 frozen,
+// §4.3.4 fused, §8 MoE; DeepSeek MLA per its projections):
+//
+//	norms: fp32 input 4h each (+ normalised and output when training)
+//	attention kernel: q, k, v, out in the compute dtype + fp32 logsumexp 4a
+//	eager: + fp32 softmax 4a·s + its cast c·a·s per token, o_proj input
+//	gated MLP: gate out, SiLU out, up out (+ down input when training)
+func decoderLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerAct {
+	h := float64(st.Hidden)
+	var a layerAct
+	consumers := 3
+	if st.ParallelBlock {
+		// Attention and MLP read the same normalised input (GPT-NeoX,
+		// parallel residual): two norms saving the same input tensor.
+		a.lin += normAct(st, r, h, 3, r.trainW) + normAct(st, r, h, 2, r.trainW) - r.resid*h
+	} else {
+		a.lin += normAct(st, r, h, consumers, r.trainW) + normAct(st, r, h, 2, r.trainW)
+	}
+	if lt.Attention != model.NoSelfAttention {
+		a = a.add(selfAttnAct(st, r))
+	}
+	if lt.CrossAttention {
+		a = a.add(crossAttnAct(st, r))
+	}
+	if lt.MoE && st.MoE != nil {
+		a.lin += moeAct(st, r)
+	} else {
+		a.lin += mlpAct(st, r, float64(st.Intermediate))
+	}
+	if r.lora != nil {
+		a.lin += loraAct(st, r)
+	}
+	return a
+}
+
+// selfAttnAct is what the attention block saves besides its input norm.
+func selfAttnAct(st *model.Stack, r *actRegime) layerAct {
+	if st.MLA != nil {
+		return mlaAct(st, r)
+	}
+	heads := float64(st.Heads)
+	q := heads * float64(st.HeadDim)
+	kv := float64(st.KVHeads) * float64(st.HeadDim)
+	kvSaved := kv
+	if r.gqaWide {
+		kvSaved = q
+	}
+	var a layerAct
+	a.lin = r.c * (q + 2*kvSaved) // q (after RoPE), k, v
+	if st.QKNorm {
+		// q_norm / k_norm: fp32 copies of q and k (+ normalised when training).
+		a.lin += 4 * (q + kv)
+		if r.trainW {
+			a.lin += r.c * (q + kv)
+		}
+	}
+	switch {
+	case r.attn == trAttnEager && !r.selectiv:
+		// softmax(dtype=float32) output + its cast for the PV matmul
+		// (MODEL.md §4.3.2); fp32 training keeps one fp32 tensor.
+		a.quad = 4 * heads
+		if r.c < 4 {
+			a.quad += r.c * heads
+		}
+		if r.trainW {
+			a.lin += r.c * q // transpose(1,2).contiguous() copy saved by o_proj
+		}
+	default:
+		a.lin += r.c*q + 4*heads // kernel output (= o_proj input) + fp32 logsumexp
+	}
+	return a
+}
+
+// crossAttnAct is an encoder-decoder cross-attention block: its norm, q,
+// output and logsumexp per decoder token, plus k and v of the encoder
+// memory (taken as as many tokens as the decoder's).
+func crossAttnAct(st *model.Stack, r *actRegime) layerAct {
+	h := float64(st.Hidden)
+	q := float64(st.Heads) * float64(st.HeadDim)
+	kv := float64(st.KVHeads) * float64(st.HeadDim)
+	a := layerAct{lin: normAct(st, r, h, 1, r.trainW) + r.c*(2*q+2*kv) + 4*float64(st.Heads)}
+	if r.attn == trAttnEager && !r.selectiv {
+		a.lin -= 4 * float64(st.Heads)
+		a.quad = (4 + r.c) * float64(st.Heads)
+	}
+	return a
+}
+
+// mlaAct is DeepSeek multi-head latent attention: latent norms on the
+// q/kv compressions, then q, k (nope+rope), v and out per head saved by
+// the kernel (HF pads v to the qk head dim for flash kernels).
+func mlaAct(st *model.Stack, r *actRegime) layerAct {
+	m := st.MLA
+	heads := float64(st.Heads)
+	dqk := float64(m.QKNopeDim + m.QKRopeDim)
+	dv := float64(m.VHeadDim)
+	if r.attn != trAttnEager {
+		dv = max(dv, dqk)
+	}
+	var a layerAct
+	if m.QLoRARank > 0 {
+		a.lin += normAct(st, r, float64(m.QLoRARank), 1, r.trainW)
+	}
+	a.lin += normAct(st, r, float64(m.KVLoRARank), 1, r.trainW)
+	a.lin += r.c * heads * (2*dqk + dv)
+	if r.attn == trAttnEager && !r.selectiv {
+		a.quad = (4 + r.c) * heads
+		a.lin += r.c * heads * float64(m.VHeadDim)
+	} else {
+		a.lin += r.c*heads*dv + 4*heads
+	}
+	return a
+}
+
+// mlpAct is a dense FFN of width f (MODEL.md §4.3.7): unfused gated
+// 3 tensors of width f (+ the down-projection input when training), fused
+// SwiGLU 2 (+1), plain GeLU MLP 1 (+1).
+func mlpAct(st *model.Stack, r *actRegime, f float64) float64 {
+	n := 0.0
+	switch {
+	case st.MLP == model.PlainMLP:
+		n = 1
+	case r.fused:
+		n = 2
+	default:
+		n = 3
+	}
+	if r.trainW {
+		n++
+	}
+	return n * r.c * f
+}
+
+// moeAct is a mixture-of-experts FFN (MODEL.md §8): fp32 router
+// probabilities and logits, and per routed token copy the expert input,
+// the expert MLP and the weighted expert output; shared experts as a
+// dense MLP.
+func moeAct(st *model.Stack, r *actRegime) float64 {
+	moe := st.MoE
+	h := float64(st.Hidden)
+	e, k := float64(moe.Experts), float64(moe.ExpertsPerToken)
+	out := (4 + r.c) * e // softmax(dtype=float) output + router logits
+	perCopy := mlpAct(st, r, float64(moe.ExpertFFN))
+	if r.trainW {
+		perCopy += 2 * r.c * h // gathered expert input + output scaled by the routing weight
+	}
+	out += k * perCopy
+	if moe.SharedFFN > 0 {
+		out += mlpAct(st, r, float64(moe.SharedFFN))
+	} else if moe.SharedExperts > 0 {
+		out += mlpAct(st, r, float64(moe.SharedExperts*moe.ExpertFFN))
+	}
+	return out
+}
+
+// loraAct is what the adapters of one layer add to the frozen inventory
+// (MODEL.md §4.3.6, PEFT lora/layer.py Linear.forward): each adapted
+// module saves the input of lora_A (shared with the base input when the
+// adapter dtype equals the compute dtype and dropout is 0, else its own
+// cast and/or dropout output + 1-byte mask), and the r-wide lora_A output.
+// LoRA-FA trains only B, so lora_A's input is not saved (arXiv:2308.03303).
+// DoRA keeps the base output and an fp32 LoRA output per module (§15.13).
+func loraAct(st *model.Stack, r *actRegime) float64 {
+	g := r.lora
+	h := float64(st.Hidden)
+	q := float64(st.Heads) * float64(st.HeadDim)
+	f := float64(st.Intermediate)
+	if st.MoE != nil && st.Intermediate == 0 {
+		f = float64(st.MoE.ExpertFFN)
+	}
+	out := g.rankOut * r.adapterB // lora_A outputs saved by lora_B
+	if !r.loraFA {
+		own := r.adapterB != r.c || r.amp // the adapter makes its own cast of x
+		per := 0.0
+		switch {
+		case r.dropout > 0 && r.amp:
+			per = 1 + 2 // dropout mask + autocast bf16 copy for lora_A
+		case r.dropout > 0:
+			per = 1 + r.adapterB // dropout mask + dropout output in the adapter dtype
+		case r.amp:
+			per = 2
+		case own:
+			per = r.adapterB
+		}
+		if per > 0 {
+			out += per * (float64(g.attnIn)*h + float64(g.qkvIn)*h + float64(g.oIn)*q + float64(g.mlpIn)*h + float64(g.downIn)*f)
+		} else {
+			// Shared inputs: the frozen inventory lacks the norm outputs and
+			// the down-projection input; the attention output is already kept.
+			if g.attnIn+g.qkvIn > 0 {
+				out += r.c * h
+			}
+			if g.mlpIn > 0 {
+				out += r.c * h
+			}
+			if g.downIn > 0 {
+				out += r.c * f
+			}
+		}
+	}
+	if r.dora {
+		out += (2 + 4) * g.outSum
+	}
+	return out
+}
+
+// encoderPostLN is the BERT-style post-LN encoder layer with dropout 0.1
+// (MODEL.md §15.12): fp32 34h + 8f + 9a·s bytes per token; under fp16 AMP
+// 26h + 4f + 7a·s (fp32 LayerNorm inputs and scores); pure 16-bit half of
+// the fp32 tensors. Flash/SDPA replaces the s² terms by the kernel's
+// logsumexp.
+func encoderPostLN(st *model.Stack, r *actRegime) layerAct {
+	h, f, heads := float64(st.Hidden), float64(st.Intermediate), float64(st.Heads)
+	var a layerAct
+	switch {
+	case r.amp:
+		a = layerAct{lin: 26*h + 4*f, quad: 7 * heads}
+	case r.c >= 4:
+		a = layerAct{lin: 34*h + 8*f, quad: 9 * heads}
+	default:
+		a = layerAct{lin: 17*h + 4*f, quad: 5 * heads}
+	}
+	if r.attn != trAttnEager || r.selectiv {
+		a.quad = 0
+		a.lin += 4 * heads
+	}
+	return a
+}
+
+// layerBackwardTransient is the extra memory while one layer runs its
+// backward (MODEL.md §4.4, §5.1): FlashAttention's fp32 dq accumulator and
+// dq/dk/dv (expanded to query width for GQA), gradients of the MLP's
+// f-wide tensors and of the residual stream; eager attention adds the
+// gradient of the probabilities and the fp32 gradient of the scores.
+func layerBackwardTransient(st *model.Stack, r *actRegime) layerAct {
+	h := float64(st.Hidden)
+	heads := float64(st.Heads)
+	q := heads * float64(st.HeadDim)
+	kv := float64(st.KVHeads) * float64(st.HeadDim)
+	f := float64(st.Intermediate)
+	if st.MoE != nil {
+		f = max(f, float64(st.MoE.ExpertFFN*st.MoE.ExpertsPerToken))
+	}
+	a := layerAct{lin: r.c * (2*f + 2*h)}
+	switch {
+	case r.attn == trAttnEager:
+		a.lin += r.c * (q + 2*q)
+		a.quad = (r.c + 4) * heads
+	default:
+		a.lin += 4*q + r.c*(q+2*kv)
+		if kv < q {
+			a.lin += 2 * r.c * q // dk/dv expanded before the group sum
+		}
+	}
+	return a
+}

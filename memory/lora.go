@@ -1,0 +1,252 @@
+package memory
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpumem/gpumem/model"
+)
+
+// loraSpec is the resolved adapter configuration.
+type loraSpec struct {
+	rank    int
+	variant string // lora, dora, lora-fa
+	dropout float64
+	targets []string
+	allLin  bool
+	// lowest is the lowest text layer holding an adapter.
+	lowest int
+	// vision is true when adapters sit in the vision tower too.
+	vision bool
+	// per-layer adapter geometry of the text stack (for activations):
+	// inputs of adapted modules grouped by the tensor they read.
+	perLayer loraLayer
+}
+
+// loraLayer summarises which inputs of one decoder layer feed adapters.
+type loraLayer struct {
+	attnIn  int     // adapters reading the attention-norm output (q, k, v or fused qkv)
+	oIn     int     // adapters reading the attention output (o_proj)
+	mlpIn   int     // adapters reading the MLP-norm output (gate, up)
+	downIn  int     // adapters reading the MLP hidden state (down)
+	rankOut float64 // Σ rank over adapted modules (r-wide lora_A outputs)
+	outSum  float64 // Σ out width over adapted modules (DoRA keeps per-output terms)
+	qkvIn   int     // fused qkv module adapted (one shared input)
+}
+
+// Defaults of PEFT's LoraConfig (huggingface/peft:src/peft/tuners/lora/config.py):
+// r = 8 in PEFT; the contract documents 16 as the CLI default.
+const defaultLoRARank = 16
+
+// fusedQKV are short names of fused query/key/value projections.
+var fusedQKV = []string{"qkv_proj", "query_key_value", "c_attn", "wqkv", "qkv", "attn"}
+
+// resolveLoRA validates rank, variant and targets.
+func (s *setup) resolveLoRA() error {
+	j := s.job
+	l := loraSpec{rank: j.LoRARank, dropout: j.LoRADropout}
+	if l.rank == 0 {
+		l.rank = defaultLoRARank
+	}
+	if l.rank < 0 {
+		return fmt.Errorf("--lora-rank: want a positive rank, got %d", j.LoRARank)
+	}
+	if l.dropout < 0 || l.dropout >= 1 {
+		return fmt.Errorf("--lora-dropout: want 0 <= p < 1, got %v", j.LoRADropout)
+	}
+	switch v := strings.ToLower(strings.TrimSpace(j.PEFTVariant)); v {
+	case "", "lora", "qlora":
+		l.variant = "lora"
+	case "dora", "lora-fa", "lorafa", "lora_fa":
+		l.variant = strings.ReplaceAll(strings.ReplaceAll(v, "_", "-"), "lorafa", "lora-fa")
+	default:
+		return fmt.Errorf("--peft-variant: unknown variant %q (want lora, dora or lora-fa)", j.PEFTVariant)
+	}
+	if strings.EqualFold(j.Method, "dora") {
+		l.variant = "dora"
+	}
+	l.targets = j.LoRATargets
+	if len(l.targets) == 0 {
+		l.targets = []string{"q_proj", "v_proj"}
+	}
+	for _, t := range l.targets {
+		if t2 := strings.ToLower(strings.TrimSpace(t)); t2 == "all-linear" || t2 == "all_linear" || t2 == "all" {
+			l.allLin = true
+		}
+	}
+	s.lora = l
+	return s.scanAdapters()
+}
+
+// scanAdapters checks ranks against module widths and fills the per-layer
+// geometry and the lowest adapted layer.
+func (s *setup) scanAdapters() error {
+	l := &s.lora
+	l.lowest = s.m.Text.Layers
+	var found bool
+	var err error
+	s.forEachTarget(func(mod *model.Module, in, out int, short string) {
+		found = true
+		if l.rank > min(in, out) && err == nil {
+			err = fmt.Errorf("--lora-rank %d is larger than module %s (%d→%d); want a rank <= %d", l.rank, mod.Name, in, out, min(in, out))
+		}
+		if mod.Stack == stackVision {
+			l.vision = true
+		}
+		if mod.Stack != stackText || mod.Layer < 0 {
+			return
+		}
+		l.lowest = min(l.lowest, mod.Layer)
+		if mod.Layer != s.firstLayerOf(mod) {
+			return
+		}
+		s.addLayerGeometry(short, in, out)
+	})
+	if err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("--lora-target-modules %s: no Linear of %s matches", strings.Join(l.targets, ","), s.m.ID)
+	}
+	return nil
+}
+
+// firstLayerOf returns the first layer index of the text stack's first
+// module group with the same short name, so per-layer geometry is counted
+// once even when module groups are split into layer runs (MoE/dense).
+func (s *setup) firstLayerOf(mod *model.Module) int {
+	short := lastElem(mod.Name)
+	for i := range s.m.Modules {
+		o := &s.m.Modules[i]
+		if o.Stack == stackText && o.Layer >= 0 && lastElem(o.Name) == short && o.In > 0 {
+			return o.Layer
+		}
+	}
+	return mod.Layer
+}
+
+// addLayerGeometry records one adapted module of a text layer.
+func (s *setup) addLayerGeometry(short string, in, out int) {
+	g := &s.lora.perLayer
+	switch {
+	case short == "q_proj" || short == "k_proj" || short == "v_proj" || short == "query" || short == "key" || short == "value" || short == "q" || short == "k" || short == "v":
+		g.attnIn++
+	case isFused(short):
+		g.qkvIn++
+	case short == "o_proj" || short == "dense" || short == "out_proj" || short == "o" || short == "proj" || short == "c_proj":
+		g.oIn++
+	case short == "gate_proj" || short == "up_proj" || short == "fc1" || short == "w1" || short == "w3" || short == "dense_h_to_4h" || short == "fc_1" || short == "fc_2" || short == "wi" || short == "wi_0" || short == "wi_1" || short == "gate_up_proj":
+		g.mlpIn++
+	default:
+		g.downIn++
+	}
+	g.rankOut += float64(s.lora.rank)
+	g.outSum += float64(out)
+}
+
+// isFused reports whether a short name is a fused qkv projection.
+func isFused(short string) bool {
+	for _, f := range fusedQKV {
+		if short == f {
+			return true
+		}
+	}
+	return false
+}
+
+// forEachTarget calls fn for every (module, in, out) an adapter wraps.
+// A q/k/v target on a model with a fused qkv Linear adapts the matching
+// slice of it (litgpt LoRAQKVLinear, PEFT target on the fused module).
+func (s *setup) forEachTarget(fn func(mod *model.Module, in, out int, short string)) {
+	l := &s.lora
+	for i := range s.m.Modules {
+		mod := &s.m.Modules[i]
+		if mod.In <= 0 || mod.Out <= 0 {
+			continue
+		}
+		short := lastElem(mod.Name)
+		if l.allLin {
+			// PEFT all-linear: every Linear except the output head
+			// (huggingface/peft:src/peft/tuners/tuners_utils.py).
+			if mod.Component != compLMHead {
+				fn(mod, mod.In, mod.Out, short)
+			}
+			continue
+		}
+		for _, t := range l.targets {
+			t = strings.ToLower(strings.TrimSpace(t))
+			switch {
+			case t == short || strings.HasSuffix(strings.ToLower(mod.Name), "."+t):
+				fn(mod, mod.In, mod.Out, short)
+			case isFused(short) && mod.Layer >= 0 && (t == "q_proj" || t == "k_proj" || t == "v_proj") && !s.hasShort(t):
+				st := s.stackOf(mod)
+				w := st.Heads * st.HeadDim
+				if t != "q_proj" {
+					w = st.KVHeads * st.HeadDim
+				}
+				fn(mod, mod.In, w, short)
+			}
+		}
+	}
+}
+
+// hasShort reports whether any module has the given short name.
+func (s *setup) hasShort(short string) bool {
+	for i := range s.m.Modules {
+		if lastElem(s.m.Modules[i].Name) == short {
+			return true
+		}
+	}
+	return false
+}
+
+// stackOf returns the stack a module belongs to.
+func (s *setup) stackOf(mod *model.Module) *model.Stack {
+	switch {
+	case mod.Stack == stackVision && s.m.Vision != nil:
+		return &s.m.Vision.Stack
+	case mod.Stack == "encoder" && s.m.Encoder != nil:
+		return s.m.Encoder
+	}
+	return &s.m.Text
+}
+
+// forEachAdapter calls fn with the adapter tensors: A (r×in) and B (out×r)
+// per wrapped module (LoRA arXiv:2106.09685: r·(in+out) parameters); DoRA
+// adds a magnitude vector of out (arXiv:2402.09353); LoRA-FA freezes A
+// (arXiv:2308.03303), so only B trains.
+func (s *setup) forEachAdapter(fn func(tensorGroup)) {
+	r := float64(s.lora.rank)
+	s.forEachTarget(func(mod *model.Module, in, out int, _ string) {
+		n := float64(mod.Instances)
+		if s.lora.variant != "lora-fa" {
+			fn(tensorGroup{count: n, rows: r, cols: float64(in), adapter: true, matrix: true})
+		}
+		fn(tensorGroup{count: n, rows: float64(out), cols: r, adapter: true, matrix: true})
+		if s.lora.variant == "dora" {
+			fn(tensorGroup{count: n, rows: float64(out), adapter: true})
+		}
+	})
+}
+
+// frozenLoRAParams counts adapter parameters frozen by LoRA-FA (its A
+// matrices stay on the GPU in the adapter dtype without grads or states).
+func (s *setup) frozenLoRAParams() float64 {
+	if s.lora.variant != "lora-fa" {
+		return 0
+	}
+	var n float64
+	r := float64(s.lora.rank)
+	s.forEachTarget(func(mod *model.Module, in, _ int, _ string) {
+		n += float64(mod.Instances) * r * float64(in)
+	})
+	return n
+}
+
+// lastElem is the last dotted element of a module name.
+func lastElem(name string) string {
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		return name[i+1:]
+	}
+	return name
+}

@@ -1,0 +1,250 @@
+package memory
+
+import (
+	"math"
+
+	"github.com/gpumem/gpumem/model"
+)
+
+// actTotals are the activation terms of the step phases, in bytes.
+type actTotals struct {
+	fwd    float64 // saved by the text layers at the end of forward (or their checkpoints)
+	top    float64 // alive while the first layer of backward runs (incl. its recompute)
+	bottom float64 // alive while the last recording layer's backward runs
+	trans  float64 // one layer's backward transient
+	layer  float64 // one (the largest) full layer inventory, all tokens
+	ckpt   float64 // one layer checkpoint (the layer input)
+	nrec   int     // text layers that record a graph
+	nckpt  int     // text layers holding a checkpoint
+	out    float64 // outside the layers: final norm + lm_head input + input ids
+	vision float64 // vision tower and projector, saved through forward and backward
+	mask   float64 // materialised attention mask (shared by all layers)
+	perTok layerAct
+}
+
+// regime builds the activation regime of the text stack.
+func (s *setup) regime() actRegime {
+	r := actRegime{
+		c:        s.compute.BytesPerElement(),
+		resid:    s.residual,
+		amp:      s.amp,
+		attn:     s.attn,
+		fused:    s.framework == FrameworkMegatron,
+		selectiv: s.ckpt == ckptSelective,
+		trainW:   s.method == MethodFull,
+		adapterB: s.adapter.BytesPerElement(),
+		dropout:  s.lora.dropout,
+		loraFA:   s.lora.variant == "lora-fa",
+		dora:     s.lora.variant == "dora",
+		rank:     float64(s.lora.rank),
+	}
+	// GQA K/V are saved at query width when repeat_kv runs: HF SDPA with
+	// a padding mask (no native GQA, MODEL.md §15.7), eager attention,
+	// torchtune and litgpt (expand before SDPA).
+	st := &s.m.Text
+	if st.KVHeads < st.Heads {
+		switch {
+		case s.attn == trAttnEager:
+			r.gqaWide = true
+		case s.framework == FrameworkTorchtune || s.framework == FrameworkLitGPT:
+			r.gqaWide = true
+		case s.framework == FrameworkHF && s.attn == trAttnSDPA && !s.packed:
+			r.gqaWide = true
+		}
+	}
+	if s.method == MethodLoRA || s.method == MethodQLoRA {
+		r.lora = &s.lora.perLayer
+	}
+	return r
+}
+
+// activations computes the activation terms (MODEL.md §4, §5, §11).
+func (s *setup) activations() actTotals {
+	st := &s.m.Text
+	r := s.regime()
+	var t actTotals
+	n := s.tokens
+	kvLen := float64(s.seqTotal)
+	scale := s.c[cActivationScale]
+	if s.compile {
+		scale *= s.c[cCompileActivationFactor]
+	}
+	L := st.Layers
+	lowest := min(max(s.trainable.lowest, 0), L)
+	t.nrec = L - lowest
+	if s.method == MethodFull {
+		t.nrec = L
+	}
+	// Per-layer inventories by layer type, summed over recording layers.
+	encoderOnly := !st.Causal && s.m.Encoder == nil && st.Norm == model.LayerNorm
+	var sum, first, last layerAct
+	for i := L - t.nrec; i < L; i++ {
+		var a layerAct
+		r.trainW = s.method == MethodFull || (s.trainable.lo <= i && i <= s.trainable.hi)
+		if encoderOnly {
+			r.postLN = true
+			a = encoderPostLN(st, &r)
+		} else {
+			a = decoderLayer(st, layerTypeAt(st, i), &r)
+		}
+		sum = sum.add(a)
+		if i == L-t.nrec {
+			first = a
+		}
+		last = a
+		t.layer = max(t.layer, a.bytes(n, kvLen)*scale)
+	}
+	t.perTok = layerAct{sum.lin * scale, sum.quad * scale}
+	full := sum.bytes(n, kvLen) * scale
+	t.trans = layerBackwardTransient(st, &r).bytes(n, kvLen)
+	t.ckpt = s.residual * float64(st.Hidden) * n
+	s.layerPhases(&t, full, first.bytes(n, kvLen)*scale, last.bytes(n, kvLen)*scale)
+	t.out = s.outsideActs(&r)
+	t.vision = s.visionActs(&r) + s.encoderActs(&r)
+	t.mask = s.maskBytes()
+	return t
+}
+
+// layerPhases applies checkpointing and offload to the layer totals.
+func (s *setup) layerPhases(t *actTotals, full, bottomLayer, topLayer float64) {
+	switch s.ckpt {
+	case ckptFull:
+		// HF checkpoints every decoder layer; with frozen layers below,
+		// enable_input_require_grads makes all of them record (§5.2).
+		t.nckpt = t.nrec
+		if s.framework == FrameworkHF && s.method != MethodFull && s.trainable.lowest < s.m.Text.Layers {
+			t.nckpt = s.m.Text.Layers
+		}
+		ck := float64(t.nckpt) * t.ckpt
+		t.fwd = ck
+		t.top = ck + topLayer
+		t.bottom = t.ckpt + bottomLayer
+	case ckptEveryN:
+		k := int(math.Ceil(float64(t.nrec) / float64(s.ckptEvery)))
+		t.nckpt = k
+		avg := 0.0
+		if t.nrec > 0 {
+			avg = full / float64(t.nrec)
+		}
+		t.fwd = float64(k)*t.ckpt + float64(t.nrec-k)*avg
+		t.top = t.fwd + topLayer
+		t.bottom = t.ckpt + bottomLayer
+	default:
+		t.fwd = full
+		t.top = full
+		t.bottom = bottomLayer
+	}
+	if s.offload {
+		// Saved tensors stream to host memory; the GPU keeps the layer in
+		// flight and the one being prefetched (torchtune OffloadActivations).
+		keep := 2 * max(t.layer, t.ckpt)
+		if s.ckpt == ckptFull {
+			keep = 2*t.ckpt + t.layer
+		}
+		t.fwd = min(t.fwd, keep)
+		t.top = min(t.top, keep+t.layer)
+		t.bottom = min(t.bottom, keep+t.layer)
+	}
+}
+
+// layerTypeAt returns layer i's type (a full-attention dense layer when
+// the stack lists none).
+func layerTypeAt(st *model.Stack, i int) model.LayerType {
+	if i < len(st.LayerTypes) {
+		return st.LayerTypes[i]
+	}
+	lt := model.LayerType{Attention: model.FullAttention}
+	if st.MoE != nil {
+		lt.MoE = i >= st.MoE.DenseLayers
+	}
+	return lt
+}
+
+// outsideActs is what the final norm and the output projection's input
+// save (MODEL.md §4.6 "final norm + lm_head input" 8·sbh when training),
+// plus the int64 input ids, labels and position ids.
+func (s *setup) outsideActs(r *actRegime) float64 {
+	st := &s.m.Text
+	n := s.tokens
+	ids := 3 * 8 * n
+	if s.loss == lossNone {
+		return ids + r.c*float64(st.Hidden)*n
+	}
+	headTrains := s.method == MethodFull || s.trainable.fraction(s.lmHead()) > 0
+	rr := *r
+	rr.trainW = headTrains
+	return ids + normAct(st, &rr, float64(st.Hidden), 1, headTrains && s.loss != lossLiger)*n
+}
+
+// lmHead returns the output-projection module (or an empty one).
+func (s *setup) lmHead() *model.Module {
+	for i := range s.m.Modules {
+		if s.m.Modules[i].Component == compLMHead {
+			return &s.m.Modules[i]
+		}
+	}
+	return &model.Module{Layer: -1}
+}
+
+// visionActs is the vision tower's saved activations (MODEL.md §9): a
+// pre-LN transformer over the patches of every image, recorded when the
+// tower (or an adapter in it) trains, plus the projector's input and
+// hidden state when the projector trains.
+func (s *setup) visionActs(r *actRegime) float64 {
+	v := s.m.Vision
+	if v == nil || s.images == 0 {
+		return 0
+	}
+	patches := float64(imagePatches(v, s.job.ImageSize))
+	nv := float64(s.images) * patches
+	out := 0.0
+	if s.trainable.vision || s.lora.vision {
+		vr := *r
+		vr.lora = nil
+		vr.gqaWide = false
+		a := decoderLayer(&v.Stack, model.LayerType{Attention: model.FullAttention}, &vr)
+		per := a.bytes(nv, patches) * s.c[cActivationScale]
+		if s.ckpt == ckptFull {
+			out = float64(v.Layers)*r.resid*float64(v.Hidden)*nv + per
+		} else {
+			out = float64(v.Layers) * per
+		}
+	}
+	if s.trainable.vision || s.trainable.projector || s.method == MethodFull {
+		imgTok := float64(s.seqTotal-s.seq) * float64(s.batch)
+		out += r.c * (float64(v.Hidden)*nv + 2*float64(s.m.Text.Hidden)*imgTok)
+	}
+	return out
+}
+
+// encoderActs is the encoder stack of an encoder-decoder model, run over
+// as many source tokens as the target sequence.
+func (s *setup) encoderActs(r *actRegime) float64 {
+	e := s.m.Encoder
+	if e == nil {
+		return 0
+	}
+	n := s.tokens
+	er := *r
+	a := decoderLayer(e, model.LayerType{Attention: model.FullAttention}, &er)
+	per := a.bytes(n, float64(s.seqTotal)) * s.c[cActivationScale]
+	if s.ckpt == ckptFull {
+		return float64(e.Layers)*s.residual*float64(e.Hidden)*n + per
+	}
+	return float64(e.Layers) * per
+}
+
+// maskBytes is the 4-D attention mask HF builds for eager attention, and
+// for SDPA when batches are padded: [b, 1, s, s] in the compute dtype,
+// shared by all layers (MODEL.md §5.1). Flash kernels, packed SDPA
+// (is_causal) and encoders' [b,1,1,s] masks need none.
+func (s *setup) maskBytes() float64 {
+	if s.framework != FrameworkHF || !s.m.Text.Causal {
+		return 0
+	}
+	if s.attn == trAttnEager || (s.attn == trAttnSDPA && !s.packed) {
+		sl := float64(s.seqTotal)
+		return s.compute.BytesPerElement() * float64(s.batch) * sl * sl
+	}
+	return 0
+}

@@ -1,0 +1,97 @@
+package memory
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpumem/gpumem/units"
+)
+
+// rowInfo holds each allocated row's lifetime, symbolic formula and source.
+// With Job.Explain the formula is replaced by one with the inputs filled in.
+var rowInfo = [numRows]struct{ phase, formula, source string }{
+	rowWeights: {"persistent", "Σ modules params × bytes(dtype); quantized Linears: packed data + block constants",
+		"MODEL.md §2.1, §6.2; bitsandbytes functional.py quantize_4bit (block 64, double quant 256)"},
+	rowAdapters: {"persistent", "Σ adapted modules r·(in+out) (+out for DoRA) × bytes(adapter dtype)",
+		"LoRA arXiv:2106.09685; PEFT autocast_adapter_dtype (MODEL.md §6.1)"},
+	rowMaster: {"persistent", "trainable params × 4 B (fp32 master copy)",
+		"ZeRO arXiv:1910.02054 §3.1; Megatron-LM distributed optimizer table (MODEL.md §2.1)"},
+	rowGrads: {"backward", "trainable params × bytes(grad dtype), alive per phase (accumulation, torch1, set_to_none)",
+		"MODEL.md §2.1, §11, §15.4"},
+	rowOptim: {"persistent", "Σ trainable tensors × optimizer state per tensor",
+		"torch.optim state init; bitsandbytes Optimizer2State; MODEL.md §2.4"},
+	rowCast: {"forward", "2 B × Linear weight params (autocast weight-cast cache)",
+		"MODEL.md §2.2, §15.9 [measured]"},
+	rowActs: {"forward", "recording layers × per-token inventory × tokens (or checkpoints + one recomputed layer)",
+		"MODEL.md §4.3 (HF inventories), §5.1 (checkpointing), §8 (MoE), §15.12 (post-LN encoders)"},
+	rowVision: {"forward", "vision layers × inventory × images × patches (+ projector input)",
+		"MODEL.md §9"},
+	rowOut: {"forward", "final norm + lm_head input (+ int64 ids) × tokens",
+		"MODEL.md §4.6"},
+	rowMask: {"forward", "b × s² × bytes(compute) (4-D causal/padding mask)",
+		"MODEL.md §5.1"},
+	rowLoss: {"loss", "logits + fp32 cross-entropy intermediates (×N·V)",
+		"huggingface/transformers loss_utils.py ForCausalLMLoss; MODEL.md §4.6, §15.8"},
+	rowBwd: {"backward", "one layer's backward: flash dq accumulator, dq/dk/dv, MLP and residual grads",
+		"Dao-AILab/flash-attention flash_api.cpp mha_bwd; MODEL.md §4.4, §5.1"},
+	rowStep: {"step", "optimizer step intermediates (foreach: +1× states-dtype params; fused: 0; for-loop: largest tensor)",
+		"torch.optim docstrings (foreach); MODEL.md §2.3, §15.6"},
+	rowDequant: {"forward", "dequant_buffers × largest quantized Linear × bytes(compute)",
+		"MODEL.md §6.2 (dequantization for the matmul), §15.3"},
+}
+
+// explain fills each component's formula with the job's inputs.
+func (s *setup) explain(t *trainParts, rows *[numRows]comp, peak int, comps []Component) {
+	gib := func(v float64) string { return units.FormatIEC(units.FromFloat(v)) }
+	st, a, p := &t.st, &t.act, &t.p
+	N := s.tokens
+	f := map[string]string{
+		"weights": fmt.Sprintf("%d params; dtype %s%s", p.total, s.weight.Name,
+			cond(s.weight.Quantized, fmt.Sprintf(" (Linears quantized, double quant %v, rest %s)", s.double, cond(s.kbitFP32, "fp32", s.compute.Name)), "")),
+		"adapter_weights": fmt.Sprintf("%.0f adapter params × %v B (%s), rank %d, variant %s", p.adapters, s.adapter.BytesPerElement(), s.adapter.Name, s.lora.rank, s.lora.variant),
+		"master_weights":  fmt.Sprintf("%.0f trainable params × 4 B", p.trainable-p.adapters),
+		"gradients": fmt.Sprintf("%.0f trainable params → %s total; grad accum %d%s%s", p.trainable, gib(st.grads), s.accum,
+			cond(s.torch1, ", torch1 keeps grads", ""), cond(s.optInBwd, ", optimizer in backward: one tensor at a time", "")),
+		"optimizer_states":      fmt.Sprintf("%s over %.0f trainable params (%s, %s states)", s.opt.info.Name, p.trainable, gib(st.optim.states), s.opt.info.StateDtype),
+		"autocast_weight_cache": fmt.Sprintf("2 B × Linear weights of recording layers = %s (lm_head %s)", gib(st.castCache), gib(st.castHead)),
+		"activations": fmt.Sprintf("%d recording layers, %.0f tokens (batch %d × seq %d): %.1f B/token/layer + %.1f B/token/key/layer (eager) × scale %.3g; checkpoints %d × %s; one layer %s",
+			a.nrec, N, s.batch, s.seqTotal, a.perTok.lin/float64(max(a.nrec, 1)), a.perTok.quad/float64(max(a.nrec, 1)), s.c[cActivationScale], a.nckpt, gib(a.ckpt), gib(a.layer)),
+		"vision_activations": fmt.Sprintf("%d images, vision tower trains: %v", s.images, s.trainable.vision || s.lora.vision),
+		"output_activations": fmt.Sprintf("final norm + lm_head input + ids over %.0f tokens", N),
+		"attention_mask":     fmt.Sprintf("%d × %d² × %v B", s.batch, s.seqTotal, s.compute.BytesPerElement()),
+		"loss": fmt.Sprintf("%s over N=%.0f tokens, V=%d: peak %s, held in backward %s%s", lossName[s.loss], N, s.m.Text.Vocab,
+			gib(t.loss.peak), gib(t.loss.held), cond(t.loss.chunk > 0, fmt.Sprintf(", chunk %.0f tokens", t.loss.chunk), "")),
+		"backward_transient": fmt.Sprintf("one layer's backward over %.0f tokens = %s", N, gib(a.trans)),
+		"optimizer_step":     fmt.Sprintf("%s (%s): %s", s.opt.info.Name, s.opt.info.Impl, gib(st.optim.transient)),
+		"dequant_workspace":  fmt.Sprintf("%.3g × %.0f elements × %v B", s.c[cDequantWorkspaceFactor], p.maxLinear, s.compute.BytesPerElement()),
+	}
+	for i := range comps {
+		c := &comps[i]
+		if c.Level != "allocated" {
+			continue
+		}
+		if v, ok := f[c.Name]; ok {
+			c.Formula = v + " [" + strings.TrimSpace(c.Formula) + "]"
+		}
+	}
+	_ = rows
+	_ = peak
+}
+
+// lossName names the loss implementations for explanations.
+var lossName = [...]string{
+	lossHF:              "HF logits.float() + cross_entropy (12·N·V at backward start)",
+	lossLitGPTChunked:   "litgpt 128-token chunked lm_head + chunked CE",
+	lossLiger:           "Liger fused linear cross-entropy",
+	lossChunked:         "torchtune chunked CE (eager)",
+	lossChunkedCompiled: "torchtune chunked CE (compiled)",
+	lossNone:            "classification head (no vocabulary logits)",
+}
+
+// cond returns a when ok, else b.
+func cond(ok bool, a, b string) string {
+	if ok {
+		return a
+	}
+	return b
+}

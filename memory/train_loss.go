@@ -1,0 +1,84 @@
+package memory
+
+import "math"
+
+// lossTerms is the output layer + cross-entropy memory in the phases of a
+// step, in bytes (MODEL.md §4.6, §15.8).
+type lossTerms struct {
+	peak  float64 // largest while the loss runs forward and its backward starts
+	held  float64 // still alive while the layers run backward (and at step)
+	chunk float64 // tokens per chunk for chunked variants (for explain)
+}
+
+// litgptChunk is litgpt's lm_head_chunk_size and chunked_cross_entropy
+// chunk (litgpt finetune scripts, 2023-2024).
+const litgptChunk = 128
+
+// torchtuneChunks is CEWithChunkedOutputLoss's default number of chunks
+// (pytorch/torchtune:torchtune/modules/loss/ce_chunked_output_loss.py).
+const torchtuneChunks = 8
+
+// lossMemory computes the loss terms for N tokens and vocabulary V.
+func (s *setup) lossMemory() lossTerms {
+	V := float64(s.m.Text.Vocab)
+	N := s.tokens
+	NV := N * V
+	c := s.compute.BytesPerElement()
+	h := float64(s.m.Text.Hidden)
+	switch s.loss {
+	case lossNone:
+		return lossTerms{}
+	case lossLitGPTChunked:
+		// lm_head output in 128-token chunks (all kept: the training loop
+		// holds them), each chunk upcast and log-softmaxed in fp32 with
+		// its log-probs saved; per-chunk gradient transients in backward.
+		ch := math.Min(float64(litgptChunk*s.batch), N)
+		return lossTerms{peak: c*NV + 4*NV + 3*4*ch*V, held: c * NV, chunk: ch}
+	case lossLiger:
+		// Liger FLCE: chunk = next_pow2(ceil(N / ceil(V/h))) tokens; per
+		// chunk logits in the input dtype; grad_input (N×h) and, when the
+		// head trains, grad_weight (V×h) computed in forward and held
+		// (linkedin/Liger-Kernel:src/liger_kernel/ops/fused_linear_cross_entropy.py).
+		inc := math.Ceil(V / math.Max(h, 1))
+		ch := math.Min(nextPow2(math.Ceil(N/math.Max(inc, 1))), N)
+		held := c*N*h + 4*N
+		if s.method == MethodFull || s.trainable.fraction(s.lmHead()) > 0 {
+			held += s.weight.BytesPerElement() * V * h
+		}
+		return lossTerms{peak: held + c*ch*V, held: c * N * h, chunk: ch}
+	case lossChunked:
+		// torchtune eager chunked CE: bf16 logits of all chunks, fp32
+		// log-probs of every chunk saved, one chunk upcast at a time
+		// (≈ 6.5·N·V forward, MODEL.md §15.8); recipes del logits
+		// before backward.
+		ch := N / torchtuneChunks
+		fwd := c*NV + 4*NV + 4*ch*V
+		bwd := 4*NV + (4+4+c)*ch*V
+		return lossTerms{peak: math.Max(fwd, bwd), chunk: ch}
+	case lossChunkedCompiled:
+		// compiled chunked CE: ≈ 2·N·V (bf16 logits of all chunks) plus
+		// one chunk's fp32 work (MODEL.md §15.8).
+		ch := N / torchtuneChunks
+		return lossTerms{peak: c*NV + (4+4)*ch*V, chunk: ch}
+	}
+	// HF ForCausalLMLoss (huggingface/transformers:src/transformers/loss/
+	// loss_utils.py): logits (compute dtype), .float() copy, log_softmax
+	// output saved (4NV); the backward start holds the saved log-probs,
+	// the gradient of the log-probs and the fp32 gradient of the logits
+	// (12NV, MODEL.md §4.6). The Trainer drops outputs.logits before backward.
+	up := 4 * NV
+	if c >= 4 {
+		up = 0
+	}
+	fwd := c*NV + up + 4*NV
+	bwd := 12 * NV
+	return lossTerms{peak: math.Max(fwd, bwd)}
+}
+
+// nextPow2 is the smallest power of two >= x (x >= 1).
+func nextPow2(x float64) float64 {
+	if x <= 1 {
+		return 1
+	}
+	return math.Exp2(math.Ceil(math.Log2(x)))
+}

@@ -1,0 +1,281 @@
+package memory
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gpumem/gpumem/model"
+)
+
+// Module component and stack names used by the model inventory.
+const (
+	compEmbedding = "embedding"
+	compLMHead    = "lm_head"
+	compProjector = "projector"
+	stackText     = "text"
+	stackVision   = "vision"
+	stackProj     = "projector"
+)
+
+// trainSpec is the resolved trainable set of a frozen/partial job
+// (Job.Trainable, Job.TrainableParams); for full training all is true.
+type trainSpec struct {
+	all      bool
+	count    int64    // TrainableParams when only a count is known
+	patterns []string // module names, components or stacks
+	lo, hi   int      // trainable text-layer range, inclusive; lo > hi when none
+	// lowest is the lowest text layer holding a trainable parameter (or
+	// whose input requires grad); layers below it record no activations
+	// (MODEL.md §4.3.5). 0 when the embedding is trainable, Layers when
+	// only modules above the layers train.
+	lowest int
+	// vision and projector say whether the VLM tower / projector train.
+	vision, projector bool
+}
+
+// resolveTrainable reads Method, Trainable and TrainableParams.
+func (s *setup) resolveTrainable() error {
+	L := s.m.Text.Layers
+	t := trainSpec{lo: 1, hi: 0, lowest: L}
+	switch s.method {
+	case MethodFull:
+		t = trainSpec{all: true, lo: 0, hi: L - 1, vision: true, projector: true}
+	case MethodLoRA, MethodQLoRA:
+		if err := s.resolveLoRA(); err != nil {
+			return err
+		}
+		t.lowest = s.lora.lowest
+		t.vision = s.lora.vision
+	case MethodFrozen:
+		if s.job.TrainableParams < 0 {
+			return fmt.Errorf("--trainable-params: want a positive count, got %d", s.job.TrainableParams)
+		}
+		if err := t.parse(s.job.Trainable, L); err != nil {
+			return err
+		}
+		t.count = s.job.TrainableParams
+		if len(t.patterns) == 0 && t.lo > t.hi && t.count > 0 {
+			// Only a count: assume it is spread over all layers (LN-tuning,
+			// IA3-like), so every layer records the frozen inventory.
+			t.lowest = 0
+		}
+		if len(s.job.Trainable) == 0 && t.count == 0 {
+			return fmt.Errorf("--method frozen: name the trainable modules (--trainable) or give --trainable-params")
+		}
+		t.resolveLowest(s.m)
+	}
+	s.trainable = t
+	return nil
+}
+
+// parse reads --trainable entries: "layers:A-B", "top:N", "bottom:N",
+// a component ("projector", "lm_head", "embedding", "norm", "vision", ...)
+// or a module-name fragment ("multi_modal_projector", "mlp.down_proj").
+func (t *trainSpec) parse(entries []string, L int) error {
+	for _, e := range entries {
+		e = strings.TrimSpace(e)
+		low := strings.ToLower(e)
+		switch {
+		case e == "":
+			continue
+		case strings.HasPrefix(low, "top:") || strings.HasPrefix(low, "last:"):
+			n, err := strconv.Atoi(low[strings.IndexByte(low, ':')+1:])
+			if err != nil || n < 1 || n > L {
+				return fmt.Errorf("--trainable %q: want top:N with 1 <= N <= %d layers", e, L)
+			}
+			t.addRange(L-n, L-1)
+		case strings.HasPrefix(low, "bottom:") || strings.HasPrefix(low, "first:"):
+			n, err := strconv.Atoi(low[strings.IndexByte(low, ':')+1:])
+			if err != nil || n < 1 || n > L {
+				return fmt.Errorf("--trainable %q: want bottom:N with 1 <= N <= %d layers", e, L)
+			}
+			t.addRange(0, n-1)
+		case strings.HasPrefix(low, "layers:") || strings.HasPrefix(low, "layers."):
+			a, b, ok := strings.Cut(low[len("layers:"):], "-")
+			if !ok {
+				b = a
+			}
+			lo, err1 := strconv.Atoi(a)
+			hi, err2 := strconv.Atoi(b)
+			if err1 != nil || err2 != nil || lo < 0 || hi < lo || hi >= L {
+				return fmt.Errorf("--trainable %q: want layers:A-B with 0 <= A <= B < %d", e, L)
+			}
+			t.addRange(lo, hi)
+		default:
+			t.patterns = append(t.patterns, low)
+		}
+	}
+	return nil
+}
+
+// addRange widens the trainable layer range.
+func (t *trainSpec) addRange(lo, hi int) {
+	if t.lo > t.hi {
+		t.lo, t.hi = lo, hi
+		return
+	}
+	t.lo, t.hi = min(t.lo, lo), max(t.hi, hi)
+}
+
+// resolveLowest finds the lowest text layer that must record activations
+// and whether the vision tower / projector train.
+func (t *trainSpec) resolveLowest(m *model.Model) {
+	if t.lo <= t.hi {
+		t.lowest = min(t.lowest, t.lo)
+	}
+	for i := range m.Modules {
+		mod := &m.Modules[i]
+		if !t.matches(mod) {
+			continue
+		}
+		switch {
+		case mod.Stack == stackVision:
+			t.vision = true
+		case mod.Stack == stackProj || mod.Component == compProjector:
+			t.projector = true
+		case mod.Component == compEmbedding && mod.Stack == stackText:
+			t.lowest = 0
+		case mod.Layer >= 0 && mod.Stack == stackText:
+			t.lowest = min(t.lowest, mod.Layer)
+		}
+	}
+	if t.vision || t.projector {
+		// Image features flow into the LLM at its input: every text layer
+		// above must pass gradients down.
+		t.lowest = 0
+	}
+}
+
+// matches reports whether a module matches a name pattern or component.
+func (t *trainSpec) matches(mod *model.Module) bool {
+	for _, p := range t.patterns {
+		if p == strings.ToLower(mod.Component) || p == strings.ToLower(mod.Stack) || globContains(strings.ToLower(mod.Name), p) {
+			return true
+		}
+	}
+	return false
+}
+
+// fraction is the share of a module's instances that train (0..1).
+func (t *trainSpec) fraction(mod *model.Module) float64 {
+	if t.all {
+		return 1
+	}
+	if t.matches(mod) {
+		return 1
+	}
+	if t.lo <= t.hi && mod.Layer >= 0 && mod.Stack == stackText {
+		n := max(mod.Layers, 1)
+		lo, hi := max(t.lo, mod.Layer), min(t.hi, mod.Layer+n-1)
+		if hi >= lo {
+			return float64(hi-lo+1) / float64(n)
+		}
+	}
+	return 0
+}
+
+// globContains matches a pattern with optional '*' wildcards anywhere in name.
+func globContains(name, pattern string) bool {
+	for _, part := range strings.Split(pattern, "*") {
+		i := strings.Index(name, part)
+		if i < 0 {
+			return false
+		}
+		name = name[i+len(part):]
+	}
+	return true
+}
+
+// tensorGroup is a set of identical trainable tensors, the unit optimizer
+// state sizes are computed on (factored and 8-bit states depend on shapes).
+type tensorGroup struct {
+	count      float64 // number of tensors (fractional for partial layer ranges)
+	rows, cols float64 // 2-D shape; cols == 0 for a 1-D tensor of rows elements
+	embedding  bool    // an nn.Embedding weight
+	matrix     bool    // a 2-D weight inside the layers (Muon, GaLore, APOLLO targets)
+	adapter    bool    // a LoRA adapter tensor (adapter dtype)
+}
+
+// numel is the element count of one tensor of the group.
+func (g tensorGroup) numel() float64 {
+	if g.cols == 0 {
+		return g.rows
+	}
+	return g.rows * g.cols
+}
+
+// moduleTensors calls fn with the tensor groups of one module scaled by frac.
+func moduleTensors(m *model.Model, mod *model.Module, frac float64, fn func(tensorGroup)) {
+	n := float64(mod.Instances) * frac
+	if n <= 0 {
+		return
+	}
+	switch {
+	case mod.In > 0 && mod.Out > 0:
+		inLayers := mod.Layer >= 0 && mod.Component != compLMHead
+		fn(tensorGroup{count: n, rows: float64(mod.Out), cols: float64(mod.In), matrix: inLayers})
+		if bias := mod.Each - int64(mod.In)*int64(mod.Out); bias > 0 {
+			fn(tensorGroup{count: n, rows: float64(bias)})
+		}
+	case mod.Component == compEmbedding && m.Text.Hidden > 0 && mod.Each%int64(m.Text.Hidden) == 0:
+		fn(tensorGroup{count: n, rows: float64(mod.Each / int64(m.Text.Hidden)), cols: float64(m.Text.Hidden), embedding: true})
+	default:
+		fn(tensorGroup{count: n, rows: float64(mod.Each)})
+	}
+}
+
+// forEachTrainable calls fn with every trainable tensor group of the job:
+// base parameters (full or partial training) and LoRA adapters.
+func (s *setup) forEachTrainable(fn func(tensorGroup)) {
+	switch s.method {
+	case MethodLoRA, MethodQLoRA:
+		s.forEachAdapter(fn)
+		return
+	}
+	for i := range s.m.Modules {
+		mod := &s.m.Modules[i]
+		if f := s.trainable.fraction(mod); f > 0 {
+			moduleTensors(s.m, mod, f, fn)
+		}
+	}
+	if !s.trainable.all && s.trainable.count > 0 && len(s.trainable.patterns) == 0 && s.trainable.lo > s.trainable.hi {
+		// Only a count is known: one group of 1-D-like tensors.
+		fn(tensorGroup{count: 1, rows: float64(s.trainable.count)})
+	}
+}
+
+// trParams are the parameter counts the states are computed from.
+type trParams struct {
+	total     int64   // all parameters of the model
+	trainable float64 // trainable parameters (base + adapters)
+	adapters  float64 // LoRA adapter parameters
+	linear    float64 // parameters of Linear weights (autocast cache, §2.2)
+	maxTensor float64 // elements of the largest trainable tensor
+	maxLinear float64 // elements of the largest quantizable Linear weight (dequantization)
+}
+
+// countParams sums the model inventory and the trainable set.
+func (s *setup) countParams() trParams {
+	var p trParams
+	for i := range s.m.Modules {
+		mod := &s.m.Modules[i]
+		p.total += mod.Params
+		if mod.In > 0 && mod.Out > 0 {
+			w := float64(mod.In) * float64(mod.Out)
+			p.linear += w * float64(mod.Instances)
+			if mod.Component != compLMHead || s.quantHead {
+				p.maxLinear = max(p.maxLinear, w)
+			}
+		}
+	}
+	s.forEachTrainable(func(g tensorGroup) {
+		n := g.count * g.numel()
+		p.trainable += n
+		if g.adapter {
+			p.adapters += n
+		}
+		p.maxTensor = max(p.maxTensor, g.numel())
+	})
+	return p
+}

@@ -1,0 +1,326 @@
+package memory
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gpumem/gpumem/model"
+)
+
+// Training methods (Job.Method).
+const (
+	MethodFull   = "full"
+	MethodLoRA   = "lora"
+	MethodQLoRA  = "qlora"
+	MethodFrozen = "frozen"
+)
+
+// Frameworks whose activation inventories differ (Job.Framework).
+const (
+	FrameworkHF         = "hf"
+	FrameworkTorchtune  = "torchtune"
+	FrameworkLitGPT     = "litgpt"
+	FrameworkMegatron   = "megatron"
+	FrameworkTorchtitan = "torchtitan"
+	FrameworkDeepSpeed  = "deepspeed"
+)
+
+// ckptMode is the resolved gradient-checkpointing mode.
+type ckptMode int
+
+const (
+	ckptNone ckptMode = iota
+	ckptFull
+	ckptSelective
+	ckptEveryN
+)
+
+// trAttn is the resolved attention implementation.
+type trAttn int
+
+const (
+	trAttnSDPA trAttn = iota
+	trAttnFlash
+	trAttnEager
+)
+
+// lossImpl is the resolved output-layer loss implementation.
+type lossImpl int
+
+const (
+	lossHF              lossImpl = iota // logits.float() + F.cross_entropy (MODEL.md §4.6)
+	lossLitGPTChunked                   // lm_head in 128-token chunks, chunked CE (litgpt)
+	lossLiger                           // Liger fused linear cross-entropy
+	lossChunked                         // torchtune CEWithChunkedOutputLoss, eager
+	lossChunkedCompiled                 // torchtune chunked CE, compiled
+	lossNone                            // classification head: no vocabulary logits
+)
+
+// setup is a validated, defaulted training job: everything the component
+// formulas read, resolved once.
+type setup struct {
+	m   *model.Model
+	job Job
+	c   constants
+
+	method    string
+	framework string
+	weight    DType // base weights as held on the GPU
+	compute   DType // matmul/activation dtype (autocast dtype under AMP)
+	amp       bool  // fp32 weights + autocast (MODEL.md §2.1 AMP row)
+	master    bool  // separate fp32 master copy of trainable params
+	gradFP32  bool  // fp32 gradient accumulation buffers (Megatron main_grad)
+	adapter   DType // LoRA adapter dtype
+	residual  float64
+	kbitFP32  bool // prepare_model_for_kbit_training: non-quantized params fp32
+	quantHead bool // the output head is quantized too (litgpt bitsandbytes precision)
+	double    bool // bnb double quantisation
+
+	opt *optimizerSpec
+
+	batch, accum, seq int
+	tokens            float64 // LLM tokens per micro-batch (text + image)
+	seqTotal          int     // LLM sequence length incl. image tokens
+	images            int     // images per micro-batch
+	packed            bool
+	attn              trAttn
+	ckpt              ckptMode
+	ckptEvery         int
+	loss              lossImpl
+	compile           bool
+	offload           bool
+	optInBwd          bool
+	torch1            bool
+	bnbOld            bool
+	lora              loraSpec
+	trainable         trainSpec
+	warnings          []string
+}
+
+// newSetup validates job against m and fills every default.
+func newSetup(m *model.Model, job Job) (*setup, error) {
+	s := &setup{m: m, job: job}
+	var err error
+	if s.c, err = resolveConstants(job.Constants); err != nil {
+		return nil, err
+	}
+	if err := s.resolveFramework(); err != nil {
+		return nil, err
+	}
+	if err := s.resolveMethod(); err != nil {
+		return nil, err
+	}
+	if err := s.resolvePrecision(); err != nil {
+		return nil, err
+	}
+	if s.opt, err = lookupOptimizer(job.Optimizer); err != nil {
+		return nil, fmt.Errorf("--optimizer: %w", err)
+	}
+	if err := s.resolveBatch(); err != nil {
+		return nil, err
+	}
+	if err := s.resolveActivationKnobs(); err != nil {
+		return nil, err
+	}
+	if err := s.resolveTrainable(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// resolveFramework reads Framework and Software.
+func (s *setup) resolveFramework() error {
+	f := strings.ToLower(strings.TrimSpace(s.job.Framework))
+	switch f {
+	case "", "hf", "transformers", "trl", "peft", "accelerate", "axolotl", "llamafactory", "llama-factory":
+		s.framework = FrameworkHF
+	case "torchtune", "litgpt", "megatron", "torchtitan", "deepspeed":
+		s.framework = f
+	case "lit-gpt":
+		s.framework = FrameworkLitGPT
+	case "megatron-core", "mcore", "nemo", "te":
+		s.framework = FrameworkMegatron
+	default:
+		return fmt.Errorf("--framework: unknown framework %q (want hf, torchtune, litgpt, megatron or torchtitan)", s.job.Framework)
+	}
+	for _, sw := range s.job.Software {
+		switch strings.ToLower(strings.TrimSpace(sw)) {
+		case "torch1":
+			s.torch1 = true
+		case "bnb<0.43.2":
+			s.bnbOld = true
+		case "transformers<4.36":
+		default:
+			return fmt.Errorf("--software: unknown software era %q (want torch1, transformers<4.36 or bnb<0.43.2)", sw)
+		}
+	}
+	return nil
+}
+
+// resolveMethod reads Method and PEFT variant.
+func (s *setup) resolveMethod() error {
+	switch m := strings.ToLower(strings.TrimSpace(s.job.Method)); m {
+	case "", MethodFull, "full_finetune", "pretrain":
+		s.method = MethodFull
+	case MethodLoRA, MethodQLoRA, MethodFrozen:
+		s.method = m
+	case "dora":
+		s.method = MethodLoRA
+	default:
+		return fmt.Errorf("--method: unknown method %q (want full, lora, qlora or frozen)", s.job.Method)
+	}
+	if s.method == MethodFull && (len(s.job.Trainable) > 0 || s.job.TrainableParams > 0) {
+		s.method = MethodFrozen
+	}
+	return nil
+}
+
+// resolveBatch reads batch, accumulation, sequence and image inputs.
+func (s *setup) resolveBatch() error {
+	j := s.job
+	if j.MicroBatch < 0 {
+		return fmt.Errorf("--per-device-batch: want a positive batch size, got %d", j.MicroBatch)
+	}
+	s.batch = max(j.MicroBatch, 1)
+	if j.GradAccum < 0 {
+		return fmt.Errorf("--grad-accum: want a positive count, got %d", j.GradAccum)
+	}
+	s.accum = max(j.GradAccum, 1)
+	if j.SeqLen < 0 {
+		return fmt.Errorf("--seq-len: want a positive length, got %d", j.SeqLen)
+	}
+	s.seq = j.SeqLen
+	if s.seq == 0 {
+		s.seq = min(defaultSeqLen, max(s.m.Text.MaxPositions, 1))
+		s.warn(fmt.Sprintf("--seq-len not given: assuming %d tokens per sample", s.seq))
+	}
+	if j.ImagesPerSample < 0 || j.ImageSize < 0 {
+		return fmt.Errorf("--images-per-sample/--image-size: want non-negative values, got %d/%d", j.ImagesPerSample, j.ImageSize)
+	}
+	s.seqTotal = s.seq
+	if j.ImagesPerSample > 0 {
+		if s.m.Vision == nil {
+			return fmt.Errorf("--images-per-sample: model %s has no vision tower", s.m.ID)
+		}
+		tpi, err := imageTokens(s.m.Vision, j.ImageSize)
+		if err != nil {
+			return err
+		}
+		s.images = s.batch * j.ImagesPerSample
+		s.seqTotal = s.seq + j.ImagesPerSample*tpi
+	}
+	if mp := s.m.Text.MaxPositions; mp > 0 && s.seqTotal > mp && !j.AllowLong {
+		return fmt.Errorf("--seq-len: %d tokens exceed max_position_embeddings %d of %s (pass --allow-long to estimate anyway)", s.seqTotal, mp, s.m.ID)
+	}
+	s.tokens = float64(s.batch) * float64(s.seqTotal)
+	s.packed = j.Packed == nil || *j.Packed
+	if !s.packed {
+		s.warn(fmt.Sprintf("--packed=false: seq-len %d is treated as the longest batch (padded to it); shorter batches use less", s.seq))
+	}
+	return nil
+}
+
+// defaultSeqLen is the sequence length assumed when none is given: the
+// common fine-tuning cap of HF/TRL recipes (SFTConfig max_length 1024).
+const defaultSeqLen = 1024
+
+// resolveActivationKnobs reads attention, checkpointing, loss and runtime switches.
+func (s *setup) resolveActivationKnobs() error {
+	j := s.job
+	switch strings.ToLower(strings.TrimSpace(j.Attention)) {
+	case "", "sdpa", "mem_efficient", "efficient":
+		s.attn = trAttnSDPA
+	case "flash", "flash_attention_2", "flash_attention_3", "fa2", "fa3", "flash2":
+		s.attn = trAttnFlash
+	case "eager", "math":
+		s.attn = trAttnEager
+	default:
+		return fmt.Errorf("--attn: unknown attention %q (want eager, sdpa or flash)", j.Attention)
+	}
+	g := strings.ToLower(strings.TrimSpace(j.GradCheckpoint))
+	switch {
+	case g == "" || g == "none" || g == "false" || g == "off":
+		s.ckpt = ckptNone
+	case g == "full" || g == "true" || g == "on":
+		s.ckpt = ckptFull
+	case g == "selective" || g == "op" || g == "sac":
+		s.ckpt = ckptSelective
+	case strings.HasPrefix(g, "every-"):
+		n, err := strconv.Atoi(strings.TrimPrefix(g, "every-"))
+		if err != nil || n < 1 {
+			return fmt.Errorf("--grad-checkpoint: %q: want every-N with N >= 1", j.GradCheckpoint)
+		}
+		s.ckpt, s.ckptEvery = ckptEveryN, n
+		if n == 1 {
+			s.ckpt = ckptFull
+		}
+	default:
+		return fmt.Errorf("--grad-checkpoint: unknown mode %q (want none, full, selective or every-N)", j.GradCheckpoint)
+	}
+	switch strings.ToLower(strings.TrimSpace(j.FusedLoss)) {
+	case "", "none", "false":
+		s.loss = lossHF
+		if s.framework == FrameworkLitGPT {
+			s.loss = lossLitGPTChunked
+		}
+	case "liger", "flce", "true", "fused":
+		s.loss = lossLiger
+	case "chunked":
+		s.loss = lossChunked
+	case "chunked-compiled", "chunked_compiled", "compiled":
+		s.loss = lossChunkedCompiled
+	default:
+		return fmt.Errorf("--fused-loss: unknown loss %q (want none, liger, chunked or chunked-compiled)", j.FusedLoss)
+	}
+	if !s.hasVocabHead() {
+		s.loss = lossNone
+	}
+	s.compile, s.offload, s.optInBwd = j.Compile, j.ActivationOffload, j.OptimizerInBwd
+	if s.optInBwd && s.accum > 1 {
+		return fmt.Errorf("--optimizer-in-backward: cannot be combined with --grad-accum %d (gradients are freed as soon as they are applied)", s.accum)
+	}
+	return nil
+}
+
+// hasVocabHead reports whether the loss runs over vocabulary logits.
+func (s *setup) hasVocabHead() bool {
+	switch strings.ToLower(s.job.TaskHead) {
+	case "sequence_classification", "seq_cls", "classification", "token_classification", "none", "regression":
+		return false
+	}
+	return s.m.Text.Vocab > 0
+}
+
+// warn records a warning for Result.Warnings.
+func (s *setup) warn(msg string) { s.warnings = append(s.warnings, msg) }
+
+// imageTokens is the number of LLM tokens one image becomes (MODEL.md §9):
+// (size/patch)² patches merged SpatialMerge² to one token; the config's
+// TokensPerImage when size is 0 or equals the tower's native size.
+func imageTokens(v *model.Vision, size int) (int, error) {
+	if size == 0 || size == v.ImageSize {
+		if v.TokensPerImage > 0 {
+			return v.TokensPerImage, nil
+		}
+		size = v.ImageSize
+	}
+	if v.PatchSize <= 0 || size <= 0 {
+		return 0, fmt.Errorf("--image-size: the vision config gives no patch size to count image tokens")
+	}
+	side := size / v.PatchSize
+	merge := max(v.SpatialMerge, 1)
+	return max((side/merge)*(side/merge), 1), nil
+}
+
+// imagePatches is the number of vision-tower tokens per image.
+func imagePatches(v *model.Vision, size int) int {
+	if size == 0 {
+		size = v.ImageSize
+	}
+	if v.PatchSize <= 0 || size <= 0 {
+		return v.TokensPerImage
+	}
+	side := size / v.PatchSize
+	return side * side
+}

@@ -1,0 +1,144 @@
+package memory
+
+import (
+	"math"
+
+	"github.com/gpumem/gpumem/model"
+)
+
+// rankStates is the model-state memory one rank holds, in bytes. It is
+// the unit sharding divides: data-parallel engines (ZeRO, FSDP) will
+// scale weights, master, grads and optimizer state by their group sizes
+// and add their communication buffers; the single-GPU model leaves them whole.
+type rankStates struct {
+	weights   float64 // base weights as held on the GPU (quantized or not)
+	adapters  float64 // LoRA adapter weights (and LoRA-FA's frozen A)
+	master    float64 // fp32 master copy of the trainable parameters
+	grads     float64 // all gradients of trainable parameters
+	gradsHead float64 // produced first in backward (lm_head, final norm)
+	gradsEmb  float64 // produced last in backward (input embedding)
+	optim     optState
+	castCache float64 // AMP autocast weight copies (MODEL.md §2.2)
+	castHead  float64 // the part of castCache belonging to lm_head
+	dequant   float64 // QLoRA dequantized weight buffers (MODEL.md §6.2)
+}
+
+// modelStates computes weights, master copy, gradients, optimizer state
+// and the precision-dependent weight copies.
+func (s *setup) modelStates(p *trParams) rankStates {
+	var r rankStates
+	for i := range s.m.Modules {
+		mod := &s.m.Modules[i]
+		r.weights += s.moduleWeightBytes(mod)
+	}
+	s.forEachTrainable(func(g tensorGroup) {
+		n := g.count * g.numel()
+		if g.adapter {
+			r.adapters += n * s.adapter.BytesPerElement()
+		} else if s.master {
+			r.master += 4 * n
+		}
+		r.grads += n * s.gradElemBytes(g.adapter)
+	})
+	r.adapters += s.frozenLoRAParams() * s.adapter.BytesPerElement()
+	if s.method == MethodFull || s.method == MethodFrozen {
+		for i := range s.m.Modules {
+			mod := &s.m.Modules[i]
+			f := s.trainable.fraction(mod)
+			if f == 0 {
+				continue
+			}
+			b := f * float64(mod.Params) * s.gradElemBytes(false)
+			switch mod.Component {
+			case compLMHead, "final_norm":
+				r.gradsHead += b
+			case compEmbedding:
+				if mod.Stack == stackText {
+					r.gradsEmb += b
+				}
+			}
+		}
+	}
+	r.optim = s.optimizerState(p)
+	if s.amp {
+		r.castCache, r.castHead = s.castCacheBytes()
+	}
+	if s.method == MethodQLoRA {
+		r.dequant = s.c[cDequantWorkspaceFactor] * p.maxLinear * s.compute.BytesPerElement()
+	}
+	return r
+}
+
+// moduleWeightBytes is one module's weights as held on the GPU: the
+// weight dtype, or for a quantized base the quantized storage of Linear
+// weights (bitsandbytes, GPTQ-style groups, fp8) and the compute dtype
+// for everything else — fp32 after PEFT's prepare_model_for_kbit_training
+// (MODEL.md §5.2, §6.2). HF keeps the output head unquantized
+// (get_keys_to_not_convert); litgpt's bitsandbytes precision quantizes it.
+func (s *setup) moduleWeightBytes(mod *model.Module) float64 {
+	if !s.weight.Quantized {
+		return float64(mod.Params) * s.weight.BytesPerElement()
+	}
+	rest := s.compute.BytesPerElement()
+	if s.kbitFP32 {
+		rest = 4
+	}
+	quantize := mod.In > 0 && mod.Out > 0 && (mod.Component != compLMHead || s.quantHead)
+	if !quantize {
+		return float64(mod.Params) * rest
+	}
+	w := int64(mod.In) * int64(mod.Out)
+	bias := float64(mod.Each-w) * rest
+	return float64(mod.Instances) * (quantizedLinearBytes(s.weight, w, mod.Out, mod.In, s.double) + bias)
+}
+
+// quantizedLinearBytes is the storage of one quantized Linear weight of
+// w = in·out elements (MODEL.md §6.2): bitsandbytes 4-bit with block-64
+// absmax (double-quantized or not), LLM.int8 with an fp32 scale per row,
+// GPTQ/AWQ-style int4 with an fp16 scale and packed 4-bit zero per group
+// of 128 inputs, fp8 with one fp32 scale, MXFP4 with one e8m0 scale per 32.
+func quantizedLinearBytes(d DType, w int64, out, in int, double bool) float64 {
+	switch d.Name {
+	case "nf4", "fp4":
+		return float64(Bnb4BitBytes(w, double))
+	case "int8":
+		return float64(w) + 4*float64(out)
+	case "int4":
+		groups := math.Ceil(float64(in) / 128)
+		return float64(w)/2 + float64(out)*groups*2.5
+	case "fp8":
+		return float64(w) + 4
+	case "mxfp4":
+		return float64(w)/2 + float64(w)/32
+	}
+	return float64(d.Bytes(w))
+}
+
+// castCacheBytes is the AMP autocast copy of Linear weights in the compute
+// dtype (2·P_linear, MODEL.md §2.2) for the layers that record a graph and
+// the modules outside the layers, and the lm_head part of it.
+func (s *setup) castCacheBytes() (all, head float64) {
+	L := s.m.Text.Layers
+	for i := range s.m.Modules {
+		mod := &s.m.Modules[i]
+		if mod.In <= 0 || mod.Out <= 0 {
+			continue
+		}
+		w := float64(mod.In) * float64(mod.Out) * float64(mod.Instances) * s.compute.BytesPerElement()
+		switch {
+		case mod.Stack == stackVision && !s.trainable.vision:
+			continue
+		case mod.Component == compLMHead:
+			head += w
+		case mod.Stack == stackText && mod.Layer >= 0 && mod.Layers > 0:
+			lo := max(mod.Layer, s.trainable.lowest)
+			hi := mod.Layer + mod.Layers - 1
+			if hi < lo || L == 0 {
+				continue
+			}
+			w *= float64(hi-lo+1) / float64(mod.Layers)
+		}
+		all += w
+	}
+	return all, head
+}
