@@ -1,0 +1,260 @@
+package gguf
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/gpumem/gpumem/units"
+)
+
+// Options are the run settings an inference estimate depends on, named
+// after llama.cpp's flags. The zero value means llama.cpp's defaults
+// with the model's full trained context.
+type Options struct {
+	// ContextSize is the number of KV-cache cells (--ctx-size), shared by
+	// all parallel sequences; 0 means the model's context_length.
+	ContextSize int
+	// CacheTypeK and CacheTypeV are the KV-cache types (--cache-type-k,
+	// --cache-type-v): f16 (default), bf16, f32, q8_0, q4_0, ...
+	CacheTypeK, CacheTypeV string
+}
+
+// TypeTotal is the weight total of one tensor type.
+type TypeTotal struct {
+	Type     string `json:"type"`
+	Tensors  int    `json:"tensors"`
+	Elements int64  `json:"elements"`
+	Bytes    int64  `json:"bytes"`
+}
+
+// Memory is the inference memory of a GGUF model with every layer
+// offloaded to the GPU (llama.cpp -ngl 999): weights and KV cache.
+type Memory struct {
+	// Architecture is general.architecture and Name general.name.
+	Architecture string `json:"architecture"`
+	Name         string `json:"name,omitempty"`
+	// Params is the element count of all tensors.
+	Params int64 `json:"params"`
+	// WeightsBytes is the exact size of all tensors as stored.
+	WeightsBytes units.Bytes `json:"weights_bytes"`
+	// WeightsByType splits the weights by ggml type, largest first.
+	WeightsByType []TypeTotal `json:"weights_by_type"`
+	// ContextSize is the number of KV cells and Layers the block count;
+	// KVLayers counts the layers that keep a KV cache.
+	ContextSize int `json:"context_size"`
+	Layers      int `json:"layers"`
+	KVLayers    int `json:"kv_layers"`
+	// CacheTypeK and CacheTypeV are the KV-cache types used.
+	CacheTypeK string `json:"cache_type_k"`
+	CacheTypeV string `json:"cache_type_v"`
+	// KCacheBytes, VCacheBytes and KVCacheBytes are the KV cache for
+	// ContextSize cells over all layers.
+	KCacheBytes  units.Bytes `json:"k_cache_bytes"`
+	VCacheBytes  units.Bytes `json:"v_cache_bytes"`
+	KVCacheBytes units.Bytes `json:"kv_cache_bytes"`
+	// TotalBytes is WeightsBytes + KVCacheBytes.
+	TotalBytes units.Bytes `json:"total_bytes"`
+	// Notes say what is approximated or left out.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Estimate returns the weights and KV cache of a GGUF model. Weights are
+// the tensors' exact stored sizes. The KV cache follows llama.cpp's
+// llama_kv_cache: per layer, a K tensor of ggml_row_size(type_k,
+// n_embd_head_k·n_head_kv) bytes per cell and a V tensor likewise, for
+// ContextSize cells (ggml-org/llama.cpp: src/llama-kv-cache.cpp; the
+// per-token formula 2·L·k·d·bytes is MODEL.md §7.2).
+func Estimate(f *File, opts Options) (*Memory, error) {
+	arch := f.Architecture()
+	if arch == "" {
+		return nil, errors.New("gguf: general.architecture is missing")
+	}
+	m := &Memory{Architecture: arch}
+	m.Name, _ = f.Metadata["general.name"].(string)
+	m.weights(f.Tensors)
+	if err := m.kvCache(f, opts); err != nil {
+		return nil, fmt.Errorf("gguf %s: %w", arch, err)
+	}
+	m.TotalBytes = units.Add(m.WeightsBytes, m.KVCacheBytes)
+	m.Notes = append(m.Notes, "compute buffers, the output buffer and the CUDA context are not included")
+	return m, nil
+}
+
+// weights totals the tensors by type.
+func (m *Memory) weights(tensors []TensorInfo) {
+	by := map[string]*TypeTotal{}
+	for _, t := range tensors {
+		g := by[t.Type.String()]
+		if g == nil {
+			g = &TypeTotal{Type: t.Type.String()}
+			by[g.Type] = g
+		}
+		g.Tensors++
+		g.Elements = int64(units.Add(units.Bytes(g.Elements), units.Bytes(t.Elements)))
+		g.Bytes = int64(units.Add(units.Bytes(g.Bytes), units.Bytes(t.Bytes)))
+		m.Params = int64(units.Add(units.Bytes(m.Params), units.Bytes(t.Elements)))
+		m.WeightsBytes = units.Add(m.WeightsBytes, units.Bytes(t.Bytes))
+	}
+	for _, g := range by {
+		m.WeightsByType = append(m.WeightsByType, *g)
+	}
+	sort.Slice(m.WeightsByType, func(i, j int) bool {
+		a, b := m.WeightsByType[i], m.WeightsByType[j]
+		if a.Bytes != b.Bytes {
+			return a.Bytes > b.Bytes
+		}
+		return a.Type < b.Type
+	})
+}
+
+// maxContext bounds the context size (llama.cpp stores n_ctx in uint32).
+const maxContext = 1 << 32
+
+// kvCache fills the KV-cache fields.
+func (m *Memory) kvCache(f *File, opts Options) error {
+	arch := m.Architecture
+	layers, ok := f.Uint(arch + ".block_count")
+	if !ok || layers == 0 || layers > 100_000 {
+		return fmt.Errorf("%s.block_count: missing or out of range", arch)
+	}
+	m.Layers = int(layers)
+	if err := m.context(f, opts); err != nil {
+		return err
+	}
+	tk, tv, err := cacheTypes(opts)
+	if err != nil {
+		return err
+	}
+	m.CacheTypeK, m.CacheTypeV = tk.String(), tv.String()
+	kDims, vDims, err := headDims(f, m.Layers)
+	if err != nil {
+		return err
+	}
+	for il := range m.Layers {
+		if kDims[il] == 0 && vDims[il] == 0 {
+			continue
+		}
+		m.KVLayers++
+		kRow, err := rowBytes(tk, int64(kDims[il]))
+		if err != nil {
+			return fmt.Errorf("K cache of layer %d: %w", il, err)
+		}
+		vRow, err := rowBytes(tv, int64(vDims[il]))
+		if err != nil {
+			return fmt.Errorf("V cache of layer %d: %w", il, err)
+		}
+		m.KCacheBytes = units.Add(m.KCacheBytes, units.Bytes(units.MulInt(kRow, int64(m.ContextSize))))
+		m.VCacheBytes = units.Add(m.VCacheBytes, units.Bytes(units.MulInt(vRow, int64(m.ContextSize))))
+	}
+	m.KVCacheBytes = units.Add(m.KCacheBytes, m.VCacheBytes)
+	m.kvNotes(f)
+	return nil
+}
+
+// context picks the number of KV cells.
+func (m *Memory) context(f *File, opts Options) error {
+	trained, hasTrained := f.Uint(m.Architecture + ".context_length")
+	switch {
+	case opts.ContextSize < 0 || opts.ContextSize > maxContext:
+		return fmt.Errorf("context size %d: want 1 to %d tokens", opts.ContextSize, maxContext)
+	case opts.ContextSize > 0:
+		m.ContextSize = opts.ContextSize
+		if hasTrained && uint64(opts.ContextSize) > trained {
+			m.Notes = append(m.Notes, fmt.Sprintf("context %d exceeds the trained context_length %d", opts.ContextSize, trained))
+		}
+	case !hasTrained || trained == 0 || trained > maxContext:
+		return fmt.Errorf("%s.context_length: missing or out of range; pass a context size", m.Architecture)
+	default:
+		m.ContextSize = int(trained)
+	}
+	return nil
+}
+
+// cacheTypes parses the K and V cache types (default f16, as llama.cpp).
+func cacheTypes(opts Options) (k, v Type, err error) {
+	k, v = 1, 1 // F16
+	if opts.CacheTypeK != "" {
+		if k, err = ParseType(opts.CacheTypeK); err != nil {
+			return 0, 0, fmt.Errorf("cache-type-k: %w", err)
+		}
+	}
+	if opts.CacheTypeV != "" {
+		if v, err = ParseType(opts.CacheTypeV); err != nil {
+			return 0, 0, fmt.Errorf("cache-type-v: %w", err)
+		}
+	}
+	return k, v, nil
+}
+
+// headDims returns, per layer, the K and V widths of one KV cell:
+// n_embd_head_k·n_head_kv and n_embd_head_v·n_head_kv (llama.cpp
+// llama_hparams::n_embd_k_gqa / n_embd_v_gqa). A layer with no KV heads
+// (a recurrent layer of a hybrid model) keeps none. With multi-head
+// latent attention (DeepSeek-V2/V3: attention.kv_lora_rank) one cell
+// holds the compressed latent and the RoPE key, kv_lora_rank +
+// rope.dimension_count values, and no separate V (DeepSeek-V2,
+// arXiv:2405.04434 §2.1; MODEL.md §7.2).
+func headDims(f *File, layers int) (k, v []uint64, err error) {
+	arch := f.Architecture()
+	if rank, ok := f.Uint(arch + ".attention.kv_lora_rank"); ok && rank > 0 {
+		rope, _ := f.Uint(arch + ".rope.dimension_count")
+		k, v = make([]uint64, layers), make([]uint64, layers)
+		for i := range k {
+			k[i] = rank + rope
+		}
+		return k, v, nil
+	}
+	embd, ok := f.Uint(arch + ".embedding_length")
+	if !ok || embd == 0 {
+		return nil, nil, fmt.Errorf("%s.embedding_length: missing", arch)
+	}
+	heads, found, err := f.Uints(arch+".attention.head_count", layers)
+	if err != nil || !found {
+		return nil, nil, errors.Join(fmt.Errorf("%s.attention.head_count: missing or malformed", arch), err)
+	}
+	kvHeads, found, err := f.Uints(arch+".attention.head_count_kv", layers)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !found {
+		kvHeads = heads
+	}
+	keyLen, hasK := f.Uint(arch + ".attention.key_length")
+	valLen, hasV := f.Uint(arch + ".attention.value_length")
+	k, v = make([]uint64, layers), make([]uint64, layers)
+	for i := range layers {
+		if kvHeads[i] == 0 {
+			continue
+		}
+		kd, vd := keyLen, valLen
+		if (!hasK || !hasV) && heads[i] == 0 {
+			return nil, nil, fmt.Errorf("layer %d has KV heads but no attention heads", i)
+		}
+		if !hasK {
+			kd = embd / heads[i]
+		}
+		if !hasV {
+			vd = embd / heads[i]
+		}
+		if kd > 1<<20 || vd > 1<<20 || kvHeads[i] > 1<<20 {
+			return nil, nil, fmt.Errorf("layer %d: head sizes out of range", i)
+		}
+		k[i], v[i] = kd*kvHeads[i], vd*kvHeads[i]
+	}
+	return k, v, nil
+}
+
+// kvNotes records the approximations the KV figure makes.
+func (m *Memory) kvNotes(f *File) {
+	arch := m.Architecture
+	if w, ok := f.Uint(arch + ".attention.sliding_window"); ok && w > 0 {
+		m.Notes = append(m.Notes, fmt.Sprintf("sliding-window layers (window %d) are counted at the full context, as llama.cpp allocates with --swa-full; without it they hold about window + batch cells, so the KV cache is an upper bound", w))
+	}
+	if _, ok := f.Uint(arch + ".attention.kv_lora_rank"); ok {
+		m.Notes = append(m.Notes, "multi-head latent attention: each cell caches the compressed KV latent and the RoPE key")
+	}
+	if skipped := m.Layers - m.KVLayers; skipped > 0 {
+		m.Notes = append(m.Notes, fmt.Sprintf("%d layers keep no KV cache (recurrent layers); their recurrent state is not included", skipped))
+	}
+}
