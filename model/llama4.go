@@ -84,6 +84,7 @@ func readLlama4Vision(vc *config) Vision {
 	v := readVisionStack(vc, dims{hidden: 768, layers: 34, heads: 16, inter: 5632})
 	v.ImageSize = vc.dim("image_size", 448)
 	v.PatchSize = vc.dim("patch_size", 14)
+	checkPatches(vc, &v)
 	ratio := vc.number("pixel_shuffle_ratio", 0.5)
 	if ratio <= 0 || ratio > 1 {
 		vc.fail("pixel_shuffle_ratio", "a number in (0, 1]", ratio)

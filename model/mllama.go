@@ -80,6 +80,7 @@ func readMllamaVision(vc *config) Vision {
 	v.Activation = vc.str("hidden_act", "gelu")
 	v.ImageSize = vc.dim("image_size", 448)
 	v.PatchSize = vc.dim("patch_size", 14)
+	checkPatches(vc, &v)
 	v.LayerTypes = uniformLayers(v.Layers, FullAttention)
 	// Each tile becomes (patches + CLS) cross-attention states, not LLM
 	// tokens; a full image is max_num_tiles tiles.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"strings"
 )
 
 // ConfigFile is the name of a Hugging Face model configuration.
@@ -151,8 +150,10 @@ func ParseFS(fsys fs.FS, dir string) (*Model, error) {
 	return m, nil
 }
 
-// applyPreprocessor reads the image size from a preprocessor config and
-// updates the vision tower's tokens per image.
+// applyPreprocessor reads the image side a CLIP-style image processor
+// feeds the tower — crop_size when it crops, else size — and updates the
+// tokens per image. Towers with a fixed token budget (Gemma 3, Mllama
+// tiles, Qwen-VL's dynamic resolution) keep their own.
 func applyPreprocessor(m *Model, file string, data []byte) error {
 	if m.Vision == nil {
 		return nil
@@ -161,21 +162,39 @@ func applyPreprocessor(m *Model, file string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	size := 0
-	if s := c.sub("size"); s != nil {
-		size = s.intIn("height", s.intIn("shortest_edge", 0, 0, maxDim), 0, maxDim)
-		if s.has("longest_edge") && size == 0 {
-			size = s.intIn("longest_edge", 0, 0, maxDim)
-		}
-	} else if c.has("size") {
-		size = c.intIn("size", 0, 0, maxDim)
+	size := imageSide(c, "crop_size")
+	if size == 0 {
+		size = imageSide(c, "size")
 	}
 	if err := c.err(); err != nil {
 		return err
 	}
-	if size > 0 && !strings.HasPrefix(m.ModelType, "qwen") {
+	switch m.ModelType {
+	case "llava", "phi3_v":
+	default:
+		return nil
+	}
+	if size >= m.Vision.PatchSize && size > 0 {
 		m.Vision.ImageSize = size
 		m.Vision.TokensPerImage = tokensPerImage(m.Vision)
 	}
 	return nil
+}
+
+// imageSide reads an image side from key, which is a number or an object
+// with height, shortest_edge or longest_edge.
+func imageSide(c *config, key string) int {
+	s := c.sub(key)
+	if s == nil {
+		if _, isObj := c.m[key].(map[string]any); !isObj && c.has(key) {
+			return c.intIn(key, 0, 0, maxDim)
+		}
+		return 0
+	}
+	for _, k := range []string{"height", "shortest_edge", "longest_edge"} {
+		if v := s.intIn(k, 0, 0, maxDim); v > 0 {
+			return v
+		}
+	}
+	return 0
 }

@@ -1,5 +1,7 @@
 package model
 
+import "fmt"
+
 // readVisionStack reads a vision tower's transformer dimensions. Vision
 // towers have no vocabulary, attend bidirectionally and use LayerNorm
 // with a plain MLP unless the family says otherwise.
@@ -12,6 +14,13 @@ func readVisionStack(c *config, d dims) Vision {
 	s.Activation = c.str("hidden_act", "gelu")
 	s.TiedEmbeddings = false
 	return Vision{Stack: s, SpatialMerge: 1}
+}
+
+// checkPatches records an error when the image is smaller than one patch.
+func checkPatches(c *config, v *Vision) {
+	if v.PatchSize > 0 && v.ImageSize > 0 && v.ImageSize < v.PatchSize {
+		c.fail("image_size", fmt.Sprintf("at least patch_size (%d)", v.PatchSize), v.ImageSize)
+	}
 }
 
 // tokensPerImage is the number of LLM tokens one square image of
@@ -67,6 +76,7 @@ func readCLIPVision(c *config) Vision {
 	v := readVisionStack(c, dims{hidden: 768, layers: 12, heads: 12, inter: 3072, act: "quick_gelu"})
 	v.ImageSize = c.dim("image_size", 224)
 	v.PatchSize = c.dim("patch_size", 32)
+	checkPatches(c, &v)
 	v.TokensPerImage = tokensPerImage(&v)
 	return v
 }
@@ -93,6 +103,7 @@ func readSiglipVision(c *config) Vision {
 	v := readVisionStack(c, dims{hidden: 768, layers: 12, heads: 12, inter: 3072, act: "gelu_pytorch_tanh"})
 	v.ImageSize = c.dim("image_size", 224)
 	v.PatchSize = c.dim("patch_size", 16)
+	checkPatches(c, &v)
 	v.TokensPerImage = tokensPerImage(&v)
 	return v
 }
