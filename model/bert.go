@@ -1,5 +1,7 @@
 package model
 
+import "strings"
+
 // readBERT reads BERT (an encoder-only model, described as the Text
 // stack with Causal false): word, position and token-type embeddings with
 // a LayerNorm; post-LN layers with query/key/value and attention.output
@@ -34,24 +36,37 @@ func readBERT(c *config, m *Model, b *builder) {
 	g.linear(CompMLP, "intermediate.dense", "dense", h, s.Intermediate, true)
 	g.linear(CompMLP, "output.dense", "dense", s.Intermediate, h, true)
 	g.norm(CompNorm, "output.LayerNorm", h, true)
-	switch m.Architecture {
-	case "BertForMaskedLM", "BertForPreTraining", "BertLMHeadModel":
+	bertHead(c, m, top)
+}
+
+// bertHead adds the modules of the head architectures[0] names.
+func bertHead(c *config, m *Model, top group) {
+	h, arch := m.Text.Hidden, m.Architecture
+	pooler := func() { top.linear(CompOther, "bert.pooler.dense", "dense", h, h, true) }
+	mlm := func() {
 		top.linear(CompLMHead, "cls.predictions.transform.dense", "dense", h, h, true)
 		top.norm(CompLMHead, "cls.predictions.transform.LayerNorm", h, true)
-		top.param(CompLMHead, KindParam, "cls.predictions.bias", int64(s.Vocab))
-		if m.Architecture == "BertForPreTraining" {
-			top.linear(CompOther, "bert.pooler.dense", "dense", h, h, true)
-			top.linear(CompLMHead, "cls.seq_relationship", "seq_relationship", h, 2, true)
+		top.param(CompLMHead, KindParam, "cls.predictions.bias", int64(m.Text.Vocab))
+	}
+	switch {
+	case arch == "BertForMaskedLM" || arch == "BertLMHeadModel":
+		mlm()
+	case arch == "BertForPreTraining":
+		pooler()
+		mlm()
+		top.linear(CompLMHead, "cls.seq_relationship", "seq_relationship", h, 2, true)
+	case strings.HasSuffix(arch, "ForSequenceClassification") || strings.HasSuffix(arch, "ForTokenClassification"):
+		if strings.HasSuffix(arch, "ForSequenceClassification") {
+			pooler()
 		}
-	default:
-		top.linear(CompOther, "bert.pooler.dense", "dense", h, h, true)
-		if n := c.count("num_labels", 0); n > 0 || len(c.sub("id2label").orEmpty(c, "id2label").m) > 0 {
-			if n == 0 {
-				n = len(c.sub("id2label").m)
-			}
-			if m.Architecture != "BertModel" && m.Architecture != "" {
-				top.linear(CompLMHead, "classifier", "classifier", h, n, true)
-			}
+		// PretrainedConfig: num_labels = len(id2label), 2 by default.
+		labels := 0
+		if id2 := c.sub("id2label"); id2 != nil {
+			labels = len(id2.m)
 		}
+		labels = c.dim("num_labels", max(labels, 2))
+		top.linear(CompLMHead, "classifier", "classifier", h, labels, true)
+	default: // BertModel
+		pooler()
 	}
 }

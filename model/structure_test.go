@@ -267,3 +267,34 @@ func BenchmarkParseAndCount(b *testing.B) {
 		}
 	}
 }
+
+func TestBERTHeads(t *testing.T) {
+	const h, v, f, L, pos = 768, 30522, 3072, 12, 512
+	embeddings := int64(v*h + pos*h + 2*h + 2*h)
+	layer := int64(4*(h*h+h) + 2*h + (h*f + f) + (f*h + h) + 2*h)
+	body := embeddings + L*layer
+	pooler := int64(h*h + h)
+	mlm := int64(h*h+h) + 2*h + v
+	tests := []struct {
+		arch  string
+		extra string
+		want  int64
+	}{
+		{"BertModel", "", body + pooler},
+		{"BertForMaskedLM", "", body + mlm},
+		{"BertForPreTraining", "", body + pooler + mlm + 2*h + 2},
+		{"BertForSequenceClassification", `, "id2label": {"0": "a", "1": "b", "2": "c"}`, body + pooler + 3*h + 3},
+		{"BertForTokenClassification", `, "num_labels": 9`, body + 9*h + 9},
+	}
+	for _, tt := range tests {
+		t.Run(tt.arch, func(t *testing.T) {
+			m, err := Parse([]byte(`{"model_type": "bert", "architectures": ["` + tt.arch + `"]` + tt.extra + `}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := m.TotalParams(); got != tt.want {
+				t.Errorf("TotalParams = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
