@@ -1,0 +1,369 @@
+package cli
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/report"
+	"github.com/gpumem/gpumem/units"
+)
+
+type estimateOptions struct {
+	Model   string
+	Job     memory.Job
+	Explain bool
+
+	// Flags that need interpretation before they become Job fields.
+	Mode           string
+	BatchSize      int
+	GradCheckpoint string
+	FlashAttn      bool
+	LoRA           bool
+	QLoRA          bool
+	Liger          bool
+	Packed         bool
+	DoubleQuant    bool
+	GPUMemory      string
+	Set            []string
+	TP, PP         int
+}
+
+func newEstimateCmd(f *Factory, g *globalOptions) *cobra.Command {
+	opts := &estimateOptions{}
+	cmd := &cobra.Command{
+		Use:     "estimate [MODEL]",
+		GroupID: "estimate",
+		Short:   "Estimate the per-GPU memory of a training, inference or serving job",
+		Long: `Estimate the peak GPU memory of one job, per GPU, with a breakdown by component and the
+three peaks PyTorch and the driver report:
+
+  allocated  torch.cuda.max_memory_allocated (live tensors)
+  reserved   torch.cuda.max_memory_reserved (plus caching-allocator rounding and fragmentation)
+  device     what nvidia-smi shows (plus CUDA context and library workspaces)
+
+The peak is the largest of the phases of a step (forward, loss, backward, optimizer step;
+prefill and decode for inference), and the table says which phase it is.`,
+		Example: `  # full fine-tuning, pure bf16, AdamW, 4k tokens
+  gpumem estimate --model llama3-8b --seq-len 4096 --per-device-batch 1
+
+  # LoRA r=16 on all linear layers, with gradient checkpointing and FlashAttention
+  gpumem estimate --model llama3-8b --method lora --lora-rank 16 --lora-target-modules all-linear \
+      --grad-checkpoint full --attn flash --seq-len 8192
+
+  # QLoRA (NF4) of a 70B model, paged 8-bit AdamW
+  gpumem estimate --model meta-llama/Llama-3.1-70B --method qlora --optimizer paged_adamw_8bit --seq-len 8192
+
+  # inference with a KV cache for 8 sequences of 4k prompt + 1k generated tokens
+  gpumem estimate --model qwen2.5-7b --mode inference --batch-size 8 --prompt-len 4096 --gen-len 1024
+
+  # show every formula with its inputs
+  gpumem estimate --model llama2-7b --seq-len 4096 --explain`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := modelFromArgs(&opts.Model, args); err != nil {
+				return err
+			}
+			if err := opts.finish(cmd.Flags()); err != nil {
+				return err
+			}
+			m, err := resolveModel(cmd.Context(), f, opts.Model)
+			if err != nil {
+				return err
+			}
+			res, err := memory.Estimate(m, opts.Job)
+			if err != nil {
+				return err
+			}
+			ro := g.renderOptions(f)
+			ro.Explain = opts.Explain
+			return report.Estimate(f.IO.Out, res, ro)
+		},
+	}
+	addEstimateFlags(cmd.Flags(), opts)
+	return cmd
+}
+
+// addEstimateFlags declares the job flags. Each maps onto one memory.Job
+// field; the comments in memory/job.go document the defaults.
+func addEstimateFlags(fs *pflag.FlagSet, o *estimateOptions) {
+	j := &o.Job
+	fs.StringVarP(&o.Model, "model", "m", "", "model: catalog id or alias, Hub id, or path to config.json or a model folder")
+	fs.StringVar(&o.Mode, "mode", "train", "what the job does: train, inference or serving")
+	fs.BoolVar(&o.Explain, "explain", false, "print each component's formula with its inputs and source")
+
+	// Precision and optimizer.
+	fs.StringVar(&j.Dtype, "dtype", "", "weights as held on the GPU: fp32, fp16, bf16, fp8, int8, int4, nf4 (default bf16)")
+	fs.StringVar(&j.MasterWeights, "master-weights", "", "fp32 master copy of the weights: fp32 or none (default: what the recipe implies)")
+	fs.StringVar(&j.ComputeDtype, "compute-dtype", "", "autocast dtype when --dtype fp32 (AMP): bf16 or fp16")
+	fs.StringVar(&j.Optimizer, "optimizer", "", "optimizer, Hugging Face optim name or short name (default adamw_torch); 'gpumem optimizers' lists them")
+
+	// Batch and sequence.
+	fs.IntVar(&j.MicroBatch, "per-device-batch", 0, "training micro-batch per GPU (default 1)")
+	fs.IntVar(&o.BatchSize, "batch-size", 0, "batch: the micro-batch when training, concurrent sequences for inference")
+	fs.IntVar(&j.GradAccum, "grad-accum", 0, "gradient accumulation steps (default 1)")
+	fs.IntVar(&j.SeqLen, "seq-len", 0, "tokens per sample (training) or per sequence (inference)")
+	fs.BoolVar(&o.Packed, "packed", true, "samples are packed to --seq-len; false means --seq-len only caps variable-length data")
+	fs.BoolVar(&j.AllowLong, "allow-long", false, "allow --seq-len beyond the model's max_position_embeddings")
+
+	// Activations.
+	fs.StringVar(&j.Attention, "attn", "", "attention implementation: eager, sdpa or flash (default sdpa)")
+	fs.BoolVar(&o.FlashAttn, "flashattn", false, "same as --attn flash")
+	fs.StringVar(&o.GradCheckpoint, "grad-checkpoint", "", "gradient checkpointing: none, full, selective or every-N (true = full)")
+	fs.StringVar(&j.FusedLoss, "fused-loss", "", "loss implementation: none, liger, chunked or chunked-compiled")
+	fs.BoolVar(&o.Liger, "liger", false, "Liger kernels (fused linear cross-entropy, fused norms and SwiGLU)")
+	fs.BoolVar(&j.Compile, "compile", false, "torch.compile the model")
+	fs.BoolVar(&j.ActivationOffload, "activation-offload", false, "offload saved activations to CPU")
+	fs.BoolVar(&j.OptimizerInBwd, "optimizer-in-backward", false, "step the optimizer inside backward (no full gradient set alive)")
+	fs.StringVar(&j.Framework, "framework", "", "training framework whose activation layout to model: hf, torchtune, litgpt, megatron, torchtitan (default hf)")
+	fs.StringSliceVar(&j.Software, "software", nil, "older software stack: torch1, transformers<4.36, bnb<0.43.2")
+
+	// Fine-tuning.
+	fs.StringVar(&j.Method, "method", "", "fine-tuning method: full, lora, qlora or frozen (default full)")
+	fs.BoolVar(&o.LoRA, "lora", false, "same as --method lora")
+	fs.BoolVar(&o.QLoRA, "qlora", false, "same as --method qlora")
+	fs.IntVar(&j.LoRARank, "lora-rank", 0, "LoRA rank r (default 16)")
+	fs.IntVar(&j.LoRAAlpha, "lora-alpha", 0, "LoRA alpha")
+	fs.StringSliceVar(&j.LoRATargets, "lora-target-modules", nil, "modules that get adapters, comma- or space-separated (q_proj,v_proj,... or all-linear)")
+	fs.Float64Var(&j.LoRADropout, "lora-dropout", 0, "LoRA dropout probability")
+	fs.StringVar(&j.PEFTVariant, "peft-variant", "", "adapter variant: lora, dora or lora-fa")
+	fs.StringVar(&j.AdapterDtype, "adapter-dtype", "", "dtype of LoRA adapters (default fp32, as PEFT keeps them)")
+	fs.StringVar(&j.QuantType, "quant-type", "", "QLoRA 4-bit type: nf4 or fp4 (default nf4)")
+	fs.BoolVar(&o.DoubleQuant, "double-quant", true, "QLoRA double quantization of the absmax constants")
+	fs.StringSliceVar(&j.Trainable, "trainable", nil, "train only these modules or layer ranges (e.g. projector, layers.28-31, lm_head)")
+	fs.Int64Var(&j.TrainableParams, "trainable-params", 0, "number of trainable parameters when only the count is known (prompt tuning, LN-tuning)")
+
+	// VLM inputs.
+	fs.IntVar(&j.ImagesPerSample, "images-per-sample", 0, "images per sample (VLMs)")
+	fs.IntVar(&j.ImageSize, "image-size", 0, "image side in pixels (VLMs; default the model's)")
+
+	// Distributed.
+	fs.StringVar(&j.Engine, "engine", "", "distributed engine: ddp, deepspeed, fsdp, fsdp2 or megatron")
+	fs.IntVar(&j.ZeRO, "zero", 0, "DeepSpeed ZeRO stage 0-3")
+	fs.StringVar(&j.FSDPStrategy, "fsdp-strategy", "", "FSDP sharding: full_shard, shard_grad_op, hybrid_shard or no_shard")
+	fs.IntVar(&j.NumGPUs, "num-gpus", 0, "total number of GPUs (default 1)")
+	fs.IntVar(&j.Nodes, "nodes", 0, "number of nodes (default 1)")
+	fs.IntVar(&j.DP, "dp", 0, "data-parallel degree")
+	fs.IntVar(&o.TP, "tp", 0, "tensor-parallel degree (alias --tensor-parallel-size)")
+	fs.IntVar(&o.PP, "pp", 0, "pipeline-parallel degree (alias --pipeline-parallel-size)")
+	fs.IntVar(&j.CP, "cp", 0, "context-parallel degree")
+	fs.IntVar(&j.EP, "ep", 0, "expert-parallel degree")
+	fs.BoolVar(&j.SP, "sp", false, "Megatron sequence parallelism")
+	fs.IntVar(&j.VirtualStages, "virtual-stages", 0, "virtual pipeline stages per GPU (interleaved 1F1B)")
+	fs.StringVar(&j.OffloadOptimizer, "offload-optimizer", "", "offload optimizer states: none, cpu or nvme")
+	fs.StringVar(&j.OffloadParams, "offload-params", "", "offload parameters: none, cpu or nvme")
+
+	// Inference and serving.
+	fs.IntVar(&j.PromptLen, "prompt-len", 0, "prompt tokens per sequence (inference)")
+	fs.IntVar(&j.GenLen, "gen-len", 0, "generated tokens per sequence (inference)")
+	fs.StringVar(&j.KVCacheDtype, "kv-cache-dtype", "", "KV cache dtype: auto, fp16, bf16 or fp8")
+	fs.BoolVar(&j.NoKVCache, "no-kv-cache", false, "run without a KV cache")
+	fs.IntVar(&j.MaxModelLen, "max-model-len", 0, "serving: longest sequence the server must hold (vLLM --max-model-len)")
+	fs.Float64Var(&j.GPUMemoryUtilization, "gpu-memory-utilization", 0, "serving: fraction of GPU memory the engine may use (vLLM default 0.9)")
+	fs.IntVar(&j.MaxNumSeqs, "max-num-seqs", 0, "serving: maximum concurrent sequences (vLLM)")
+	fs.IntVar(&j.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "serving: tokens per scheduler step (vLLM)")
+	fs.IntVar(&j.BlockSize, "block-size", 0, "serving: KV cache block size in tokens (vLLM default 16)")
+	fs.BoolVar(&j.CUDAGraphs, "cuda-graphs", false, "count CUDA graph memory pools")
+	fs.StringVar(&j.InferenceEngine, "inference-engine", "", "inference engine: hf or vllm")
+
+	// Runtime.
+	fs.StringVar(&j.GPU, "gpu", "", "GPU kind, e.g. H100, A100-80GB, RTX-4090 (selects workspace sizes and capacity)")
+	fs.StringVar(&o.GPUMemory, "gpu-memory", "", "GPU memory when not implied by --gpu, e.g. 80GiB")
+	fs.StringArrayVar(&o.Set, "set", nil, "override a named constant of the memory model, name=value (repeatable); 'gpumem constants' lists them")
+
+	fs.SetNormalizeFunc(normalizeJobFlag)
+}
+
+// flagAliases maps other tools' spellings onto gpumem's flag names.
+var flagAliases = map[string]string{
+	"tensor-parallel-size":        "tp",
+	"pipeline-parallel-size":      "pp",
+	"seq-length":                  "seq-len",
+	"sequence-length":             "seq-len",
+	"micro-batch-size":            "per-device-batch",
+	"gradient-accumulation":       "grad-accum",
+	"gradient-accumulation-steps": "grad-accum",
+	"lora-r":                      "lora-rank",
+	"attn-implementation":         "attn",
+	"kv-cache-type":               "kv-cache-dtype",
+}
+
+// normalizeJobFlag accepts underscores for dashes (--seq_len) and the
+// aliases above.
+func normalizeJobFlag(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+	name = strings.ReplaceAll(name, "_", "-")
+	if a, ok := flagAliases[name]; ok {
+		name = a
+	}
+	return pflag.NormalizedName(name)
+}
+
+// finish turns flags that need interpretation into Job fields and checks
+// that they agree with each other.
+func (o *estimateOptions) finish(fs *pflag.FlagSet) error {
+	j := &o.Job
+	switch strings.ToLower(o.Mode) {
+	case "train", "training", "":
+		j.Mode = memory.Train
+	case "inference", "infer":
+		j.Mode = memory.Inference
+	case "serving", "serve":
+		j.Mode = memory.Serving
+	default:
+		return usageErrorf("--mode: unknown mode %q (want train, inference or serving)", o.Mode)
+	}
+	if fs.Changed("batch-size") {
+		if j.Mode == memory.Train {
+			if fs.Changed("per-device-batch") && j.MicroBatch != o.BatchSize {
+				return usageErrorf("--batch-size %d and --per-device-batch %d disagree; give one", o.BatchSize, j.MicroBatch)
+			}
+			j.MicroBatch = o.BatchSize
+		} else {
+			j.Batch = o.BatchSize
+		}
+	}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"per-device-batch", j.MicroBatch}, {"batch-size", o.BatchSize}, {"grad-accum", j.GradAccum}, {"seq-len", j.SeqLen},
+		{"lora-rank", j.LoRARank}, {"num-gpus", j.NumGPUs}, {"nodes", j.Nodes}, {"dp", j.DP}, {"tp", o.TP}, {"pp", o.PP},
+		{"cp", j.CP}, {"ep", j.EP}, {"prompt-len", j.PromptLen}, {"gen-len", j.GenLen}, {"max-model-len", j.MaxModelLen},
+		{"max-num-seqs", j.MaxNumSeqs}, {"max-num-batched-tokens", j.MaxNumBatchedTokens}, {"block-size", j.BlockSize},
+		{"images-per-sample", j.ImagesPerSample}, {"image-size", j.ImageSize}} {
+		if fs.Changed(c.name) && c.v <= 0 && !(c.v == 0 && (c.name == "gen-len" || c.name == "images-per-sample")) {
+			return usageErrorf("--%s: want a positive integer, got %d", c.name, c.v)
+		}
+	}
+	j.TP, j.PP = o.TP, o.PP
+	if fs.Changed("zero") && (j.ZeRO < 0 || j.ZeRO > 3) {
+		return usageErrorf("--zero: want a stage 0, 1, 2 or 3, got %d", j.ZeRO)
+	}
+	if fs.Changed("gpu-memory-utilization") && !(j.GPUMemoryUtilization > 0 && j.GPUMemoryUtilization <= 1) {
+		return usageErrorf("--gpu-memory-utilization: want a fraction in (0, 1], got %g", j.GPUMemoryUtilization)
+	}
+	if fs.Changed("lora-dropout") && !(j.LoRADropout >= 0 && j.LoRADropout < 1) {
+		return usageErrorf("--lora-dropout: want a probability in [0, 1), got %g", j.LoRADropout)
+	}
+	if fs.Changed("trainable-params") && j.TrainableParams <= 0 {
+		return usageErrorf("--trainable-params: want a positive count, got %d", j.TrainableParams)
+	}
+	if o.FlashAttn {
+		if j.Attention != "" && j.Attention != "flash" {
+			return usageErrorf("--flashattn and --attn %s disagree; give one", j.Attention)
+		}
+		j.Attention = "flash"
+	}
+	if err := o.finishMethod(fs); err != nil {
+		return err
+	}
+	if o.Liger {
+		if j.FusedLoss != "" && j.FusedLoss != "liger" {
+			return usageErrorf("--liger and --fused-loss %s disagree; give one", j.FusedLoss)
+		}
+		j.FusedLoss = "liger"
+	}
+	gc, err := parseGradCheckpoint(o.GradCheckpoint)
+	if err != nil {
+		return err
+	}
+	j.GradCheckpoint = gc
+	if fs.Changed("packed") {
+		p := o.Packed
+		j.Packed = &p
+	}
+	if fs.Changed("double-quant") {
+		d := o.DoubleQuant
+		j.DoubleQuant = &d
+	}
+	if o.GPUMemory != "" {
+		b, err := units.ParseBytes(o.GPUMemory)
+		if err != nil {
+			return &UsageError{Err: fmt.Errorf("--gpu-memory: %w", err)}
+		}
+		if b <= 0 {
+			return usageErrorf("--gpu-memory: want a positive size, got %q", o.GPUMemory)
+		}
+		j.GPUMemory = b
+	}
+	return o.finishSet()
+}
+
+func (o *estimateOptions) finishMethod(fs *pflag.FlagSet) error {
+	j := &o.Job
+	implied := ""
+	switch {
+	case o.LoRA && o.QLoRA:
+		implied = "qlora" // QLoRA is LoRA on a 4-bit base; both flags together mean QLoRA
+	case o.QLoRA:
+		implied = "qlora"
+	case o.LoRA:
+		implied = "lora"
+	}
+	if implied == "" {
+		return nil
+	}
+	if j.Method != "" && j.Method != implied {
+		return usageErrorf("--method %s and --%s disagree; give one", j.Method, implied)
+	}
+	j.Method = implied
+	return nil
+}
+
+// parseGradCheckpoint accepts the spellings users bring: true/false,
+// none/full/selective and every-N.
+func parseGradCheckpoint(s string) (string, error) {
+	v := strings.ToLower(strings.TrimSpace(s))
+	switch v {
+	case "", "false", "no", "0", "off", "none":
+		return "", nil
+	case "true", "yes", "1", "on", "full":
+		return "full", nil
+	case "selective":
+		return "selective", nil
+	}
+	if n, ok := strings.CutPrefix(v, "every-"); ok {
+		if k, err := strconv.Atoi(n); err == nil && k > 0 {
+			return v, nil
+		}
+	}
+	return "", usageErrorf("--grad-checkpoint: unknown mode %q (want none, full, selective, every-N or true/false)", s)
+}
+
+// finishSet parses --set name=value overrides.
+func (o *estimateOptions) finishSet() error {
+	if len(o.Set) == 0 {
+		return nil
+	}
+	o.Job.Constants = map[string]float64{}
+	for _, kv := range o.Set {
+		name, val, ok := strings.Cut(kv, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return usageErrorf("--set %q: want name=value", kv)
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if err != nil {
+			return usageErrorf("--set %s: value %q is not a number", name, val)
+		}
+		o.Job.Constants[name] = v
+	}
+	return nil
+}
+
+// boolFlagNames lists a flag set's boolean flags, for the rewrite of
+// "--flag true" into "--flag=true" that users of other tools type.
+func boolFlagNames(fs *pflag.FlagSet) []string {
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Value.Type() == "bool" {
+			names = append(names, f.Name)
+		}
+	})
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,118 @@
+// Package cli implements the gpumem command line: one file per subcommand,
+// each with an options struct, a constructor that declares and validates
+// flags, and a run function that does the work.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpumem/gpumem/internal/build"
+	"github.com/gpumem/gpumem/report"
+)
+
+// globalOptions are the flags every command shares.
+type globalOptions struct {
+	Format string
+	Units  string
+}
+
+// Main runs the gpumem command line with args (without the program name)
+// and returns the process exit code. Errors are printed to f.IO.ErrOut as
+// one line, "gpumem: <message>", never as a stack trace.
+func Main(ctx context.Context, args []string, f *Factory) int {
+	root := NewRootCmd(f)
+	root.SetArgs(rewriteBoolArgs(root, args))
+	err := classifyCobraError(root.ExecuteContext(ctx))
+	if err != nil {
+		var ce *ExitCodeError
+		if !(errors.As(err, &ce) && ce.Err == nil) {
+			fmt.Fprintf(f.IO.ErrOut, "gpumem: %s\n", err)
+		}
+		var ue *UsageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(f.IO.ErrOut, "Run 'gpumem help' or add --help to a command for usage.")
+		}
+	}
+	return exitCode(err)
+}
+
+// NewRootCmd builds the command tree.
+func NewRootCmd(f *Factory) *cobra.Command {
+	g := &globalOptions{}
+	root := &cobra.Command{
+		Use:   "gpumem",
+		Short: "Estimate the GPU memory of LLM/VLM training, fine-tuning, inference and serving",
+		Long: `gpumem tells you how much GPU memory a job needs before you launch it, and what to
+change so it fits. It reads a model's config.json (from the embedded catalog, a local
+path, or the Hugging Face Hub), counts parameters exactly, and estimates the per-GPU
+peak with a per-component breakdown: torch max_memory_allocated, max_memory_reserved
+and what nvidia-smi shows.`,
+		Example: `  gpumem estimate --model llama3-8b --seq-len 4096 --lora-rank 16 --method lora
+  gpumem params --model meta-llama/Llama-2-7b-hf
+  gpumem models --filter qwen
+  gpumem estimate --model ./my-model/config.json --mode inference --batch-size 8 --seq-len 8192`,
+		Version:       build.String(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := report.ParseFormat(g.Format); err != nil {
+				return &UsageError{Err: fmt.Errorf("--format: %w", err)}
+			}
+			if _, err := report.ParseUnits(g.Units); err != nil {
+				return &UsageError{Err: fmt.Errorf("--units: %w", err)}
+			}
+			return nil
+		},
+	}
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	root.SetVersionTemplate("gpumem {{.Version}}\n")
+	root.PersistentFlags().StringVarP(&g.Format, "format", "f", "table", "output format: table, json or markdown")
+	root.PersistentFlags().StringVar(&g.Units, "units", "iec", "byte units in tables: iec (GiB) or si (GB)")
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &UsageError{Err: err}
+	})
+	root.AddGroup(&cobra.Group{ID: "estimate", Title: "Estimating:"}, &cobra.Group{ID: "models", Title: "Models and hardware:"})
+
+	root.AddCommand(
+		newModelsCmd(f, g),
+		newParamsCmd(f, g),
+		newEstimateCmd(f, g),
+		newConstantsCmd(f, g),
+	)
+	for _, c := range root.Commands() {
+		c.SetFlagErrorFunc(root.FlagErrorFunc())
+	}
+	return root
+}
+
+// renderOptions turns the global flags into report options.
+func (g *globalOptions) renderOptions(f *Factory) report.Options {
+	format, _ := report.ParseFormat(g.Format)
+	units, _ := report.ParseUnits(g.Units)
+	return report.Options{Format: format, Units: units, Width: f.IO.Width, TTY: f.IO.OutTTY}
+}
+
+// classifyCobraError marks the errors cobra itself returns for a wrong
+// command line (unknown command, wrong number of arguments) as usage errors.
+func classifyCobraError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		return err
+	}
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "requires at most", "invalid argument", "flag needs an argument"} {
+		if strings.HasPrefix(msg, p) {
+			return &UsageError{Err: err}
+		}
+	}
+	return err
+}

@@ -1,0 +1,137 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/units"
+)
+
+// Estimate renders a memory estimate: the breakdown, the three peaks and
+// the phases. JSON output is the memory.Result itself.
+func Estimate(w io.Writer, r memory.Result, o Options) error {
+	if o.Format == JSON {
+		return WriteJSON(w, r)
+	}
+	p := r.PerGPU
+	title := fmt.Sprintf("%s (%s) — %s", r.Model, r.Architecture, jobSummary(r.Job))
+	t := &TableData{
+		Title:   title,
+		Headers: []string{"component", "size", "share", "counted in", "phase"},
+		Aligns:  []Align{Left, Right, Right, Left, Left},
+	}
+	for _, c := range p.Components {
+		t.AddRow(c.Name, o.Bytes(c.Bytes), share(c.Bytes, p.DevicePeakBytes), c.Level, c.Phase)
+	}
+	t.AddFooter("allocated peak", o.Bytes(p.AllocatedPeakBytes), share(p.AllocatedPeakBytes, p.DevicePeakBytes), "torch max_memory_allocated", p.PeakPhase)
+	t.AddFooter("reserved peak", o.Bytes(p.ReservedPeakBytes), share(p.ReservedPeakBytes, p.DevicePeakBytes), "torch max_memory_reserved", "")
+	t.AddFooter("device peak", o.Bytes(p.DevicePeakBytes), "100.0%", "nvidia-smi", "")
+	if err := t.Render(w, o.Format); err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nparameters: %s total, %s trainable", units.Params(r.TotalParams), units.Params(r.TrainableParams))
+	if r.ActiveParams > 0 && r.ActiveParams != r.TotalParams {
+		fmt.Fprintf(&b, ", %s active per token", units.Params(r.ActiveParams))
+	}
+	b.WriteString("\n")
+	if len(p.Phases) > 0 {
+		b.WriteString("phases (allocated):")
+		for _, ph := range p.Phases {
+			mark := ""
+			if ph.Name == p.PeakPhase {
+				mark = " (peak)"
+			}
+			fmt.Fprintf(&b, " %s %s%s;", ph.Name, o.Bytes(ph.Bytes), mark)
+		}
+		b.WriteString("\n")
+	}
+	if r.Host != nil {
+		fmt.Fprintf(&b, "host memory for offload: %s CPU RAM", o.Bytes(r.Host.CPUBytes))
+		if r.Host.NVMeBytes > 0 {
+			fmt.Fprintf(&b, ", %s NVMe", o.Bytes(r.Host.NVMeBytes))
+		}
+		b.WriteString("\n")
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	if o.Explain {
+		if err := explain(w, p.Components, o); err != nil {
+			return err
+		}
+	}
+	return writeWarnings(w, r.Warnings)
+}
+
+func explain(w io.Writer, cs []memory.Component, o Options) error {
+	var b strings.Builder
+	b.WriteString("\nhow each component was computed:\n")
+	for _, c := range cs {
+		fmt.Fprintf(&b, "- %s = %s\n", c.Name, o.Bytes(c.Bytes))
+		if c.Formula != "" {
+			fmt.Fprintf(&b, "    %s\n", c.Formula)
+		}
+		if c.Source != "" {
+			fmt.Fprintf(&b, "    source: %s\n", c.Source)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func share(part, whole units.Bytes) string {
+	if whole <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(part)/float64(whole))
+}
+
+// jobSummary is a one-line description of a job for table titles.
+func jobSummary(j memory.Job) string {
+	var parts []string
+	add := func(format string, args ...any) { parts = append(parts, fmt.Sprintf(format, args...)) }
+	mode := string(j.Mode)
+	if mode == "" {
+		mode = string(memory.Train)
+	}
+	parts = append(parts, mode)
+	if j.Method != "" && j.Method != "full" {
+		parts = append(parts, j.Method)
+	}
+	if j.Dtype != "" {
+		parts = append(parts, j.Dtype)
+	}
+	if mode == string(memory.Train) {
+		if j.MicroBatch > 0 {
+			add("batch %d", j.MicroBatch)
+		}
+		if j.SeqLen > 0 {
+			add("seq %d", j.SeqLen)
+		}
+		if j.Optimizer != "" {
+			parts = append(parts, j.Optimizer)
+		}
+		if j.GradCheckpoint != "" && j.GradCheckpoint != "none" {
+			add("checkpointing %s", j.GradCheckpoint)
+		}
+	} else {
+		if j.Batch > 0 {
+			add("batch %d", j.Batch)
+		}
+		if j.PromptLen > 0 || j.GenLen > 0 {
+			add("prompt %d + gen %d", j.PromptLen, j.GenLen)
+		} else if j.SeqLen > 0 {
+			add("seq %d", j.SeqLen)
+		}
+	}
+	if j.NumGPUs > 1 {
+		add("%d GPUs", j.NumGPUs)
+	}
+	if j.Engine != "" {
+		parts = append(parts, j.Engine)
+	}
+	return strings.Join(parts, ", ")
+}
