@@ -96,7 +96,7 @@ func (in *inferenceInputs) stage(m *model.Model, stages []stageRange, s int) (st
 		phases = append(phases, ctx.vision())
 	}
 	phases = append(phases, ctx.prefill())
-	if in.gen > 0 {
+	if in.gen > 1 {
 		phases = append(phases, ctx.decode())
 	}
 	est := stageEstimate{weights: w, phases: phases}
@@ -160,7 +160,7 @@ func (c phaseContext) vision() phaseParts {
 	images := units.MulInt(in.batch, in.images)
 	llm := units.MulInt(in.batch, max(in.imageTokens, in.crossTokens))
 	t := visionTransient(c.m.Vision, images, in.attn, in.act.BytesPerElement(), c.m.Text.Hidden, llm)
-	return phaseParts{name: phaseVision, parts: []Component{c.weightsRow(),
-		{Name: "activations", Bytes: t.bytes, Level: "allocated", Phase: phaseVision, Formula: t.formula,
-			Source: "MODEL.md §9 (vision tower as a pre-LN ViT), §7.4"}}}
+	return phaseParts{name: phaseVision, parts: append(c.persistent(),
+		Component{Name: "activations", Bytes: t.bytes, Level: "allocated", Phase: phaseVision, Formula: t.formula,
+			Source: "MODEL.md §9 (vision tower as a pre-LN ViT), §7.4"})}
 }

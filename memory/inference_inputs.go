@@ -43,6 +43,15 @@ func (in *inferenceInputs) tokens() int64 {
 	return in.prompt + in.imageTokens + in.gen
 }
 
+// cachedTokens is the cache length at the last generation step: the last
+// generated token is sampled but never fed back, so gen new tokens take
+// one prefill and gen − 1 decode forwards (huggingface/transformers:
+// src/transformers/generation/utils.py, the sampling loop stops after
+// appending the last token).
+func (in *inferenceInputs) cachedTokens() int64 {
+	return in.tokens() - min(in.gen, 1)
+}
+
 // prefillTokens is the sequence length of the first forward pass.
 func (in *inferenceInputs) prefillTokens() int64 {
 	if in.encDec {

@@ -17,16 +17,18 @@ func (c phaseContext) textShape() actShape {
 func (c phaseContext) prefill() phaseParts {
 	s := c.in.prefillTokens()
 	act := c.forwardActivations(phasePrefill, s, s)
-	return phaseParts{name: phasePrefill, parts: []Component{c.weightsRow(), c.kvRow(phasePrefill, s), act}}
+	return phaseParts{name: phasePrefill, parts: append(c.persistent(), c.kvRow(phasePrefill, s), act)}
 }
 
-// decode is the last generation step: the whole cache is filled, one new
-// token per sequence attends to it (or, without a cache, the whole
-// sequence is recomputed), and the cache grows by one position.
+// decode is the last generation step (there is one when at least two
+// tokens are generated): the cache holds every token but the last
+// generated one, the newest token per sequence attends to it (or, without
+// a cache, the whole sequence is recomputed), and the cache grows by one
+// position.
 func (c phaseContext) decode() phaseParts {
 	in := c.in
-	t := in.tokens()
-	parts := []Component{c.weightsRow(), c.kvRow(phaseDecode, t)}
+	t := in.cachedTokens()
+	parts := append(c.persistent(), c.kvRow(phaseDecode, t))
 	if in.noKV {
 		parts = append(parts, c.forwardActivations(phaseDecode, t, t))
 		return phaseParts{name: phaseDecode, parts: parts}
@@ -121,8 +123,9 @@ func (c phaseContext) logits(s, skv int64) (units.Bytes, string) {
 // batched matmul in HF: bitsandbytes 4-bit dequantizes to the storage
 // dtype and casts to the compute dtype (bitsandbytes-foundation/
 // bitsandbytes:bitsandbytes/autograd/_functions.py MatMul4Bit; single-token
-// steps use the gemv kernel and skip it), GPTQ/AWQ kernels dequantize to
-// fp16 for large batches (MODEL.md §6.2, §15.3).
+// steps use the gemv kernel and skip it), AWQ GEMM kernels dequantize to
+// fp16 for large batches (MODEL.md §6.2, §15.3). GPTQ's exllama kernels
+// dequantize into a preallocated buffer instead (see quantBuffers).
 func (c phaseContext) dequant(tokens int64) (units.Bytes, string) {
 	in := c.in
 	if in.engine != engineHF || c.w.maxLinear == 0 || tokens <= 1 {
@@ -135,7 +138,7 @@ func (c phaseContext) dequant(tokens int64) (units.Bytes, string) {
 		if in.bnbCompute.Name != in.plan.rest.Name {
 			per += in.bnbCompute.BytesPerElement()
 		}
-	case LayoutGPTQ, LayoutAWQ:
+	case LayoutAWQ:
 		per = 2
 	default:
 		return 0, ""
@@ -143,4 +146,35 @@ func (c phaseContext) dequant(tokens int64) (units.Bytes, string) {
 	b := units.FromFloat(float64(c.w.maxLinear) * per)
 	return b, fmt.Sprintf(" + dequantized copy of the largest quantized Linear %d×%d × %gB = %s",
 		c.w.maxLinearOut, c.w.maxLinearIn, per, units.FormatIEC(b))
+}
+
+// exllamaMaxInputLen is AutoGPTQ's default max_input_length of the exllama
+// scratch state (AutoGPTQ/AutoGPTQ:auto_gptq/modeling/_utils.py
+// autogptq_post_init, max_input_length=2048 unless set).
+const exllamaMaxInputLen = 2048
+
+// quantBuffers are the scratch buffers GPTQ's exllama kernels allocate
+// once per device when the model is loaded in HF: temp_dq, one fp16 copy
+// of the largest quantized weight (qweight.numel()·8 elements), and
+// temp_state, max_input_length × max(in, out) fp16 elements
+// (AutoGPTQ/AutoGPTQ:auto_gptq/modeling/_utils.py autogptq_post_init).
+func (c phaseContext) quantBuffers() Component {
+	if c.in.engine != engineHF || c.in.plan.quant.Layout != LayoutGPTQ || c.w.maxLinear == 0 {
+		return Component{}
+	}
+	dq := units.MulInt(c.w.maxLinear, 2)
+	state := units.MulInt(int64(exllamaMaxInputLen)*int64(max(c.w.maxLinearIn, c.w.maxLinearOut)), 2)
+	return Component{Name: "quant_buffers", Bytes: units.Bytes(dq + state), Level: "allocated", Phase: "persistent",
+		Formula: fmt.Sprintf("exllama temp_dq %d×%d × 2B + temp_state %d × %d × 2B", c.w.maxLinearOut, c.w.maxLinearIn, exllamaMaxInputLen, max(c.w.maxLinearIn, c.w.maxLinearOut)),
+		Source:  "AutoGPTQ/AutoGPTQ:auto_gptq/modeling/_utils.py autogptq_post_init (exllama scratch buffers)"}
+}
+
+// persistent are the rows alive in every phase: weights and any
+// quantization scratch buffers.
+func (c phaseContext) persistent() []Component {
+	parts := []Component{c.weightsRow()}
+	if b := c.quantBuffers(); b.Bytes > 0 {
+		parts = append(parts, b)
+	}
+	return parts
 }

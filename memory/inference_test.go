@@ -219,9 +219,11 @@ func TestLegacyTupleCacheDoublesKV(t *testing.T) {
 	if r.PerGPU.PeakPhase != phaseDecode {
 		t.Fatalf("peak phase %q, want decode", r.PerGPU.PeakPhase)
 	}
+	// The last of 512 generated tokens is never fed back: 1023 cached tokens.
+	want := units.Bytes(4 * 1023 * 2 * 40 * 40 * 128 * 2)
 	kv, cp := component(t, r, "kv_cache").Bytes, component(t, r, "kv_cache_copy").Bytes
-	if kv != cp || kv != units.Bytes(4*1024*2*40*40*128*2) {
-		t.Errorf("kv %v copy %v, want both %v", kv, cp, units.Bytes(4*1024*2*40*40*128*2))
+	if kv != cp || kv != want {
+		t.Errorf("kv %v copy %v, want both %v", kv, cp, want)
 	}
 }
 
@@ -283,6 +285,17 @@ func TestInferenceBadInput(t *testing.T) {
 				t.Errorf("error = %v, want one mentioning %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestOneGeneratedTokenHasNoDecodeStep(t *testing.T) {
+	r := mustEstimate(t, testModel(llama2_13b), Job{Mode: Inference, Batch: 16, PromptLen: 512, GenLen: 1})
+	if len(r.PerGPU.Phases) != 1 || r.PerGPU.PeakPhase != phasePrefill {
+		t.Errorf("phases %+v, want prefill only", r.PerGPU.Phases)
+	}
+	r = mustEstimate(t, testModel(llama2_13b), Job{Mode: Inference, Batch: 16, PromptLen: 512, GenLen: 2})
+	if len(r.PerGPU.Phases) != 2 {
+		t.Errorf("phases %+v, want prefill and decode", r.PerGPU.Phases)
 	}
 }
 

@@ -1,0 +1,394 @@
+package accuracy
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/units"
+)
+
+// Accuracy targets for the scoreable records: the median and the 90th
+// percentile of |estimate − measured| / measured.
+const (
+	TargetMedian = 0.05
+	TargetP90    = 0.12
+)
+
+// maxMeasurementsSize bounds the measurements file read by
+// [LoadInferenceRecords] before it is decoded.
+const maxMeasurementsSize = 64 << 20
+
+// Metric kinds of a record: which number of an estimate it is compared with.
+const (
+	MetricAllocated = "allocated"    // torch.cuda.max_memory_allocated
+	MetricReserved  = "reserved"     // torch.cuda.max_memory_reserved
+	MetricDevice    = "device"       // nvidia-smi / NVML, with the CUDA context
+	MetricKVPool    = "kv_pool"      // vLLM's KV cache pool
+	MetricWeights   = "weights_only" // weights after loading
+)
+
+// InferenceRecord is one inference or serving measurement mapped onto a
+// memory.Job.
+type InferenceRecord struct {
+	// ID is the record's slug.
+	ID string `json:"id"`
+	// ConfigID is the catalog id of the model's config.json ("" if none).
+	ConfigID string `json:"config_id"`
+	// Job is the run as the estimator sees it.
+	Job memory.Job `json:"job"`
+	// Metric is what was measured (one of the Metric constants, or
+	// "unspecified" / "active").
+	Metric string `json:"metric"`
+	// Value is the measured number.
+	Value units.Bytes `json:"value_bytes"`
+	// Scoreable is false when the record cannot be scored as a job peak.
+	Scoreable bool `json:"scoreable"`
+	// Reliable is false for records marked reliability "low".
+	Reliable bool `json:"reliable"`
+	// Parts are other numbers from the same run, keyed by component name
+	// ("weights", "activations", "non_torch", "kv_cache", "kv_tokens").
+	Parts map[string]float64 `json:"parts,omitempty"`
+}
+
+// rawRecord is the subset of a measurements-dev.json record read here.
+type rawRecord struct {
+	ID    string          `json:"id"`
+	Mode  string          `json:"mode"`
+	Other map[string]any  `json:"other_measurements"`
+	Job   rawInferenceJob `json:"job"`
+}
+
+// rawInferenceJob is the normalized job object of a record.
+type rawInferenceJob struct {
+	ConfigID     *string  `json:"config_id"`
+	Mode         string   `json:"mode"`
+	Serving      bool     `json:"serving"`
+	Dtype        *string  `json:"dtype"`
+	Batch        *int     `json:"batch"`
+	PromptLen    *int     `json:"prompt_len"`
+	GenLen       *int     `json:"gen_len"`
+	SeqLen       *int     `json:"seq_len"`
+	KVCacheDtype *string  `json:"kv_cache_dtype"`
+	MaxModelLen  *int     `json:"max_model_len"`
+	GPUMemUtil   *float64 `json:"gpu_memory_utilization"`
+	TP           *int     `json:"tp"`
+	PP           *int     `json:"pp"`
+	Attn         *string  `json:"attn"`
+	GPU          *string  `json:"gpu"`
+	GPUMemoryGiB *float64 `json:"gpu_memory_gib"`
+	MetricKind   string   `json:"metric_kind"`
+	ValueBytes   float64  `json:"value_bytes"`
+	Scoreable    bool     `json:"scoreable"`
+	Reliability  string   `json:"reliability"`
+	QuantFormat  *string  `json:"quant_format"`
+	SoftwareNote *string  `json:"software_note"`
+}
+
+// LoadInferenceRecords reads the inference and serving records of a
+// measurements file (a JSON array of records) and maps each onto a
+// memory.Job. Training records are skipped.
+func LoadInferenceRecords(data []byte) ([]InferenceRecord, error) {
+	if len(data) > maxMeasurementsSize {
+		return nil, fmt.Errorf("measurements: %d bytes is larger than the %d-byte limit", len(data), maxMeasurementsSize)
+	}
+	var raws []rawRecord
+	if err := json.Unmarshal(data, &raws); err != nil {
+		return nil, fmt.Errorf("measurements: want a JSON array of records: %w", err)
+	}
+	var out []InferenceRecord
+	for i, r := range raws {
+		if r.Mode != "inference" && r.Mode != "serving" && r.Job.Mode != "inference" && r.Job.Mode != "serving" {
+			continue
+		}
+		rec, err := inferenceRecord(r)
+		if err != nil {
+			return nil, fmt.Errorf("measurements: record %d (%s): %w", i, r.ID, err)
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// inferenceRecord maps one raw record.
+func inferenceRecord(r rawRecord) (InferenceRecord, error) {
+	j := r.Job
+	if r.ID == "" {
+		return InferenceRecord{}, fmt.Errorf("missing id")
+	}
+	if math.IsNaN(j.ValueBytes) || j.ValueBytes < 0 || j.ValueBytes >= math.MaxInt64 {
+		return InferenceRecord{}, fmt.Errorf("job.value_bytes %v: want a non-negative byte count", j.ValueBytes)
+	}
+	rec := InferenceRecord{
+		ID: r.ID, ConfigID: deref(j.ConfigID), Metric: j.MetricKind, Value: units.Bytes(j.ValueBytes),
+		Scoreable: j.Scoreable, Reliable: j.Reliability != "low", Parts: vllmParts(r.Other),
+	}
+	rec.Job = inferenceJob(j, r.Mode == "serving" || j.Serving)
+	return rec, nil
+}
+
+// inferenceJob builds the memory.Job of a record.
+func inferenceJob(j rawInferenceJob, serving bool) memory.Job {
+	job := memory.Job{
+		Mode: memory.Inference, Dtype: deref(j.Dtype), Batch: derefInt(j.Batch), PromptLen: derefInt(j.PromptLen),
+		GenLen: derefInt(j.GenLen), KVCacheDtype: deref(j.KVCacheDtype), MaxModelLen: derefInt(j.MaxModelLen),
+		TP: derefInt(j.TP), PP: derefInt(j.PP), Attention: deref(j.Attn), GPU: deref(j.GPU),
+	}
+	if job.PromptLen == 0 && job.GenLen == 0 {
+		job.SeqLen = derefInt(j.SeqLen)
+	}
+	if j.GPUMemUtil != nil {
+		job.GPUMemoryUtilization = *j.GPUMemUtil
+	}
+	if j.GPUMemoryGiB != nil && *j.GPUMemoryGiB > 0 {
+		job.GPUMemory = units.FromFloat(*j.GPUMemoryGiB * float64(units.GiB))
+	}
+	if serving {
+		job.Mode, job.InferenceEngine = memory.Serving, "vllm"
+		job.PromptLen, job.GenLen, job.SeqLen = 0, 0, 0
+	}
+	applyQuantFormat(&job, deref(j.QuantFormat))
+	sw := strings.ToLower(deref(j.SoftwareNote))
+	if strings.Contains(sw, "tuple kv cache") {
+		job.Software = append(job.Software, "transformers<4.36")
+	}
+	if strings.Contains(sw, "full-sequence logits") {
+		job.Software = append(job.Software, "transformers<4.45")
+	}
+	return job
+}
+
+// applyQuantFormat refines the dtype from a record's quant_format text:
+// the bitsandbytes kind and compute dtype, GPTQ vs AWQ.
+func applyQuantFormat(job *memory.Job, qf string) {
+	qf = strings.ToLower(qf)
+	switch {
+	case qf == "":
+		return
+	case strings.Contains(qf, "bitsandbytes") && strings.Contains(qf, "nf4"):
+		job.Dtype = "nf4"
+	case strings.Contains(qf, "bitsandbytes") && strings.Contains(qf, "fp4"):
+		job.Dtype = "fp4"
+	case strings.Contains(qf, "awq"):
+		job.Dtype = "awq"
+	case strings.Contains(qf, "gptq"):
+		job.Dtype = "int4"
+	}
+	switch {
+	case strings.Contains(qf, "fp32 compute"):
+		job.ComputeDtype = "fp32"
+	case strings.Contains(qf, "bf16 compute"):
+		job.ComputeDtype = "bf16"
+	}
+}
+
+// vllmParts reads vLLM's profiler split from other_measurements (GiB).
+func vllmParts(other map[string]any) map[string]float64 {
+	keys := map[string]string{
+		"weights_GiB": "weights", "activation_peak_GiB": "activations", "non_torch_GiB": "non_torch",
+		"kv_cache_GiB": "kv_cache", "kv_cache_tokens": "kv_tokens", "kv_capacity_tokens": "kv_tokens",
+	}
+	out := map[string]float64{}
+	for k, name := range keys {
+		if v, ok := other[k].(float64); ok && v >= 0 && !math.IsInf(v, 0) {
+			out[name] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func derefInt(p *int) int {
+	if p == nil || *p < 0 {
+		return 0
+	}
+	return *p
+}
+
+// InferenceCheck compares one record with its estimate.
+type InferenceCheck struct {
+	Record InferenceRecord `json:"record"`
+	// Estimated is the estimate of the record's metric (0 if none).
+	Estimated units.Bytes `json:"estimated_bytes"`
+	// RelErr is (Estimated − Value) / Value.
+	RelErr float64 `json:"rel_err"`
+	// Parts compares the record's component split, where it has one.
+	Parts []PartCheck `json:"parts,omitempty"`
+	// Skipped says why the record was not estimated ("" if it was).
+	Skipped string `json:"skipped,omitempty"`
+	// Note is what is known about the record's remaining error.
+	Note string `json:"note,omitempty"`
+}
+
+// PartCheck compares one component of a record with the estimate.
+type PartCheck struct {
+	Name      string  `json:"name"`
+	Measured  float64 `json:"measured"`
+	Estimated float64 `json:"estimated"`
+	RelErr    float64 `json:"rel_err"`
+}
+
+// CheckInference estimates every record with the model lookup returns for
+// its ConfigID and compares the record's metric and component split.
+func CheckInference(recs []InferenceRecord, lookup func(id string) (*model.Model, error)) []InferenceCheck {
+	out := make([]InferenceCheck, 0, len(recs))
+	for _, rec := range recs {
+		out = append(out, checkOne(rec, lookup))
+	}
+	return out
+}
+
+// checkOne estimates one record.
+func checkOne(rec InferenceRecord, lookup func(id string) (*model.Model, error)) InferenceCheck {
+	c := InferenceCheck{Record: rec, Note: InferenceFindings[rec.ID]}
+	if rec.ConfigID == "" {
+		c.Skipped = "no config.json for the model"
+		return c
+	}
+	m, err := lookup(rec.ConfigID)
+	if err != nil {
+		c.Skipped = fmt.Sprintf("model %s: %v", rec.ConfigID, err)
+		return c
+	}
+	r, err := memory.Estimate(m, rec.Job)
+	if err != nil {
+		c.Skipped = fmt.Sprintf("estimate: %v", err)
+		return c
+	}
+	est, ok := metricOf(r, rec.Metric)
+	if !ok {
+		c.Skipped = fmt.Sprintf("metric %q has no estimate", rec.Metric)
+	} else {
+		c.Estimated = est
+		c.RelErr = relErr(float64(est), float64(rec.Value))
+	}
+	c.Parts = partChecks(r, rec.Parts)
+	return c
+}
+
+// metricOf picks the number of an estimate a metric kind is compared with.
+func metricOf(r memory.Result, metric string) (units.Bytes, bool) {
+	switch metric {
+	case MetricAllocated:
+		return r.PerGPU.AllocatedPeakBytes, true
+	case MetricReserved:
+		return r.PerGPU.ReservedPeakBytes, true
+	case MetricDevice:
+		return r.PerGPU.DevicePeakBytes, true
+	case MetricKVPool:
+		if r.Serving != nil {
+			return r.Serving.KVPoolBytes, true
+		}
+	case MetricWeights:
+		if r.Serving != nil {
+			return r.Serving.WeightsBytes, true
+		}
+		for _, c := range r.PerGPU.Components {
+			if c.Name == "weights" {
+				return c.Bytes, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// partChecks compares vLLM's profiler split with the serving estimate.
+func partChecks(r memory.Result, parts map[string]float64) []PartCheck {
+	if r.Serving == nil || len(parts) == 0 {
+		return nil
+	}
+	s := r.Serving
+	est := map[string]float64{
+		"weights": s.WeightsBytes.GiBf(), "activations": s.ActivationPeakBytes.GiBf(),
+		"non_torch": s.NonTorchBytes.GiBf(), "kv_cache": s.KVPoolBytes.GiBf(), "kv_tokens": float64(s.KVTokens),
+	}
+	names := make([]string, 0, len(parts))
+	for name := range parts {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := make([]PartCheck, 0, len(names))
+	for _, name := range names {
+		out = append(out, PartCheck{Name: name, Measured: parts[name], Estimated: est[name], RelErr: relErr(est[name], parts[name])})
+	}
+	return out
+}
+
+// relErr is (est − measured) / measured, 0 when measured is 0.
+func relErr(est, measured float64) float64 {
+	if measured == 0 {
+		return 0
+	}
+	return (est - measured) / measured
+}
+
+// InferenceSummary is the error distribution over scoreable, reliable,
+// estimated records.
+type InferenceSummary struct {
+	N      int     `json:"n"`
+	Median float64 `json:"median_abs_rel_err"`
+	P90    float64 `json:"p90_abs_rel_err"`
+	// MeetsTargets is Median <= TargetMedian and P90 <= TargetP90.
+	MeetsTargets bool `json:"meets_targets"`
+}
+
+// SummarizeInference computes the median and 90th percentile of the
+// absolute relative errors of the scored checks.
+func SummarizeInference(checks []InferenceCheck) InferenceSummary {
+	var errs []float64
+	for _, c := range checks {
+		if c.Skipped == "" && c.Record.Scoreable && c.Record.Reliable {
+			errs = append(errs, math.Abs(c.RelErr))
+		}
+	}
+	s := InferenceSummary{N: len(errs)}
+	if len(errs) == 0 {
+		return s
+	}
+	slices.Sort(errs)
+	s.Median = quantile(errs, 0.5)
+	s.P90 = quantile(errs, 0.9)
+	s.MeetsTargets = s.Median <= TargetMedian && s.P90 <= TargetP90
+	return s
+}
+
+// quantile is the linear-interpolated q-quantile of sorted values.
+func quantile(sorted []float64, q float64) float64 {
+	pos := q * float64(len(sorted)-1)
+	lo := int(math.Floor(pos))
+	hi := min(lo+1, len(sorted)-1)
+	return sorted[lo] + (pos-float64(lo))*(sorted[hi]-sorted[lo])
+}
+
+// InferenceFindings records, per measurement id, which component explains
+// a remaining disagreement between the record and the estimate.
+var InferenceFindings = map[string]string{
+	"optimum-gptq-llama2-13b-fp16-bs16-prefill": "gen_len 1 is a prefill-only run: the only token generated is sampled from the prefill logits, " +
+		"so there is no decode step and no second (tuple) copy of the cache; counting one put the estimate 14 % high",
+	"optimum-gptq-llama2-13b-int4-exllama-bs16-prefill": "as the fp16 prefill record: no decode step for gen_len 1 (was +27 % with one)",
+	"optimum-gptq-llama2-13b-int4-exllama-bs1-gen": "about 0.6 GiB of device memory below the measurement after counting the exllama temp_dq/temp_state buffers; " +
+		"the remainder is outside the tensors counted (likely the extra CUDA kernels the exllama and GPTQ extensions load into the context)",
+	"litgpt-rt-llama2-13b-infer-nf4": "litgpt quantizes lm_head to NF4 as well (the estimate keeps it in bf16, as transformers does) and " +
+		"quantizes the bf16 checkpoint on the GPU while loading; the loading transient is not part of the inference model",
+	"tf-guide-octocoder-int4-short": "bitsandbytes defaults of the time: fp4, no double quantization, fp32 compute, " +
+		"so the prefill dequantizes the largest Linear to fp16 and casts it to fp32 (6 B per weight)",
+	"vllm019-qwen3-8b-pp3": "the value is the weights of one stage; the activation figure (0.96 GiB) is from a stage without the sampler, " +
+		"while the estimate reports the tightest stage (the last, with the sampler warm-up)",
+	"vllm-issue13061-r1-distill-qwen14b-tp2-4090": "an older vLLM (V0 engine) whose sampler warm-up is smaller than v0.19's; its token count " +
+		"(81,536 = 5,096 blocks) does not match its own 8.69 GiB pool at 96 KiB per token and per GPU, so the record is internally inconsistent",
+	"tf-docs-bert-large-weights-only": "the value is NVML device memory and includes the 1343 MiB CUDA context of torch 1.x; " +
+		"weights alone (1288 MiB) match the estimate within 1 % (the pooler and classifier are not in the masked-LM config)",
+}
