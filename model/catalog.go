@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -53,10 +54,16 @@ func fileID(file string) string {
 	return strings.Replace(strings.TrimSuffix(path.Base(file), ".json"), "__", "/", 1)
 }
 
-// Catalog lists the embedded models, sorted by id. Each entry is parsed
-// and counted; a catalog config that fails to parse is a bug caught by
-// the package tests, and is skipped here.
+// Catalog lists the embedded models, sorted by id. The caller may modify
+// the returned slice.
 func Catalog() []CatalogEntry {
+	return slices.Clone(catalogEntries())
+}
+
+// catalogEntries parses and counts every catalog config once. A config
+// that fails to parse is a bug caught by the package tests, and is
+// skipped here.
+var catalogEntries = sync.OnceValue(func() []CatalogEntry {
 	idx, _ := catalogIndex()
 	byID := map[string][]string{}
 	for a, id := range aliases {
@@ -75,7 +82,7 @@ func Catalog() []CatalogEntry {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
-}
+})
 
 // loadCatalogFile parses one embedded config; the model's ID is its Hub id.
 func loadCatalogFile(file string) (*Model, error) {

@@ -1,5 +1,7 @@
 package model
 
+import "strings"
+
 // ComponentParams is the parameter total of one component.
 type ComponentParams struct {
 	// Component is a Module.Component value ("embedding", "attention", ...).
@@ -133,28 +135,31 @@ func (m *Model) OutsideLayerParams(stack string) int64 {
 }
 
 // MatchLinears returns the Linear modules whose Short name, or last
-// dotted element of Name, is in names. The name "all-linear" selects
-// every Linear of the text and encoder stacks except the output head,
-// as PEFT does.
+// dotted element of Name, is in names, the way PEFT matches
+// target_modules by suffix. The name "all-linear" selects, as PEFT does,
+// every nn.Linear except the output head — in every stack, vision tower
+// and projector included; callers that freeze the tower filter by Stack.
+// Experts stored as fused 3-D parameters (gpt-oss, Llama 4) are not
+// nn.Linear modules and only match by name.
 func (m *Model) MatchLinears(names []string) []Module {
 	want := map[string]bool{}
-	all := false
 	for _, n := range names {
-		if n == "all-linear" {
-			all = true
-		}
 		want[n] = true
 	}
 	var out []Module
 	for _, mod := range m.Linears() {
-		switch {
-		case all && mod.Component != CompLMHead && (mod.Stack == StackText || mod.Stack == StackEncoder):
-			out = append(out, mod)
-		case want[mod.Short] || want[lastElem(mod.Name)]:
+		all := want["all-linear"] && mod.Component != CompLMHead && !fusedExperts(mod)
+		if all || want[mod.Short] || want[lastElem(mod.Name)] {
 			out = append(out, mod)
 		}
 	}
 	return out
+}
+
+// fusedExperts reports whether mod is a fused (experts, in, out) tensor
+// rather than one nn.Linear per expert (named "experts.*.<proj>").
+func fusedExperts(mod Module) bool {
+	return mod.Expert && !strings.Contains(mod.Name, "experts.*.")
 }
 
 func lastElem(name string) string {

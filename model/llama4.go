@@ -16,31 +16,8 @@ func readLlama4Text(c *config, m *Model, b *builder) {
 	s.MoE.ExpertFFN = s.Intermediate
 	s.MoE.SharedExperts, s.MoE.SharedFFN = 1, s.Intermediate
 	dense := c.dim("intermediate_size_mlp", 16384)
-	step := c.intIn("interleave_moe_layer_step", 1, 1, maxLayers)
-	moeLayers := map[int]bool{}
-	if list := c.ints("moe_layers", 0, maxLayers); list != nil {
-		for _, i := range list {
-			moeLayers[i] = true
-		}
-	} else {
-		for i := step - 1; i < s.Layers; i += step {
-			moeLayers[i] = true
-		}
-	}
-	markMoELayers(&s, func(i int) bool { return moeLayers[i] })
-	s.AttentionChunk = c.count("attention_chunk_size", 8192)
-	nope := c.ints("no_rope_layers", 0, 1)
-	interval := c.intIn("no_rope_layer_interval", 4, 1, maxLayers)
-	for i := range s.LayerTypes {
-		rope := (i+1)%interval != 0
-		if nope != nil && i < len(nope) {
-			rope = nope[i] == 1
-		}
-		if rope && s.AttentionChunk > 0 {
-			s.LayerTypes[i].Attention = ChunkedAttention
-		}
-	}
-	readLayerTypes(c, &s)
+	llama4MoELayers(c, &s)
+	llama4Attention(c, &s)
 	s.AttnBias = c.boolean("attention_bias", false)
 	s.OutBias = s.AttnBias
 	m.Text = s
@@ -59,6 +36,43 @@ func readLlama4Text(c *config, m *Model, b *builder) {
 			x.experts(CompExperts, "down_proj", "down_proj", e, f, s.Hidden, false)
 			gatedMLP(g.sub("shared_expert."), CompSharedExperts, s.Hidden, f, false)
 		}})
+}
+
+// llama4MoELayers marks the layers in moe_layers, by default every
+// interleave_moe_layer_step-th layer (Llama4TextConfig).
+func llama4MoELayers(c *config, s *Stack) {
+	step := c.intIn("interleave_moe_layer_step", 1, 1, maxLayers)
+	moeLayers := map[int]bool{}
+	if list := c.ints("moe_layers", 0, maxLayers); list != nil {
+		for _, i := range list {
+			moeLayers[i] = true
+		}
+	} else {
+		for i := step - 1; i < s.Layers; i += step {
+			moeLayers[i] = true
+		}
+	}
+	markMoELayers(s, func(i int) bool { return moeLayers[i] })
+}
+
+// llama4Attention sets the layer kinds: layers that use RoPE
+// (no_rope_layers[i] == 1, by default all but every
+// no_rope_layer_interval-th) attend in chunks of attention_chunk_size, the
+// NoPE layers globally (Llama4TextConfig.layer_types).
+func llama4Attention(c *config, s *Stack) {
+	s.AttentionChunk = c.count("attention_chunk_size", 8192)
+	nope := c.ints("no_rope_layers", 0, 1)
+	interval := c.intIn("no_rope_layer_interval", 4, 1, maxLayers)
+	for i := range s.LayerTypes {
+		rope := (i+1)%interval != 0
+		if nope != nil && i < len(nope) {
+			rope = nope[i] == 1
+		}
+		if rope && s.AttentionChunk > 0 {
+			s.LayerTypes[i].Attention = ChunkedAttention
+		}
+	}
+	readLayerTypes(c, s)
 }
 
 // readLlama4 reads Llama4ForConditionalGeneration: a Llama 4 text model,

@@ -129,11 +129,28 @@ func TestMatchLinears(t *testing.T) {
 			}
 		})
 	}
-	// all-linear leaves out the vision tower and the output head.
+	// all-linear takes every nn.Linear but the output head, vision tower included.
+	var stacks []string
 	for _, mod := range mustLookup(t, "llava-1.5-7b").MatchLinears([]string{"all-linear"}) {
-		if mod.Stack != StackText || mod.Component == CompLMHead {
-			t.Errorf("all-linear matched %s (%s, %s)", mod.Name, mod.Stack, mod.Component)
+		if mod.Component == CompLMHead {
+			t.Errorf("all-linear matched the head %s", mod.Name)
 		}
+		if !slices.Contains(stacks, mod.Stack) {
+			stacks = append(stacks, mod.Stack)
+		}
+	}
+	if want := []string{StackVision, StackText, StackProjector}; !slices.Equal(stacks, want) {
+		t.Errorf("all-linear stacks %v, want %v", stacks, want)
+	}
+	// gpt-oss experts are fused parameters: all-linear skips them, names match.
+	oss := mustLookup(t, "gpt-oss-20b")
+	for _, mod := range oss.MatchLinears([]string{"all-linear"}) {
+		if mod.Expert {
+			t.Errorf("all-linear matched fused experts %s", mod.Name)
+		}
+	}
+	if n := len(oss.MatchLinears([]string{"gate_up_proj"})); n != 1 {
+		t.Errorf("gate_up_proj matched %d groups, want 1", n)
 	}
 }
 
