@@ -35,6 +35,10 @@ type actRegime struct {
 	dora     bool
 	rank     float64
 	postLN   bool // BERT-style post-LN encoder with dropout 0.1
+	// bnbSaves is bitsandbytes < 0.43.2: MatMul4Bit keeps each 4-bit
+	// Linear's input (MODEL.md §15.3); sepOut is true when the o-proj input
+	// is a separate copy (litgpt reshapes the attention output).
+	bnbSaves, sepOut bool
 }
 
 // normAct is what one normalisation saves (MODEL.md §4.3.1, §4.3.7): the
@@ -96,7 +100,41 @@ func decoderLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerAct {
 	if r.lora != nil {
 		a.lin += loraAct(st, r)
 	}
+	if r.bnbSaves {
+		a.lin += bnbInputs(st, r)
+	}
 	return a
+}
+
+// bnbInputs is what bitsandbytes < 0.43.2 adds per layer (MODEL.md
+// §15.3, bitsandbytes PR #1270): MatMul4Bit stored its input A, so the
+// attention-norm output, the MLP-norm output and the down-projection input
+// stay alive (≈ (4 + 2f/h)·sbh in bf16), plus the o-proj input where it is
+// a separate copy (litgpt). Inputs the adapters already keep are not
+// counted twice.
+func bnbInputs(st *model.Stack, r *actRegime) float64 {
+	h := float64(st.Hidden)
+	f := float64(st.Intermediate)
+	if st.MoE != nil && f == 0 {
+		f = float64(st.MoE.ExpertFFN)
+	}
+	out := r.c * (2*h + f)
+	if r.sepOut {
+		out += r.c * float64(st.Heads) * float64(st.HeadDim)
+	}
+	if g := r.lora; g != nil && r.dropout == 0 && r.adapterB == r.c && !r.amp {
+		// The adapters' shared inputs (counted by loraAct) are these tensors.
+		if g.attnIn+g.qkvIn > 0 {
+			out -= r.c * h
+		}
+		if g.mlpIn > 0 {
+			out -= r.c * h
+		}
+		if g.downIn > 0 {
+			out -= r.c * f
+		}
+	}
+	return out
 }
 
 // selfAttnAct is what the attention block saves besides its input norm.

@@ -132,7 +132,9 @@ func (s *setup) addLayerGeometry(short string, in, out int) {
 	case short == "q_proj" || short == "k_proj" || short == "v_proj" || short == "query" || short == "key" || short == "value" || short == "q" || short == "k" || short == "v":
 		g.attnIn++
 	case isFused(short):
-		g.qkvIn++
+		// q and v adapters on one fused qkv Linear share its input and
+		// its dropout (litgpt LoRAQKVLinear).
+		g.qkvIn = 1
 	case short == "o_proj" || short == "dense" || short == "out_proj" || short == "o" || short == "proj" || short == "c_proj":
 		g.oIn++
 	case short == "gate_proj" || short == "up_proj" || short == "fc1" || short == "w1" || short == "w3" || short == "dense_h_to_4h" || short == "fc_1" || short == "fc_2" || short == "wi" || short == "wi_0" || short == "wi_1" || short == "gate_up_proj":

@@ -55,6 +55,8 @@ func (s *setup) regime() actRegime {
 	if s.method == MethodLoRA || s.method == MethodQLoRA {
 		r.lora = &s.lora.perLayer
 	}
+	r.bnbSaves = s.bnbOld && s.method == MethodQLoRA
+	r.sepOut = s.framework == FrameworkLitGPT
 	return r
 }
 
@@ -173,7 +175,9 @@ func (s *setup) outsideActs(r *actRegime) float64 {
 	headTrains := s.method == MethodFull || s.trainable.fraction(s.lmHead()) > 0
 	rr := *r
 	rr.trainW = headTrains
-	return ids + normAct(st, &rr, float64(st.Hidden), 1, headTrains && s.loss != lossLiger)*n
+	// A 4-bit lm_head on bitsandbytes < 0.43.2 keeps its input (§15.3).
+	keepsInput := headTrains || (r.bnbSaves && s.quantHead)
+	return ids + normAct(st, &rr, float64(st.Hidden), 1, keepsInput && s.loss != lossLiger)*n
 }
 
 // lmHead returns the output-projection module (or an empty one).

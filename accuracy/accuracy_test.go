@@ -1,0 +1,272 @@
+package accuracy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/model"
+)
+
+// Targets of the training model on the scoreable, reliability-ok
+// single-GPU training records.
+const (
+	targetMedianPct = 5.0
+	targetP90Pct    = 12.0
+)
+
+// notes records, for every scored training row outside ±5 % and every
+// unscored training row the model estimates, which component is wrong
+// and why. A row that drifts outside its band fails the test so the note
+// is revisited.
+var notes = map[string]struct {
+	lo, hi float64 // accepted error band in percent
+	why    string
+}{
+	"litgpt-rt-stablelm3b-lora-mb2": {-12, -4, "litgpt 2023 runs are low by a per-token term growing with batch (≈0.6-0.7 MB/token on both Llama-2-7B and StableLM-3B): the layer inventory (LayerNorm input, q/k/v/out, GELU input, one dropout per fused qkv adapter) and the bf16 chunked logits + fp32 log-probs do not account for it; not yet traced to a tensor"},
+	"litgpt-rt-stablelm3b-lora-mb4": {-16, -8, "same per-token shortfall as mb2, four samples per batch"},
+	"litgpt-rt-llama2-7b-lora-mb2":  {-10, -3, "same per-token shortfall as the StableLM rows"},
+	"litgpt-rt-stablelm3b-lora-mb1": {-9, -3, "same per-token shortfall, one sample"},
+	// Unscored rows the model still estimates (reliability low).
+	"litgpt-rt-llama2-7b-qlora-nf4-mb1":            {-10, 0, "bitsandbytes 0.41.1 keeps each 4-bit Linear's input (§15.3): modelled via the bnb<0.43.2 era; without it the row is -20 %"},
+	"litgpt-rt-llama2-7b-qlora-nf4dq-mb1":          {-10, 0, "as the nf4 row, double-quantized constants"},
+	"litgpt-rt-llama2-13b-qlora-nf4dq-mb1":         {-10, 0, "as the 7B QLoRA rows"},
+	"litgpt-stablelm-3b-qlora-a10g":                {-25, -10, "newer litgpt QLoRA with an unstated bitsandbytes version; the source notes an unexplained QLoRA overhead"},
+	"tf-docs-bert-large-fp32-bs4":                  {-12, 0, "torch 1.x BERT run on a V100 read by NVML: context 1343 MiB and 15 % fragmentation are era constants, not fitted"},
+	"tf-docs-bert-large-fp16-bs1-ga4-gc":           {0, 12, "fp16 AMP BERT with checkpointing: the AMP weight-cast cache is counted through the forward (§15.9); with gradients alive (torch1) the step is close to the estimate"},
+	"tf-docs-bert-large-fp16-bs1-ga4-gc-adafactor": {-5, 8, "Adafactor's factored states from real shapes"},
+}
+
+func devReport(t *testing.T) Report {
+	t.Helper()
+	recs, err := DevRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Run(recs, Options{})
+}
+
+func TestDevTrainingTargets(t *testing.T) {
+	rep := devReport(t)
+	s, ok := rep.Summary("train")
+	if !ok {
+		t.Fatal("no scored single-GPU training rows")
+	}
+	t.Logf("single-GPU training: n=%d median |err| %.1f %%, p90 %.1f %%, bias %+.1f %%", s.N, s.MedianAbsPct, s.P90AbsPct, s.MedianPct)
+	if s.N < 10 {
+		t.Errorf("only %d scored single-GPU training rows, want at least 10", s.N)
+	}
+	if s.MedianAbsPct > targetMedianPct {
+		t.Errorf("median |error| %.1f %% > target %.1f %%", s.MedianAbsPct, targetMedianPct)
+	}
+	if s.P90AbsPct > targetP90Pct {
+		t.Errorf("p90 |error| %.1f %% > target %.1f %%", s.P90AbsPct, targetP90Pct)
+	}
+}
+
+func TestDevTrainingRowsExplained(t *testing.T) {
+	for _, row := range devReport(t).Rows {
+		if row.Mode != "train" || !row.SingleGPU || row.Estimated == 0 {
+			continue
+		}
+		n, noted := notes[row.ID]
+		switch {
+		case noted && (row.ErrorPct < n.lo || row.ErrorPct > n.hi):
+			t.Errorf("%s: error %+.1f %% left its noted band [%v, %v] (%s)", row.ID, row.ErrorPct, n.lo, n.hi, n.why)
+		case !noted && row.Scored && (row.ErrorPct < -5 || row.ErrorPct > 5):
+			t.Errorf("%s: error %+.1f %% outside ±5 %% without a note naming the wrong component", row.ID, row.ErrorPct)
+		}
+	}
+}
+
+func TestDevRowsComparable(t *testing.T) {
+	rep := devReport(t)
+	var scored int
+	for _, row := range rep.Rows {
+		if row.Scored {
+			scored++
+			if row.Estimated <= 0 {
+				t.Errorf("%s scored without an estimate", row.ID)
+			}
+		}
+		if row.Metric == "unspecified" && row.Estimated != 0 {
+			t.Errorf("%s: unspecified metric was compared", row.ID)
+		}
+	}
+	if scored == 0 {
+		t.Fatal("nothing scored")
+	}
+}
+
+func TestTrainingJobMapping(t *testing.T) {
+	seq, batch, accum, rank := 512, 4, 8, 16
+	yes, no := true, false
+	drop := 0.05
+	tests := []struct {
+		name string
+		rec  Record
+		want func(j memory.Job) string
+	}{
+		{"hf amp", Record{ID: "a", Framework: "transformers Trainer (2022)", Job: RecordJob{Mode: "train", Dtype: "fp16", MasterWeights: "fp32", SeqLen: &seq, PerDeviceBatch: &batch}},
+			func(j memory.Job) string {
+				if j.Dtype != "fp32" || j.ComputeDtype != "fp16" || j.MasterWeights != "" || j.MicroBatch != 4 || j.GradAccum != 1 {
+					return "want AMP fp32 weights with fp16 autocast, batch 4"
+				}
+				return ""
+			}},
+		{"deepspeed keeps master", Record{ID: "b", Job: RecordJob{Mode: "train", Dtype: "bf16", MasterWeights: "fp32", Engine: "deepspeed", SeqLen: &seq}},
+			func(j memory.Job) string {
+				if j.Dtype != "bf16" || j.MasterWeights != "fp32" {
+					return "want bf16 + fp32 master"
+				}
+				return ""
+			}},
+		{"litgpt qlora old bnb", Record{ID: "c", Framework: "lit-gpt @x, bitsandbytes 0.41.1", Job: RecordJob{Mode: "train", Dtype: "nf4", QLoRA: true, LoRA: true, LoRARank: &rank, LoRADropout: &drop, SeqLen: &seq, GradAccum: &accum, QuantFormat: "bitsandbytes nf4 + double quant (bnb 0.41.1), bf16 compute"}},
+			func(j memory.Job) string {
+				if j.Method != memory.MethodQLoRA || j.Framework != memory.FrameworkLitGPT || j.LoRARank != 16 || j.LoRADropout != 0.05 || j.GradAccum != 8 {
+					return "want litgpt qlora r16 dropout 0.05 accum 8"
+				}
+				if j.DoubleQuant == nil || !*j.DoubleQuant || len(j.Software) != 1 || j.Software[0] != "bnb<0.43.2" {
+					return "want double quant and the bnb<0.43.2 era"
+				}
+				return ""
+			}},
+		{"torchtune fused loss compiled", Record{ID: "d", Framework: "torchtune recipes", Job: RecordJob{Mode: "train", Dtype: "bf16", FusedLoss: &yes, Compile: &yes, ActOffload: &yes, OptInBwd: &yes, GradCheckpoint: &yes, SeqLen: &seq}},
+			func(j memory.Job) string {
+				if j.FusedLoss != "chunked-compiled" || !j.Compile || !j.ActivationOffload || !j.OptimizerInBwd || j.GradCheckpoint != "full" {
+					return "want compiled chunked CE, offload, optimizer in backward, full checkpointing"
+				}
+				return ""
+			}},
+		{"selective checkpoint, torch1", Record{ID: "e", Job: RecordJob{Mode: "train", GradCheckpoint: &yes, CheckpointMode: "selective", FusedLoss: &no, SeqLen: &seq, ReliabilityNote: "2022 software stack: torch 1.x"}},
+			func(j memory.Job) string {
+				if j.GradCheckpoint != "selective" || j.FusedLoss != "" || j.Dtype != "bf16" || len(j.Software) != 1 || j.Software[0] != "torch1" {
+					return "want selective checkpointing, no fused loss, default bf16, torch1"
+				}
+				return ""
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j, err := TrainingJob(tt.rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg := tt.want(j); msg != "" {
+				t.Errorf("%s; got %+v", msg, j)
+			}
+		})
+	}
+	if _, err := TrainingJob(Record{ID: "noseq", Job: RecordJob{Mode: "train"}}); err == nil || !strings.Contains(err.Error(), "seq_len") {
+		t.Errorf("missing seq_len: err = %v", err)
+	}
+}
+
+func TestRegisterMapper(t *testing.T) {
+	seq := 128
+	rec := Record{ID: "x", Job: RecordJob{Mode: "custom", ConfigID: "meta-llama/Llama-2-7b-hf", MetricKind: "allocated", ValueBytes: 20 << 30, SeqLen: &seq, Scoreable: true, Reliability: "ok", NumGPUs: 1}}
+	rep := Run([]Record{rec}, Options{})
+	if rep.Rows[0].Estimated != 0 || !strings.Contains(rep.Rows[0].Note, "no mapper") {
+		t.Fatalf("unregistered mode: row %+v", rep.Rows[0])
+	}
+	RegisterMapper("custom", func(r Record) (memory.Job, error) { return memory.Job{SeqLen: *r.Job.SeqLen}, nil })
+	defer func() {
+		mappersMu.Lock()
+		delete(mappers, "custom")
+		mappersMu.Unlock()
+	}()
+	rep = Run([]Record{rec}, Options{})
+	if rep.Rows[0].Estimated == 0 || !rep.Rows[0].Scored {
+		t.Fatalf("registered mode: row %+v", rep.Rows[0])
+	}
+	if _, ok := rep.Summary("custom"); !ok {
+		t.Error("no summary for the registered mode")
+	}
+}
+
+func TestRunModelErrors(t *testing.T) {
+	seq := 128
+	recs := []Record{
+		{ID: "missing", Job: RecordJob{Mode: "train", ConfigID: "nobody/nothing", MetricKind: "allocated", ValueBytes: 1, SeqLen: &seq}},
+		{ID: "path", Job: RecordJob{Mode: "train", ConfigPath: "hf-configs/meta-llama__Llama-2-7b-hf.json", MetricKind: "device", ValueBytes: 1 << 34, SeqLen: &seq}},
+	}
+	calls := 0
+	opt := Options{Models: func(id string) (*model.Model, error) {
+		calls++
+		if id == "nobody/nothing" {
+			return nil, model.ErrNotFound
+		}
+		return model.Lookup(id)
+	}}
+	rep := Run(recs, opt)
+	if !strings.Contains(rep.Rows[0].Note, "nobody/nothing") || rep.Rows[0].Estimated != 0 {
+		t.Errorf("unknown model: %+v", rep.Rows[0])
+	}
+	if rep.Rows[1].Estimated == 0 || calls != 2 {
+		t.Errorf("config_path fallback: %+v (calls %d)", rep.Rows[1], calls)
+	}
+	if !errors.Is(model.ErrNotFound, model.ErrNotFound) {
+		t.Fatal("sentinel")
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"not json", "{", "measurements"},
+		{"no id", `[{"job":{"mode":"train","metric_kind":"allocated"}}]`, "missing id"},
+		{"dup", `[{"id":"a","job":{"mode":"train","metric_kind":"x"}},{"id":"a","job":{"mode":"train","metric_kind":"x"}}]`, "duplicate"},
+		{"no mode", `[{"id":"a","job":{"metric_kind":"x"}}]`, "job.mode"},
+		{"no metric", `[{"id":"a","job":{"mode":"train"}}]`, "metric_kind"},
+		{"negative", `[{"id":"a","job":{"mode":"train","metric_kind":"x","value_bytes":-1}}]`, "negative"},
+		{"bad targets", `[{"id":"a","job":{"mode":"train","metric_kind":"x","lora_target_modules":3}}]`, "lora_target_modules"},
+	}
+	for _, tt := range tests {
+		if _, err := Parse([]byte(tt.in)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err = %v, want one containing %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestSummaryStatistics(t *testing.T) {
+	s := summaryOf("g", []float64{-10, 2, -3, 4, 1, 20, -1, 0.5, 6, 8})
+	if s.N != 10 || s.MedianAbsPct != 3.5 || s.P90AbsPct != 10 || s.MedianPct != 1.5 {
+		t.Errorf("summary = %+v, want n 10, median 3.5, p90 10, signed median 1.5", s)
+	}
+	if z := summaryOf("e", nil); z.MedianAbsPct != 0 || z.P90AbsPct != 0 {
+		t.Errorf("empty summary = %+v", z)
+	}
+}
+
+func TestRenderers(t *testing.T) {
+	rep := devReport(t)
+	md, txt := rep.Markdown(), rep.Text()
+	for _, want := range []string{"| id | mode |", "litgpt-rt-llama2-7b-lora-mb1", "| train |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q", want)
+		}
+	}
+	for _, want := range []string{"MEASURED", "litgpt-rt-llama2-7b-lora-mb1", "median |err|"} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("text lacks %q", want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(devData[:0])
+	f.Add([]byte(`[{"id":"a","job":{"mode":"train","metric_kind":"allocated","seq_len":128,"value_bytes":1024,"lora_target_modules":"all-linear"}}]`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`[{"id":"a","job":{"mode":"train","metric_kind":"x","per_device_batch":-4,"seq_len":-1}}]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		recs, err := Parse(data)
+		if err != nil {
+			return
+		}
+		// Whatever parses must run without panicking.
+		rep := Run(recs, Options{Models: func(string) (*model.Model, error) { return nil, model.ErrNotFound }})
+		if len(rep.Rows) != len(recs) {
+			t.Errorf("%d rows for %d records", len(rep.Rows), len(recs))
+		}
+	})
+}

@@ -1,0 +1,192 @@
+package accuracy
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/gpumem/gpumem/memory"
+)
+
+// Mapper turns a record into the memory.Job that reproduces it. It
+// returns an error when the record lacks something the estimate needs.
+type Mapper func(r Record) (memory.Job, error)
+
+var (
+	mappersMu sync.RWMutex
+	mappers   = map[string]Mapper{"train": TrainingJob}
+)
+
+// RegisterMapper sets the mapper for records whose job.mode is mode
+// ("train", "inference", "serving"). Registering a mode again replaces
+// its mapper.
+func RegisterMapper(mode string, fn Mapper) {
+	mappersMu.Lock()
+	defer mappersMu.Unlock()
+	mappers[mode] = fn
+}
+
+// mapperFor returns the mapper of a mode.
+func mapperFor(mode string) (Mapper, bool) {
+	mappersMu.RLock()
+	defer mappersMu.RUnlock()
+	fn, ok := mappers[mode]
+	return fn, ok
+}
+
+// TrainingJob maps a training record onto a memory.Job, following the
+// matching settings of MODEL.md §15.15:
+//
+//   - HF Trainer runs with fp16/bf16 "mixed precision" and an fp32 master
+//     but no engine are AMP: the model is fp32 on the GPU, autocast to
+//     the stated dtype;
+//   - the framework (litgpt, torchtune, torchtitan, HF) selects the
+//     activation inventory and loss;
+//   - a 2022-era stack (torch 1.x) and bitsandbytes < 0.43.2 are passed as
+//     software eras (§15.16);
+//   - fused_loss means torchtune's chunked CE (compiled when the run is)
+//     or, elsewhere, Liger's fused linear cross-entropy.
+func TrainingJob(r Record) (memory.Job, error) {
+	j := r.Job
+	job := memory.Job{
+		Mode:          memory.Train,
+		Dtype:         j.Dtype,
+		MasterWeights: j.MasterWeights,
+		Optimizer:     j.Optimizer,
+		Attention:     j.Attn,
+		Framework:     frameworkOf(r),
+		TaskHead:      j.TaskHead,
+		GPU:           j.GPU,
+		Engine:        j.Engine,
+		NumGPUs:       j.NumGPUs,
+		DP:            j.DP, TP: j.TP, PP: j.PP, CP: j.CP, EP: j.EP,
+		OffloadOptimizer: j.OffloadOpt,
+		OffloadParams:    j.OffloadParams,
+		Packed:           j.Packed,
+		AllowLong:        true,
+	}
+	if j.ZeRO != nil {
+		job.ZeRO = *j.ZeRO
+	}
+	if j.SeqLen == nil {
+		return job, fmt.Errorf("%s: job.seq_len not stated", r.ID)
+	}
+	job.SeqLen = *j.SeqLen
+	job.MicroBatch = intOr(j.PerDeviceBatch, 1)
+	job.GradAccum = intOr(j.GradAccum, 1)
+	if job.Dtype == "" {
+		job.Dtype = "bf16"
+	}
+	if (job.Dtype == "fp16" || job.Dtype == "bf16") && j.MasterWeights == "fp32" && j.Engine == "" {
+		// HF Trainer fp16=True/bf16=True on an fp32-loaded model is AMP.
+		job.ComputeDtype, job.Dtype, job.MasterWeights = job.Dtype, "fp32", ""
+	}
+	mapMethod(r, &job)
+	mapActivationKnobs(r, &job)
+	job.Software = softwareOf(r)
+	return job, nil
+}
+
+// mapMethod sets the fine-tuning method and adapter options.
+func mapMethod(r Record, job *memory.Job) {
+	j := r.Job
+	switch {
+	case j.QLoRA && (job.Dtype == "nf4" || job.Dtype == "fp4"):
+		job.Method = memory.MethodQLoRA
+	case j.LoRA || j.QLoRA:
+		job.Method = memory.MethodLoRA
+	case j.TrainableParam != nil:
+		job.Method = memory.MethodFrozen
+		job.TrainableParams = *j.TrainableParam
+	default:
+		job.Method = memory.MethodFull
+	}
+	if job.Method == memory.MethodLoRA || job.Method == memory.MethodQLoRA {
+		job.LoRARank = intOr(j.LoRARank, 0)
+		job.LoRAAlpha = intOr(j.LoRAAlpha, 0)
+		job.LoRATargets = j.LoRATargets
+		if j.LoRADropout != nil {
+			job.LoRADropout = *j.LoRADropout
+		}
+		switch {
+		case strings.Contains(j.PEFTVariant, "dora"):
+			job.PEFTVariant = "dora"
+		case strings.Contains(j.PEFTVariant, "lora-fa"):
+			job.PEFTVariant = "lora-fa"
+		}
+		if strings.Contains(j.QuantFormat, "fp4") {
+			job.QuantType = "fp4"
+		}
+		if strings.Contains(j.QuantFormat, "double quant") || strings.Contains(j.QuantFormat, "no double") {
+			dq := !strings.Contains(j.QuantFormat, "no double")
+			job.DoubleQuant = &dq
+		} else if strings.Contains(j.QuantFormat, "bitsandbytes nf4") {
+			dq := false
+			job.DoubleQuant = &dq
+		}
+	}
+}
+
+// mapActivationKnobs sets checkpointing, loss and runtime switches.
+func mapActivationKnobs(r Record, job *memory.Job) {
+	j := r.Job
+	if j.GradCheckpoint != nil && *j.GradCheckpoint {
+		job.GradCheckpoint = "full"
+		if j.CheckpointMode != "" {
+			job.GradCheckpoint = j.CheckpointMode
+		}
+	}
+	job.Compile = boolOr(j.Compile)
+	job.ActivationOffload = boolOr(j.ActOffload)
+	job.OptimizerInBwd = boolOr(j.OptInBwd)
+	if boolOr(j.FusedLoss) {
+		switch {
+		case job.Framework == memory.FrameworkTorchtune && job.Compile:
+			job.FusedLoss = "chunked-compiled"
+		case job.Framework == memory.FrameworkTorchtune:
+			job.FusedLoss = "chunked"
+		default:
+			job.FusedLoss = "liger"
+		}
+	}
+}
+
+// frameworkOf reads the framework from the record's framework text.
+func frameworkOf(r Record) string {
+	f := strings.ToLower(r.Framework)
+	switch {
+	case strings.Contains(f, "lit-gpt") || strings.Contains(f, "litgpt"):
+		return memory.FrameworkLitGPT
+	case strings.Contains(f, "torchtune"):
+		return memory.FrameworkTorchtune
+	case strings.Contains(f, "torchtitan") || strings.Contains(f, "torchtrain"):
+		return memory.FrameworkTorchtitan
+	case strings.Contains(f, "megatron"):
+		return memory.FrameworkMegatron
+	}
+	return memory.FrameworkHF
+}
+
+// softwareOf names the software eras a record's notes state (MODEL.md §15.16).
+func softwareOf(r Record) []string {
+	text := strings.ToLower(r.Job.ReliabilityNote + " " + r.Job.SoftwareNote + " " + r.Framework)
+	var sw []string
+	if strings.Contains(text, "torch 1.x") || strings.Contains(text, "torch 1.") {
+		sw = append(sw, "torch1")
+	}
+	if strings.Contains(text, "bitsandbytes 0.41") || strings.Contains(text, "bnb 0.41") {
+		sw = append(sw, "bnb<0.43.2")
+	}
+	return sw
+}
+
+// intOr dereferences p or returns def.
+func intOr(p *int, def int) int {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// boolOr dereferences p (false when nil).
+func boolOr(p *bool) bool { return p != nil && *p }

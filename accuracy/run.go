@@ -1,0 +1,299 @@
+package accuracy
+
+import (
+	"fmt"
+	"math"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/units"
+)
+
+// Options tune a run.
+type Options struct {
+	// Constants overrides named constants of the memory model for every
+	// record (calibration experiments).
+	Constants map[string]float64
+	// Models resolves a record's model; nil uses the built-in catalog.
+	Models func(id string) (*model.Model, error)
+}
+
+// Row is the comparison of one record.
+type Row struct {
+	ID string `json:"id"`
+	// Mode is the job mode (train, inference, serving).
+	Mode string `json:"mode"`
+	// Kind is the record's run kind (train_full, lora, qlora, ...).
+	Kind string `json:"kind"`
+	// Metric is the measured metric kind (allocated, reserved, device, active, ...).
+	Metric   string      `json:"metric"`
+	Measured units.Bytes `json:"measured_bytes"`
+	// Estimated is the estimate of the same metric; 0 when not estimated.
+	Estimated units.Bytes `json:"estimated_bytes"`
+	// ErrorPct is (estimated − measured) / measured × 100.
+	ErrorPct float64 `json:"error_pct"`
+	// Scored is true when the row counts in the summaries: scoreable,
+	// reliability ok, a comparable metric and an estimate.
+	Scored bool `json:"scored"`
+	// SingleGPU is true for one-GPU runs.
+	SingleGPU   bool   `json:"single_gpu"`
+	Scoreable   bool   `json:"scoreable"`
+	Reliability string `json:"reliability"`
+	// PeakPhase is the estimate's peak phase.
+	PeakPhase string `json:"peak_phase,omitempty"`
+	// Note says why a row is not compared (no mapper, unknown model,
+	// incomparable metric, estimate error).
+	Note string `json:"note,omitempty"`
+}
+
+// Summary is the error distribution of a group of scored rows.
+type Summary struct {
+	Group string `json:"group"`
+	N     int    `json:"n"`
+	// MedianAbsPct and P90AbsPct are the median and 90th percentile of |error| in percent.
+	MedianAbsPct float64 `json:"median_abs_pct"`
+	P90AbsPct    float64 `json:"p90_abs_pct"`
+	// MedianPct is the signed median (bias).
+	MedianPct float64 `json:"median_pct"`
+}
+
+// Report is the result of a run.
+type Report struct {
+	Rows []Row `json:"rows"`
+	// Summaries covers scored single-GPU training rows ("train"), each
+	// training run kind and metric, multi-GPU training rows
+	// ("train multi-gpu") and any other mode with scored rows.
+	Summaries []Summary `json:"summaries"`
+}
+
+// Run estimates every record and compares it with its measurement.
+func Run(recs []Record, opt Options) Report {
+	resolve := opt.Models
+	if resolve == nil {
+		resolve = catalogModel
+	}
+	cache := map[string]*model.Model{}
+	var rep Report
+	for _, r := range recs {
+		rep.Rows = append(rep.Rows, runOne(r, opt, resolve, cache))
+	}
+	rep.Summaries = summarize(rep.Rows)
+	return rep
+}
+
+// catalogModel resolves a record's config id in the built-in catalog.
+func catalogModel(id string) (*model.Model, error) { return model.Lookup(id) }
+
+// runOne estimates one record.
+func runOne(r Record, opt Options, resolve func(string) (*model.Model, error), cache map[string]*model.Model) Row {
+	j := r.Job
+	row := Row{ID: r.ID, Mode: j.Mode, Kind: r.Mode, Metric: j.MetricKind, Measured: units.Bytes(j.ValueBytes),
+		SingleGPU: j.NumGPUs <= 1, Scoreable: j.Scoreable, Reliability: j.Reliability}
+	if j.Serving {
+		row.Mode = string(memory.Serving)
+	}
+	pick, comparable := metricPicker(j.MetricKind)
+	if !comparable {
+		row.Note = "metric " + j.MetricKind + " is not comparable with a peak"
+		return row
+	}
+	fn, ok := mapperFor(row.Mode)
+	if !ok {
+		row.Note = "no mapper for mode " + row.Mode
+		return row
+	}
+	m, err := recordModel(r, resolve, cache)
+	if err != nil {
+		row.Note = err.Error()
+		return row
+	}
+	job, err := fn(r)
+	if err != nil {
+		row.Note = err.Error()
+		return row
+	}
+	if len(opt.Constants) > 0 {
+		job.Constants = opt.Constants
+	}
+	res, err := memory.Estimate(m, job)
+	if err != nil {
+		row.Note = "estimate: " + err.Error()
+		return row
+	}
+	row.Estimated = pick(res.PerGPU)
+	row.PeakPhase = res.PerGPU.PeakPhase
+	if row.Measured > 0 {
+		row.ErrorPct = (float64(row.Estimated) - float64(row.Measured)) / float64(row.Measured) * 100
+	}
+	row.Scored = j.Scoreable && j.Reliability == "ok" && row.Measured > 0
+	return row
+}
+
+// metricPicker returns the estimate field a metric kind compares with.
+// torch's peak "active" bytes track allocated bytes.
+func metricPicker(kind string) (func(memory.PerGPU) units.Bytes, bool) {
+	switch kind {
+	case "allocated", "active":
+		return func(p memory.PerGPU) units.Bytes { return p.AllocatedPeakBytes }, true
+	case "reserved":
+		return func(p memory.PerGPU) units.Bytes { return p.ReservedPeakBytes }, true
+	case "device":
+		return func(p memory.PerGPU) units.Bytes { return p.DevicePeakBytes }, true
+	}
+	return nil, false
+}
+
+// recordModel resolves a record's model: its config id, else the catalog
+// file its config_path names (org__name.json).
+func recordModel(r Record, resolve func(string) (*model.Model, error), cache map[string]*model.Model) (*model.Model, error) {
+	id := r.Job.ConfigID
+	if id == "" && r.Job.ConfigPath != "" {
+		id = strings.Replace(strings.TrimSuffix(path.Base(r.Job.ConfigPath), ".json"), "__", "/", 1)
+	}
+	if id == "" {
+		return nil, fmt.Errorf("%s: no config_id or config_path", r.ID)
+	}
+	if m, ok := cache[id]; ok {
+		return m, nil
+	}
+	m, err := resolve(id)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", id, err)
+	}
+	cache[id] = m
+	return m, nil
+}
+
+// summarize groups scored rows.
+func summarize(rows []Row) []Summary {
+	groups := map[string][]float64{}
+	var order []string
+	add := func(g string, e float64) {
+		if _, ok := groups[g]; !ok {
+			order = append(order, g)
+		}
+		groups[g] = append(groups[g], e)
+	}
+	for _, r := range rows {
+		if !r.Scored {
+			continue
+		}
+		scope := r.Mode
+		if r.Mode == "train" && !r.SingleGPU {
+			scope = "train multi-gpu"
+		}
+		add(scope, r.ErrorPct)
+		add(scope+" / "+r.Kind, r.ErrorPct)
+		add(scope+" / metric "+r.Metric, r.ErrorPct)
+	}
+	slices.Sort(order)
+	out := make([]Summary, 0, len(order))
+	for _, g := range order {
+		out = append(out, summaryOf(g, groups[g]))
+	}
+	return out
+}
+
+// summaryOf computes the median and p90 of |error| (nearest rank).
+func summaryOf(group string, errs []float64) Summary {
+	abs := make([]float64, len(errs))
+	for i, e := range errs {
+		abs[i] = math.Abs(e)
+	}
+	signed := slices.Clone(errs)
+	slices.Sort(abs)
+	slices.Sort(signed)
+	return Summary{Group: group, N: len(errs), MedianAbsPct: median(abs), P90AbsPct: nearestRank(abs, 0.9), MedianPct: median(signed)}
+}
+
+// median of a sorted slice.
+func median(s []float64) float64 {
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// nearestRank is the q-quantile of a sorted slice by the nearest-rank method.
+func nearestRank(s []float64, q float64) float64 {
+	if len(s) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+// Summary returns the summary of a group, if present.
+func (r Report) Summary(group string) (Summary, bool) {
+	for _, s := range r.Summaries {
+		if s.Group == group {
+			return s, true
+		}
+	}
+	return Summary{}, false
+}
+
+// Markdown renders the rows and summaries as Markdown tables.
+func (r Report) Markdown() string {
+	var b strings.Builder
+	b.WriteString("| id | mode | kind | metric | measured | estimated | error | scored | note |\n")
+	b.WriteString("|---|---|---|---|---:|---:|---:|---|---|\n")
+	for _, row := range r.Rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", row.ID, row.Mode, row.Kind, row.Metric,
+			units.FormatIEC(row.Measured), estText(row), errText(row), yes(row.Scored), strings.ReplaceAll(row.Note, "|", "/"))
+	}
+	b.WriteString("\n| group | n | median abs error | p90 abs error | median signed error |\n|---|---:|---:|---:|---:|\n")
+	for _, s := range r.Summaries {
+		fmt.Fprintf(&b, "| %s | %d | %.1f %% | %.1f %% | %+.1f %% |\n", s.Group, s.N, s.MedianAbsPct, s.P90AbsPct, s.MedianPct)
+	}
+	return b.String()
+}
+
+// Text renders the rows and summaries as a plain aligned table.
+func (r Report) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-52s %-9s %-10s %10s %10s %8s %s\n", "ID", "MODE", "METRIC", "MEASURED", "ESTIMATED", "ERROR", "NOTE")
+	for _, row := range r.Rows {
+		fmt.Fprintf(&b, "%-52s %-9s %-10s %10s %10s %8s %s%s\n", row.ID, row.Mode, row.Metric,
+			units.FormatIEC(row.Measured), estText(row), errText(row), cond(row.Scored, "", "(not scored) "), row.Note)
+	}
+	b.WriteString("\n")
+	for _, s := range r.Summaries {
+		fmt.Fprintf(&b, "%-40s n=%-3d median |err| %5.1f %%  p90 |err| %5.1f %%  bias %+5.1f %%\n", s.Group, s.N, s.MedianAbsPct, s.P90AbsPct, s.MedianPct)
+	}
+	return b.String()
+}
+
+// estText formats a row's estimate.
+func estText(r Row) string {
+	if r.Estimated == 0 {
+		return "-"
+	}
+	return units.FormatIEC(r.Estimated)
+}
+
+// errText formats a row's error.
+func errText(r Row) string {
+	if r.Estimated == 0 || r.Measured == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%+.1f %%", r.ErrorPct)
+}
+
+// yes renders a bool for tables.
+func yes(b bool) string { return cond(b, "yes", "no") }
+
+// cond returns a when ok, else b.
+func cond(ok bool, a, b string) string {
+	if ok {
+		return a
+	}
+	return b
+}
