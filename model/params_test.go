@@ -234,3 +234,22 @@ func deepSeekV3Stored(m *Model) int64 {
 	}
 	return mtp + routers + scales
 }
+
+// TestPublishedVLMCounts checks VLMs outside the dev set against counts
+// published with the Hugging Face Hub's safetensors totals (equal to
+// model.parameters() for these checkpoints: nothing tied, no buffers
+// stored).
+func TestPublishedVLMCounts(t *testing.T) {
+	tests := []struct {
+		id   string
+		want int64
+	}{
+		{"Qwen/Qwen3-VL-8B-Instruct", 8767123696},
+		{"microsoft/Phi-3.5-vision-instruct", 4146621440},
+	}
+	for _, tt := range tests {
+		if got := mustLookup(t, tt.id).TotalParams(); got != tt.want {
+			t.Errorf("%s: TotalParams = %d, want %d (diff %d)", tt.id, got, tt.want, got-tt.want)
+		}
+	}
+}

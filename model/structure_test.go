@@ -315,3 +315,31 @@ func TestBERTHeads(t *testing.T) {
 		})
 	}
 }
+
+func TestLlama4Vision(t *testing.T) {
+	text := `{"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+		"head_dim": 16, "intermediate_size": 32, "intermediate_size_mlp": 128, "num_local_experts": 2,
+		"num_experts_per_tok": 1, "vocab_size": 100}`
+	vision := `{"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 48,
+		"image_size": 56, "patch_size": 14, "pixel_shuffle_ratio": 0.5, "projector_input_dim": 24,
+		"projector_output_dim": 24, "vision_output_dim": 24}`
+	whole, err := Parse([]byte(`{"model_type": "llama4", "text_config": ` + text + `, "vision_config": ` + vision + `}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alone, err := Parse([]byte(`{"model_type": "llama4_text", ` + text[1:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const h, f, side = 32, 48, 4
+	layer := int64(4*(h*h+h) + (h*f + f) + (f*h + h) + 4*h)
+	tower := int64(3*14*14*h+h+(side*side+1)*h+4*h) + 2*layer
+	adapter := int64(f*24 + 24*24)
+	projector := int64(24 * 64)
+	if got, want := whole.TotalParams()-alone.TotalParams(), tower+adapter+projector; got != want {
+		t.Errorf("vision + projector = %d, want %d", got, want)
+	}
+	if v := whole.Vision; v == nil || v.TokensPerImage != side*side/4 {
+		t.Errorf("vision %+v, want %d tokens per tile", v, side*side/4)
+	}
+}
