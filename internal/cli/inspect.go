@@ -1,0 +1,302 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpumem/gpumem/gguf"
+	"github.com/gpumem/gpumem/hub"
+	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/report"
+	"github.com/gpumem/gpumem/safetensors"
+	"github.com/gpumem/gpumem/units"
+)
+
+// inspectOptions are the inputs of 'gpumem inspect'.
+type inspectOptions struct {
+	Model string
+	File  string
+	Hub   hubOptions
+	// GGUF estimate settings, named as llama.cpp's flags.
+	CtxSize    int
+	CacheTypeK string
+	CacheTypeV string
+}
+
+func newInspectCmd(f *Factory, g *globalOptions) *cobra.Command {
+	opts := &inspectOptions{}
+	cmd := &cobra.Command{
+		Use:     "inspect [MODEL]",
+		GroupID: "models",
+		Short:   "Size a checkpoint's weights exactly from its safetensors or GGUF headers",
+		Long: `Read the headers of a model's weight files, never the weights themselves, and report
+the exact stored size by dtype, the tensors that are not parameters (buffers, tied
+copies, quantization scales), and how the stored count compares with the count
+computed from config.json.
+
+MODEL is a Hub id (org/name or org/name@revision; only the file headers are fetched,
+with HTTP Range requests), a local model folder, a .safetensors file or a .gguf file.
+For GGUF files the inference memory (weights plus KV cache) is estimated for the
+context size and cache types given, as llama.cpp would allocate them.
+
+The Hub is reached with HF_TOKEN (or the token file of 'huggingface-cli login'),
+HF_ENDPOINT and the cache in HF_HOME, like transformers; HF_HUB_OFFLINE=1 or --offline
+uses the cache only.`,
+		Example: `  gpumem inspect Qwen/Qwen3-8B
+  gpumem inspect deepseek-ai/DeepSeek-V3 --format json
+  gpumem inspect ./checkpoints/my-model
+  gpumem inspect bartowski/Llama-3.2-3B-Instruct-GGUF --file Llama-3.2-3B-Instruct-Q4_K_M.gguf --ctx-size 8192
+  gpumem inspect ./model-Q4_K_M.gguf --ctx-size 32768 --cache-type-k q8_0 --cache-type-v q8_0`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := modelFromArgs(&opts.Model, args); err != nil {
+				return err
+			}
+			if opts.Model == "" {
+				return usageErrorf("no model given: pass a Hub id, a model folder, or a .safetensors or .gguf file")
+			}
+			if opts.CtxSize < 0 {
+				return usageErrorf("--ctx-size %d: want a positive number of tokens", opts.CtxSize)
+			}
+			return inspectRun(cmd.Context(), f, g, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&opts.Model, "model", "m", "", "Hub id, model folder, .safetensors or .gguf file")
+	fl.StringVar(&opts.File, "file", "", "a file in the Hub repository to inspect, e.g. a .gguf quantization")
+	fl.IntVarP(&opts.CtxSize, "ctx-size", "c", 0, "GGUF: KV-cache size in tokens (default the model's context_length)")
+	fl.StringVar(&opts.CacheTypeK, "cache-type-k", "f16", "GGUF: KV-cache type for K (f16, bf16, f32, q8_0, q4_0, ...)")
+	fl.StringVar(&opts.CacheTypeV, "cache-type-v", "f16", "GGUF: KV-cache type for V")
+	addHubFlags(fl, &opts.Hub)
+	return cmd
+}
+
+// inspection is the result of 'gpumem inspect', printed as JSON or a table.
+type inspection struct {
+	Model  string `json:"model"`
+	Commit string `json:"commit,omitempty"`
+	// ConfigParams is the parameter count from config.json, 0 when there is none.
+	ConfigParams int64                   `json:"config_params,omitempty"`
+	Files        []string                `json:"files,omitempty"`
+	Summary      *safetensors.Summary    `json:"safetensors,omitempty"`
+	Comparison   *safetensors.Comparison `json:"comparison,omitempty"`
+	GGUF         *gguf.Memory            `json:"gguf,omitempty"`
+	Warnings     []string                `json:"warnings,omitempty"`
+}
+
+func inspectRun(ctx context.Context, f *Factory, g *globalOptions, opts *inspectOptions) error {
+	var (
+		res *inspection
+		err error
+	)
+	if st, statErr := os.Stat(opts.Model); statErr == nil {
+		res, err = inspectLocal(ctx, opts, opts.Model, st.IsDir())
+	} else {
+		res, err = inspectHub(ctx, f, opts)
+	}
+	if err != nil {
+		return err
+	}
+	if r := g.renderOptions(f); r.Format == report.JSON {
+		enc := json.NewEncoder(f.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	return res.writeTable(f.IO.Out, g.renderOptions(f).Units)
+}
+
+// inspectLocal inspects a local folder, .safetensors or .gguf file.
+func inspectLocal(ctx context.Context, opts *inspectOptions, path string, dir bool) (*inspection, error) {
+	res := &inspection{Model: path}
+	switch {
+	case dir && opts.File != "":
+		return inspectLocal(ctx, opts, filepath.Join(path, opts.File), false)
+	case dir:
+		var tied bool
+		if m, err := model.Load(path); err == nil {
+			res.ConfigParams, tied = m.TotalParams(), m.Text.TiedEmbeddings
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("config.json: %v", err))
+		}
+		ck, err := safetensors.ReadCheckpoint(ctx, safetensors.DirOpener(path), safetensors.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("inspect %s: %w", path, err)
+		}
+		res.addCheckpoint(ck, tied)
+		return res, nil
+	}
+	file, err := safetensors.OpenFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	if strings.HasSuffix(strings.ToLower(path), ".gguf") {
+		return res, res.addGGUF(file, opts)
+	}
+	h, err := safetensors.ReadHeader(file, file.Size())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	res.addCheckpoint(&safetensors.Checkpoint{Files: []safetensors.FileHeader{{Name: filepath.Base(path), Header: h}}, Tensors: h.Tensors}, false)
+	return res, nil
+}
+
+// inspectHub inspects a Hub repository: its config and weight headers,
+// or one named file.
+func inspectHub(ctx context.Context, f *Factory, opts *inspectOptions) (*inspection, error) {
+	ref, err := parseHubRef(opts.Model, opts.Hub)
+	if err != nil {
+		return nil, err
+	}
+	c, err := newHubClient(f, opts.Hub)
+	if err != nil {
+		return nil, err
+	}
+	res := &inspection{Model: ref.String()}
+	if strings.HasSuffix(strings.ToLower(opts.File), ".gguf") {
+		file, err := c.Open(ctx, ref, opts.File)
+		if err != nil {
+			return nil, hubError(err)
+		}
+		defer file.Close()
+		return res, res.addGGUF(file, opts)
+	}
+	snap, err := c.FetchConfig(ctx, ref)
+	if err != nil {
+		return nil, hubError(err)
+	}
+	res.Commit, res.Warnings = snap.Commit, snap.Warnings
+	pinned := ref
+	if snap.Commit != "" {
+		pinned.Revision = snap.Commit
+	}
+	var tied bool
+	if m, err := model.ParseFS(snap, "."); err == nil {
+		res.ConfigParams, tied = m.TotalParams(), m.Text.TiedEmbeddings
+	} else {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("config.json: %v", err))
+	}
+	prog := c.Config().Progress
+	ck, err := safetensors.ReadCheckpoint(ctx, hubOpener(c, pinned, opts.File), safetensors.Options{
+		Progress: func(done, total int) { prog.Update("safetensors headers", int64(done), int64(total)) },
+	})
+	if err != nil {
+		return nil, hubError(err)
+	}
+	res.addCheckpoint(ck, tied)
+	return res, nil
+}
+
+// hubOpener opens checkpoint files of ref on the Hub; file, when set,
+// replaces model.safetensors as the single-file name.
+func hubOpener(c *hub.Client, ref hub.Ref, file string) safetensors.Opener {
+	return func(ctx context.Context, name string) (safetensors.File, error) {
+		if file != "" && name == safetensors.SingleName {
+			name = file
+		}
+		return c.Open(ctx, ref, name)
+	}
+}
+
+func (r *inspection) addCheckpoint(ck *safetensors.Checkpoint, tied bool) {
+	s := safetensors.Summarize(ck.Tensors, tied)
+	r.Summary = &s
+	for _, f := range ck.Files {
+		r.Files = append(r.Files, f.Name)
+	}
+	if r.ConfigParams > 0 {
+		c := s.Compare(r.ConfigParams)
+		r.Comparison = &c
+	}
+	r.Warnings = append(r.Warnings, ck.Warnings...)
+}
+
+func (r *inspection) addGGUF(file safetensors.File, opts *inspectOptions) error {
+	gf, err := gguf.Read(file, file.Size())
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.Model, err)
+	}
+	m, err := gguf.Estimate(gf, gguf.Options{ContextSize: opts.CtxSize, CacheTypeK: opts.CacheTypeK, CacheTypeV: opts.CacheTypeV})
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.Model, err)
+	}
+	r.GGUF = m
+	return nil
+}
+
+// writeTable prints the inspection as aligned text.
+func (r *inspection) writeTable(w io.Writer, u report.Units) error {
+	size := func(b int64) string {
+		if u == report.SI {
+			return units.FormatSI(units.Bytes(b))
+		}
+		return units.FormatIEC(units.Bytes(b))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "model\t%s\n", r.Model)
+	if r.Commit != "" {
+		fmt.Fprintf(tw, "commit\t%s\n", r.Commit)
+	}
+	if r.Summary != nil {
+		r.writeSafetensors(tw, size)
+	}
+	if r.GGUF != nil {
+		r.writeGGUF(tw, size)
+	}
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(tw, "warning\t%s\n", warn)
+	}
+	return tw.Flush()
+}
+
+func (r *inspection) writeSafetensors(tw io.Writer, size func(int64) string) {
+	s := r.Summary
+	fmt.Fprintf(tw, "files\t%d\n", len(r.Files))
+	fmt.Fprintf(tw, "tensors\t%d\n", s.Tensors)
+	fmt.Fprintf(tw, "stored elements\t%d\n", s.Elements)
+	fmt.Fprintf(tw, "weights\t%s\t(%d bytes)\n", size(s.Bytes), s.Bytes)
+	fmt.Fprintf(tw, "\ndtype\ttensors\telements\tsize\n")
+	for _, g := range s.ByDType {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", g.Key, g.Tensors, g.Elements, size(g.Bytes))
+	}
+	fmt.Fprintf(tw, "\nkind\ttensors\telements\tsize\n")
+	for _, g := range s.ByKind {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", g.Key, g.Tensors, g.Elements, size(g.Bytes))
+	}
+	if c := r.Comparison; c != nil {
+		fmt.Fprintf(tw, "\nconfig.json parameters\t%d\n", c.ConfigParams)
+		fmt.Fprintf(tw, "checkpoint parameters\t%d\n", c.CheckpointParams)
+		for _, n := range c.Notes {
+			fmt.Fprintf(tw, "note\t%s\n", n)
+		}
+	}
+}
+
+func (r *inspection) writeGGUF(tw io.Writer, size func(int64) string) {
+	m := r.GGUF
+	fmt.Fprintf(tw, "architecture\t%s\n", m.Architecture)
+	if m.Name != "" {
+		fmt.Fprintf(tw, "name\t%s\n", m.Name)
+	}
+	fmt.Fprintf(tw, "parameters\t%d\n", m.Params)
+	fmt.Fprintf(tw, "\ntype\ttensors\telements\tsize\n")
+	for _, g := range m.WeightsByType {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", g.Type, g.Tensors, g.Elements, size(g.Bytes))
+	}
+	fmt.Fprintf(tw, "\nweights\t%s\n", size(int64(m.WeightsBytes)))
+	fmt.Fprintf(tw, "KV cache\t%s\t(%d tokens, %d layers, K %s, V %s)\n", size(int64(m.KVCacheBytes)), m.ContextSize, m.KVLayers, m.CacheTypeK, m.CacheTypeV)
+	fmt.Fprintf(tw, "total\t%s\n", size(int64(m.TotalBytes)))
+	for _, n := range m.Notes {
+		fmt.Fprintf(tw, "note\t%s\n", n)
+	}
+}

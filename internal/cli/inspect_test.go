@@ -1,0 +1,332 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpumem/gpumem/safetensors"
+)
+
+const (
+	fakeCommit = "89abcdef0123456789abcdef0123456789abcdef"
+	fakeToken  = "hf_CLITESTtokenDoNotPrint42"
+)
+
+// tinyConfig is a 2-layer Llama with tied embeddings. Parameters:
+// embedding 100·64 = 6400; per layer q 4096 + k 2048 + v 2048 + o 4096 +
+// gate/up/down 3·8192 + two norms 128 = 36992; final norm 64.
+const tinyConfig = `{"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":64,
+"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
+"vocab_size":100,"max_position_embeddings":512,"tie_word_embeddings":true,"torch_dtype":"bfloat16",
+"rms_norm_eps":1e-5,"hidden_act":"silu"}`
+
+const tinyParams = 6400 + 2*36992 + 64
+
+// tinyCheckpoint is a safetensors file matching tinyConfig, with one
+// rotary inv_freq buffer per layer as older checkpoints store.
+func tinyCheckpoint(t *testing.T) []byte {
+	t.Helper()
+	type tensor struct {
+		name  string
+		shape []int64
+	}
+	ts := []tensor{{"model.embed_tokens.weight", []int64{100, 64}}, {"model.norm.weight", []int64{64}}}
+	for l := range 2 {
+		p := fmt.Sprintf("model.layers.%d.", l)
+		ts = append(ts,
+			tensor{p + "self_attn.q_proj.weight", []int64{64, 64}}, tensor{p + "self_attn.k_proj.weight", []int64{32, 64}},
+			tensor{p + "self_attn.v_proj.weight", []int64{32, 64}}, tensor{p + "self_attn.o_proj.weight", []int64{64, 64}},
+			tensor{p + "mlp.gate_proj.weight", []int64{128, 64}}, tensor{p + "mlp.up_proj.weight", []int64{128, 64}},
+			tensor{p + "mlp.down_proj.weight", []int64{64, 128}},
+			tensor{p + "input_layernorm.weight", []int64{64}}, tensor{p + "post_attention_layernorm.weight", []int64{64}},
+			tensor{p + "self_attn.rotary_emb.inv_freq", []int64{8}},
+		)
+	}
+	header := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
+	var off int64
+	for _, tn := range ts {
+		n := int64(1)
+		for _, d := range tn.shape {
+			n *= d
+		}
+		header[tn.name] = map[string]any{"dtype": "BF16", "shape": tn.shape, "data_offsets": []int64{off, off + 2*n}}
+		off += 2 * n
+	}
+	js, _ := json.Marshal(header)
+	var b bytes.Buffer
+	binary.Write(&b, binary.LittleEndian, uint64(len(js)))
+	b.Write(js)
+	b.Write(make([]byte, off))
+	return b.Bytes()
+}
+
+// fakeHub serves org/tiny (public) and org/gated (gated) like the Hub.
+func fakeHub(t *testing.T, weights []byte) (*httptest.Server, *int) {
+	t.Helper()
+	requests := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests++
+		parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 5)
+		if len(parts) < 5 || parts[2] != "resolve" {
+			http.NotFound(w, r)
+			return
+		}
+		repo, file := parts[0]+"/"+parts[1], parts[4]
+		if repo == "org/gated" && r.Header.Get("Authorization") != "Bearer "+fakeToken {
+			w.Header().Set("X-Error-Code", "GatedRepo")
+			http.Error(w, "restricted", http.StatusForbidden)
+			return
+		}
+		if repo != "org/tiny" && repo != "org/gated" {
+			w.Header().Set("X-Error-Code", "RepoNotFound")
+			http.Error(w, "not found", http.StatusNotFound)
+			return
+		}
+		w.Header().Set("X-Repo-Commit", fakeCommit)
+		switch file {
+		case "config.json":
+			http.ServeContent(w, r, file, time.Time{}, strings.NewReader(tinyConfig))
+		case "model.safetensors":
+			http.ServeContent(w, r, file, time.Time{}, bytes.NewReader(weights))
+		default:
+			w.Header().Set("X-Error-Code", "EntryNotFound")
+			http.Error(w, "entry not found", http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &requests
+}
+
+// runWithEnv runs the CLI with the given environment.
+func runWithEnv(t *testing.T, env map[string]string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	f := &Factory{
+		IO:         &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+		Getenv:     func(k string) string { return env[k] },
+		HTTPClient: &http.Client{},
+		Now:        func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) },
+	}
+	code := Main(context.Background(), args, f)
+	return out.String(), errOut.String(), code
+}
+
+func TestInspectHubCheckpoint(t *testing.T) {
+	srv, _ := fakeHub(t, tinyCheckpoint(t))
+	env := map[string]string{"HF_ENDPOINT": srv.URL, "HF_HOME": t.TempDir()}
+	out, errOut, code := runWithEnv(t, env, "inspect", "org/tiny", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got inspection
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got.Commit != fakeCommit || got.ConfigParams != tinyParams {
+		t.Errorf("commit %q, config params %d; want %q, %d", got.Commit, got.ConfigParams, fakeCommit, tinyParams)
+	}
+	if got.Summary == nil || got.Summary.Params != tinyParams || got.Summary.Bytes != 2*(tinyParams+16) {
+		t.Fatalf("summary = %+v", got.Summary)
+	}
+	c := got.Comparison
+	if c == nil || !c.Comparable || c.Unexplained != 0 || len(c.Extras) != 1 || c.Extras[0].Key != string(safetensors.Buffer) {
+		t.Errorf("comparison = %+v, want only the two inv_freq buffers as extras", c)
+	}
+
+	out, _, code = runWithEnv(t, env, "inspect", "org/tiny")
+	for _, want := range []string{"BF16", "buffer", "config.json parameters", fmt.Sprint(tinyParams)} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("table output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestResolveHubModelThenOffline(t *testing.T) {
+	srv, requests := fakeHub(t, nil)
+	home := t.TempDir()
+	env := map[string]string{"HF_ENDPOINT": srv.URL, "HF_HOME": home}
+	out, errOut, code := runWithEnv(t, env, "params", "org/tiny@main", "--format", "json")
+	if code != 0 || !strings.Contains(out, fmt.Sprint(tinyParams)) {
+		t.Fatalf("exit %d, stdout %s, stderr %s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(home, "hub", "models--org--tiny", "snapshots", fakeCommit, "config.json")); err != nil {
+		t.Errorf("config.json not cached in the Hub layout: %v", err)
+	}
+	// Second run: offline, server gone, same answer from the cache.
+	srv.Close()
+	before := *requests
+	env["HF_HUB_OFFLINE"] = "1"
+	out2, errOut, code := runWithEnv(t, env, "params", "org/tiny@main", "--format", "json")
+	if code != 0 || out2 != out || *requests != before {
+		t.Errorf("offline run: exit %d, same output %v, stderr %s", code, out2 == out, errOut)
+	}
+	// A model never fetched fails offline with a hint.
+	_, errOut, code = runWithEnv(t, env, "params", "org/other")
+	if code != 1 || !strings.Contains(errOut, "offline") || !strings.Contains(errOut, "HF_HUB_OFFLINE") {
+		t.Errorf("offline miss: exit %d, stderr %s", code, errOut)
+	}
+}
+
+func TestGatedModelHintNoTokenLeak(t *testing.T) {
+	srv, _ := fakeHub(t, nil)
+	home := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		code int
+		want string
+	}{
+		{"no token", map[string]string{}, 1, "accept the license on the model page"},
+		{"wrong token", map[string]string{"HF_TOKEN": "hf_wrong" + fakeToken}, 1, "accept the license on the model page"},
+		{"token from env", map[string]string{"HF_TOKEN": fakeToken}, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.env["HF_ENDPOINT"], tc.env["HF_HOME"] = srv.URL, home
+			out, errOut, code := runWithEnv(t, tc.env, "params", "org/gated")
+			if code != tc.code || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, errOut, tc.code, tc.want)
+			}
+			if strings.Contains(out+errOut, fakeToken) {
+				t.Error("the token was printed")
+			}
+		})
+	}
+	// The token file written by the Hugging Face CLI works too.
+	tokenHome := t.TempDir()
+	os.WriteFile(filepath.Join(tokenHome, "token"), []byte(fakeToken+"\n"), 0o600)
+	_, errOut, code := runWithEnv(t, map[string]string{"HF_ENDPOINT": srv.URL, "HF_HOME": tokenHome}, "params", "org/gated")
+	if code != 0 {
+		t.Errorf("token file: exit %d, %s", code, errOut)
+	}
+}
+
+func TestHubConfigFromEnv(t *testing.T) {
+	dir := t.TempDir()
+	tokenPath := filepath.Join(dir, "tok")
+	os.WriteFile(tokenPath, []byte("hf_fromfile"), 0o600)
+	tests := []struct {
+		name                   string
+		env                    map[string]string
+		cache, token, endpoint string
+		offline                bool
+	}{
+		{"defaults from HOME", map[string]string{"HOME": "/home/u"}, "/home/u/.cache/huggingface/hub", "", "", false},
+		{"XDG cache", map[string]string{"HOME": "/home/u", "XDG_CACHE_HOME": "/xdg"}, "/xdg/huggingface/hub", "", "", false},
+		{"HF_HOME and offline", map[string]string{"HF_HOME": "/hf", "HF_HUB_OFFLINE": "yes"}, "/hf/hub", "", "", true},
+		{"HF_HUB_CACHE wins", map[string]string{"HF_HOME": "/hf", "HF_HUB_CACHE": "/c"}, "/c", "", "", false},
+		{"token and endpoint", map[string]string{"HF_TOKEN": " hf_env ", "HF_ENDPOINT": "https://mirror.example"}, "", "hf_env", "https://mirror.example", false},
+		{"token path", map[string]string{"HF_TOKEN_PATH": tokenPath}, "", "hf_fromfile", "", false},
+		{"offline false", map[string]string{"HF_HUB_OFFLINE": "0"}, "", "", "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := hubConfig(func(k string) string { return tc.env[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.CacheDir != filepath.FromSlash(tc.cache) || string(cfg.Token) != tc.token || cfg.Endpoint != tc.endpoint || cfg.Offline != tc.offline {
+				t.Errorf("got cache %q token %v endpoint %q offline %v", cfg.CacheDir, string(cfg.Token) == tc.token, cfg.Endpoint, cfg.Offline)
+			}
+		})
+	}
+}
+
+func TestResolveUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"inspect", "../../etc@main"}, "model id"},
+		{[]string{"inspect", "org/tiny@a..b"}, "revision"},
+		{[]string{"inspect", "org/tiny@v1", "--revision", "v2"}, "revision given twice"},
+		{[]string{"inspect"}, "no model given"},
+		{[]string{"inspect", "org/tiny", "--ctx-size", "-1"}, "--ctx-size"},
+	} {
+		_, errOut, code := runWithEnv(t, map[string]string{"HF_HUB_OFFLINE": "1"}, tc.args...)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}
+
+// writeGGUF writes a minimal GGUF v3 file: one llama layer with GQA and
+// one F32 tensor.
+func writeGGUF(t *testing.T, path string) {
+	t.Helper()
+	var b bytes.Buffer
+	le := binary.LittleEndian
+	w := func(v any) { binary.Write(&b, le, v) }
+	str := func(s string) { w(uint64(len(s))); b.WriteString(s) }
+	w(uint32(0x46554747))
+	w(uint32(3))
+	w(uint64(1)) // tensors
+	w(uint64(6)) // metadata
+	str("general.architecture")
+	w(uint32(8))
+	str("llama")
+	for _, e := range []struct {
+		k string
+		v uint32
+	}{{"llama.block_count", 1}, {"llama.context_length", 1024}, {"llama.embedding_length", 64}, {"llama.attention.head_count", 4}, {"llama.attention.head_count_kv", 2}} {
+		str(e.k)
+		w(uint32(4))
+		w(e.v)
+	}
+	str("token_embd.weight")
+	w(uint32(2))
+	w([]uint64{64, 10})
+	w(uint32(0)) // F32
+	w(uint64(0))
+	b.Write(make([]byte, 32-b.Len()%32))
+	b.Write(make([]byte, 64*10*4))
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestInspectLocalGGUF(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tiny-F32.gguf")
+	writeGGUF(t, path)
+	out, errOut, code := runWithEnv(t, nil, "inspect", path, "--ctx-size", "256", "--cache-type-k", "q8_0", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got inspection
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	// K: 32 values (2 heads × 16) as q8_0 = 34 bytes per cell; V: 32 f16 = 64 bytes.
+	if g := got.GGUF; g == nil || g.WeightsBytes != 2560 || g.KVCacheBytes != (34+64)*256 || g.CacheTypeK != "Q8_0" {
+		t.Errorf("gguf = %+v", got.GGUF)
+	}
+	out, _, code = runWithEnv(t, nil, "inspect", path)
+	if code != 0 || !strings.Contains(out, "KV cache") || !strings.Contains(out, "1024 tokens") {
+		t.Errorf("table:\n%s", out)
+	}
+}
+
+func TestInspectLocalFolderAndBadFile(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte(tinyConfig), 0o644)
+	os.WriteFile(filepath.Join(dir, "model.safetensors"), tinyCheckpoint(t), 0o644)
+	out, errOut, code := runWithEnv(t, nil, "inspect", dir, "--format", "json")
+	if code != 0 || !strings.Contains(out, `"unexplained": 0`) {
+		t.Errorf("folder: exit %d, %s %s", code, out, errOut)
+	}
+	bad := filepath.Join(dir, "bad.safetensors")
+	os.WriteFile(bad, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, '{'}, 0o644)
+	_, errOut, code = runWithEnv(t, nil, "inspect", bad)
+	if code != 1 || !strings.Contains(errOut, "bad.safetensors") || !strings.Contains(errOut, "exceeds the 100000000-byte limit") {
+		t.Errorf("bad file: exit %d, %s", code, errOut)
+	}
+}
