@@ -63,6 +63,9 @@ type Fit struct {
 	Utilization float64 `json:"utilization_pct"`
 	// Verdict is fits, tight or does_not_fit.
 	Verdict Verdict `json:"verdict"`
+	// Reason explains a does_not_fit verdict that is not about the peak
+	// (a vLLM KV pool too small for one sequence of max_model_len).
+	Reason string `json:"reason,omitempty"`
 }
 
 // Need returns the per-GPU bytes a result must fit in: the device peak,
@@ -85,9 +88,36 @@ func Budget(g gpu.GPU) units.Bytes {
 	return units.Bytes(float64(g.Memory) * (1 - Headroom))
 }
 
-// Check compares r against g's memory.
+// Check compares r against g's memory. A serving result whose KV pool
+// cannot hold one sequence of max_model_len tokens does not fit whatever
+// its peak: vLLM refuses to start.
 func Check(r memory.Result, g gpu.GPU) Fit {
-	return CheckBytes(Need(r), g)
+	f := CheckBytes(Need(r), g)
+	if why := poolTooSmall(r); why != "" {
+		f.Verdict, f.Reason = DoesNotFit, why
+	}
+	return f
+}
+
+// poolTooSmall explains why a serving result cannot start, or returns "".
+func poolTooSmall(r memory.Result) string {
+	s := r.Serving
+	if s == nil || s.MaxModelLenFits {
+		return ""
+	}
+	return fmt.Sprintf("KV pool of %s holds %d tokens, fewer than max_model_len %d", s.KVPoolBytes, s.KVTokens, s.MaxModelLen)
+}
+
+// within reports whether r's peak stays within budget (and a serving
+// engine can start), and if not, why.
+func within(r memory.Result, budget units.Bytes) (bool, string) {
+	if why := poolTooSmall(r); why != "" {
+		return false, why
+	}
+	if need := Need(r); need > budget {
+		return false, fmt.Sprintf("needs %s > budget %s", need, budget)
+	}
+	return true, ""
 }
 
 // CheckBytes compares a per-GPU need against g's memory.
@@ -112,5 +142,9 @@ func CheckBytes(need units.Bytes, g gpu.GPU) Fit {
 
 // String is a one-line summary such as "fits: 61.20 GiB of 79.65 GiB (76.8 %)".
 func (f Fit) String() string {
-	return fmt.Sprintf("%s: %s of %s (%.1f %%)", f.Verdict, f.NeedBytes, f.GPUMemoryBytes, f.Utilization)
+	s := fmt.Sprintf("%s: %s of %s (%.1f %%)", f.Verdict, f.NeedBytes, f.GPUMemoryBytes, f.Utilization)
+	if f.Reason != "" {
+		s += ": " + f.Reason
+	}
+	return s
 }

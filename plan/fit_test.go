@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/gpumem/gpumem/gpu"
@@ -64,5 +66,62 @@ func TestBudgetKeepsHeadroom(t *testing.T) {
 	}
 	if CheckBytes(b, g).Verdict != Fits || CheckBytes(b+1, g).Verdict != Tight {
 		t.Error("Budget is not the boundary between fits and tight")
+	}
+}
+
+// pool models a vLLM deployment: a 70 GiB pool minus 16 GiB of weights,
+// 128 KiB of KV cache per token.
+func pool(j memory.Job) (memory.Result, error) {
+	const perToken = 128 * units.KiB
+	p := 54 * units.GiB
+	tokens := int64(p / perToken)
+	return memory.Result{Job: j,
+		PerGPU: memory.PerGPU{DevicePeakBytes: 72 * units.GiB},
+		Serving: &memory.ServingResult{KVPoolBytes: p, KVTokens: tokens, MaxModelLen: j.MaxModelLen,
+			MaxModelLenFits: int64(j.MaxModelLen) <= tokens},
+	}, nil
+}
+
+func TestServingPoolDecidesTheFit(t *testing.T) {
+	g, _ := gpu.Lookup("a100-80g")
+	r, _ := pool(memory.Job{Mode: memory.Serving, MaxModelLen: 1 << 20})
+	if f := Check(r, g); f.Verdict != DoesNotFit || f.Reason == "" {
+		t.Errorf("pool too small for max_model_len: %v", f)
+	}
+	got, err := MaxSeqLen(pool, memory.Job{Mode: memory.Serving}, g, 1, 1<<22)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int(54 * units.GiB / (128 * units.KiB)); got.Value != want {
+		t.Errorf("longest max_model_len %d, want %d", got.Value, want)
+	}
+}
+
+func TestPow2Range(t *testing.T) {
+	tests := []struct {
+		lo, hi int
+		want   string
+	}{
+		{512, 4096, "[512 1024 2048 4096]"},
+		{1, 20, "[1 2 4 8 16 20]"},
+		{3, 3, "[3]"},
+		{0, 2, "[1 2]"},
+		{5, 4, "[]"},
+	}
+	for _, tt := range tests {
+		if got := fmt.Sprint(Pow2Range(tt.lo, tt.hi)); got != tt.want {
+			t.Errorf("Pow2Range(%d, %d) = %s, want %s", tt.lo, tt.hi, got, tt.want)
+		}
+	}
+}
+
+func TestSweepSkipsFailures(t *testing.T) {
+	s := synth{params: 1000, actPerToken: 1}
+	xs, rs, err := Sweep(s.estimate, memory.Job{}, SeqLen, []int{1024, 65536, 2048})
+	if err != nil || fmt.Sprint(xs) != "[1024 2048]" || len(rs) != 2 || rs[1].Job.SeqLen != 2048 {
+		t.Errorf("Sweep = %v, %d results, %v", xs, len(rs), err)
+	}
+	if _, _, err := Sweep(s.estimate, memory.Job{}, SeqLen, []int{65536}); err == nil || !strings.Contains(err.Error(), "max_position_embeddings") {
+		t.Errorf("all failing: %v", err)
 	}
 }

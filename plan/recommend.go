@@ -117,11 +117,12 @@ func MinTP(est EstimateFunc, job memory.Job, g gpu.GPU, hi int) (Found, error) {
 			errs = append(errs, fmt.Errorf("tp %d: %w", tp, err))
 			continue
 		}
-		if Need(r) <= budget {
+		ok, why := within(r, budget)
+		if ok {
 			f.Value, f.Result = tp*pp, r
 			return f, nil
 		}
-		f.Stop = fmt.Sprintf("tp %d needs %s > budget %s", tp, Need(r), budget)
+		f.Stop = fmt.Sprintf("tp %d %s", tp, why)
 	}
 	if len(errs) > 0 && f.Stop == "" {
 		return f, fmt.Errorf("search tp on %s: %w", g.Name, errors.Join(errs...))

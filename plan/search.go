@@ -112,8 +112,8 @@ func (p *probe) at(n int) (memory.Result, bool, string) {
 	if err != nil {
 		return r, false, err.Error()
 	}
-	if need := Need(r); need > p.budget {
-		return r, false, fmt.Sprintf("%s=%d needs %s > budget %s", p.v, n, need, p.budget)
+	if ok, why := within(r, p.budget); !ok {
+		return r, false, fmt.Sprintf("%s=%d %s", p.v, n, why)
 	}
 	return r, true, ""
 }
@@ -197,8 +197,8 @@ func MinGPUs(est EstimateFunc, job memory.Job, g gpu.GPU, hi int) (Found, error)
 		if err != nil {
 			return r, false, err.Error()
 		}
-		if need := Need(r); need > budget {
-			return r, false, fmt.Sprintf("%d GPUs need %s each > budget %s", k*mp, need, budget)
+		if ok, why := within(r, budget); !ok {
+			return r, false, fmt.Sprintf("%d GPUs: %s", k*mp, why)
 		}
 		return r, true, ""
 	}
@@ -230,4 +230,48 @@ func MinGPUs(est EstimateFunc, job memory.Job, g gpu.GPU, hi int) (Found, error)
 		}
 	}
 	return Found{Var: GPUsVar, Value: good * mp, Result: best, Limit: hi, Stop: stop, Evaluations: evals}, nil
+}
+
+// Sweep estimates job at each of values of v, for charts. Values whose
+// estimate fails (a sequence longer than the model allows) are left out;
+// the error is returned only when no value could be estimated.
+func Sweep(est EstimateFunc, job memory.Job, v Var, values []int) ([]int, []memory.Result, error) {
+	var xs []int
+	var rs []memory.Result
+	var errs []error
+	for _, n := range values {
+		j := job
+		f, err := v.field(&j)
+		if err != nil {
+			return nil, nil, err
+		}
+		*f = n
+		r, err := est(j)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s=%d: %w", v, n, err))
+			continue
+		}
+		xs, rs = append(xs, n), append(rs, r)
+	}
+	if len(xs) == 0 {
+		return nil, nil, fmt.Errorf("sweep %s: no value could be estimated: %w", v, errors.Join(errs...))
+	}
+	return xs, rs, nil
+}
+
+// Pow2Range returns lo, 2·lo, 4·lo, … up to hi, and hi itself if it is
+// not on the sequence: the x values of a sweep.
+func Pow2Range(lo, hi int) []int {
+	lo = max(lo, 1)
+	var out []int
+	for n := lo; n <= hi; n *= 2 {
+		out = append(out, n)
+		if n > hi/2 {
+			break
+		}
+	}
+	if len(out) > 0 && out[len(out)-1] != hi && hi > lo {
+		out = append(out, hi)
+	}
+	return out
 }

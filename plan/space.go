@@ -2,7 +2,9 @@ package plan
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
+	"sync"
 
 	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/memory"
@@ -38,6 +40,9 @@ type Space struct {
 	Methods []string `json:"methods"`
 	// Keep is how many ranked candidates to return (0 = 50).
 	Keep int `json:"keep,omitempty"`
+	// Workers is the number of goroutines estimating layouts
+	// (0 = GOMAXPROCS).
+	Workers int `json:"-"`
 }
 
 // DefaultKeep is the number of candidates Search returns by default.
@@ -102,6 +107,9 @@ func (s Space) withDefaults() Space {
 	if s.Keep <= 0 {
 		s.Keep = DefaultKeep
 	}
+	if s.Workers <= 0 {
+		s.Workers = runtime.GOMAXPROCS(0)
+	}
 	s.MicroBatches = append([]int(nil), s.MicroBatches...)
 	sort.Ints(s.MicroBatches)
 	return s
@@ -122,9 +130,11 @@ type Candidate struct {
 
 // Skip counts layouts the estimator rejected for one reason.
 type Skip struct {
-	Reason  string `json:"reason"`
-	Count   int    `json:"count"`
+	Reason string `json:"reason"`
+	Count  int    `json:"count"`
+	// Example is the first layout (in enumeration order) skipped for Reason.
 	Example Layout `json:"example"`
+	seq     int
 }
 
 // Plan is the answer of [Search].
@@ -156,6 +166,10 @@ type Plan struct {
 // and returns those that fit, ranked by [Score]. An estimator error for a
 // layout (an engine or combination it does not model) skips the layout and
 // is counted under its message in Plan.Skipped.
+//
+// Layouts are estimated by s.Workers goroutines (default GOMAXPROCS), so
+// est must be safe for concurrent use, as pure functions are. The result
+// does not depend on the number of workers.
 func Search(est EstimateFunc, base memory.Job, g gpu.GPU, s Space) (Plan, error) {
 	if base.Mode != "" && base.Mode != memory.Train {
 		return Plan{}, fmt.Errorf("search layouts: mode %q: layouts are searched for training jobs", base.Mode)
@@ -163,43 +177,105 @@ func Search(est EstimateFunc, base memory.Job, g gpu.GPU, s Space) (Plan, error)
 	s = s.withDefaults()
 	base = OnGPU(base, g)
 	p := Plan{GPU: g.Name, MemoryBytes: g.Memory}
-	skips := map[string]*Skip{}
-	top := &best{keep: s.Keep}
+	var work []Layout
 	s.each(base, func(l Layout) {
-		if reason := l.Valid(); reason != "" {
+		if l.Valid() != "" {
 			p.Invalid += len(s.MicroBatches)
 			return
 		}
-		for i, mb := range s.MicroBatches {
-			l.MicroBatch = mb
-			p.Evaluated++
-			r, err := est(l.Apply(base))
-			if err != nil {
-				addSkip(skips, err.Error(), l)
-				p.Pruned += len(s.MicroBatches) - i - 1
-				return
-			}
-			f := CheckBytes(Need(r), g)
-			if f.Verdict == DoesNotFit {
-				p.TooBig++
-				p.Pruned += len(s.MicroBatches) - i - 1
-				return
-			}
-			p.Feasible++
-			top.offer(Candidate{Layout: l, NeedBytes: f.NeedBytes, Utilization: f.Utilization, Verdict: f.Verdict, Score: Score(l)})
-		}
+		work = append(work, l)
 	})
+	workers := min(max(s.Workers, 1), max(len(work), 1))
+	parts := make([]searchPart, workers)
+	var wg sync.WaitGroup
+	for w := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			parts[w] = searchChunk(est, base, g, s, work, w, workers)
+		}()
+	}
+	wg.Wait()
+	top := &best{keep: s.Keep}
+	skips := map[string]*Skip{}
+	for _, part := range parts {
+		p.Evaluated += part.evaluated
+		p.Pruned += part.pruned
+		p.TooBig += part.tooBig
+		p.Feasible += part.feasible
+		for i, c := range part.top.cs {
+			top.offer(c, part.top.seq[i])
+		}
+		mergeSkips(skips, part.skips)
+	}
 	p.Candidates = top.sorted()
 	p.Skipped = sortSkips(skips)
 	return p, nil
 }
 
-func addSkip(skips map[string]*Skip, reason string, l Layout) {
+// searchPart is one worker's share of a search.
+type searchPart struct {
+	evaluated, pruned, tooBig, feasible int
+	top                                 *best
+	skips                               map[string]*Skip
+}
+
+// searchChunk estimates work[w], work[w+n], work[w+2n], ... Interleaving
+// balances the workers, since neighbouring layouts cost about the same.
+// Sequence numbers are global (layout index · micro-batches + position),
+// which makes ties break the same way for any number of workers.
+func searchChunk(est EstimateFunc, base memory.Job, g gpu.GPU, s Space, work []Layout, w, n int) searchPart {
+	part := searchPart{top: &best{keep: s.Keep}, skips: map[string]*Skip{}}
+	nmb := len(s.MicroBatches)
+	for k := w; k < len(work); k += n {
+		l := work[k]
+		for i, mb := range s.MicroBatches {
+			l.MicroBatch = mb
+			seq := k*nmb + i
+			part.evaluated++
+			r, err := est(l.Apply(base))
+			if err != nil {
+				addSkip(part.skips, err.Error(), l, seq)
+				part.pruned += nmb - i - 1
+				break
+			}
+			f := Check(r, g)
+			if f.Verdict == DoesNotFit {
+				part.tooBig++
+				part.pruned += nmb - i - 1
+				break
+			}
+			part.feasible++
+			part.top.offer(Candidate{Layout: l, NeedBytes: f.NeedBytes, Utilization: f.Utilization, Verdict: f.Verdict, Score: Score(l)}, seq)
+		}
+	}
+	return part
+}
+
+func addSkip(skips map[string]*Skip, reason string, l Layout, seq int) {
 	if s, ok := skips[reason]; ok {
 		s.Count++
+		if seq < s.seq {
+			s.Example, s.seq = l, seq
+		}
 		return
 	}
-	skips[reason] = &Skip{Reason: reason, Count: 1, Example: l}
+	skips[reason] = &Skip{Reason: reason, Count: 1, Example: l, seq: seq}
+}
+
+func mergeSkips(dst, src map[string]*Skip) {
+	for reason, s := range src {
+		d, ok := dst[reason]
+		if !ok {
+			c := *s
+			dst[reason] = &c
+			continue
+		}
+		d.Count += s.Count
+		if s.seq < d.seq {
+			d.Example, d.seq = s.Example, s.seq
+		}
+	}
 }
 
 func sortSkips(m map[string]*Skip) []Skip {
@@ -241,21 +317,20 @@ type best struct {
 	keep int
 	cs   []Candidate
 	seq  []int
-	n    int
 }
 
-func (h *best) offer(c Candidate) {
-	h.n++
+// offer adds c, whose enumeration position is seq, if it is among the best.
+func (h *best) offer(c Candidate, seq int) {
 	if len(h.cs) < h.keep {
 		h.cs = append(h.cs, c)
-		h.seq = append(h.seq, h.n)
+		h.seq = append(h.seq, seq)
 		h.up(len(h.cs) - 1)
 		return
 	}
-	if !better(c, h.cs[0], h.n, h.seq[0]) {
+	if !better(c, h.cs[0], seq, h.seq[0]) {
 		return
 	}
-	h.cs[0], h.seq[0] = c, h.n
+	h.cs[0], h.seq[0] = c, seq
 	h.down(0)
 }
 

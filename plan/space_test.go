@@ -2,6 +2,7 @@ package plan
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/gpumem/gpumem/gpu"
@@ -265,6 +266,29 @@ func TestSearchKeepsTheBest(t *testing.T) {
 			if c != pAll.Candidates[i] {
 				t.Fatalf("keep %d: candidate %d = %v, want %v", keep, i, c.Layout, pAll.Candidates[i].Layout)
 			}
+		}
+	}
+}
+
+func TestSearchSameForAnyWorkerCount(t *testing.T) {
+	s := synth{params: 7_000_000_000, actPerToken: 150_000}
+	g, _ := gpu.Lookup("a100-80g")
+	base := memory.Job{SeqLen: 4096, GradAccum: 4}
+	var plans []Plan
+	for _, w := range []int{1, 2, 3, 8} {
+		sp := DefaultSpace(16)
+		sp.EP = []int{1, 4}
+		sp.Keep = 200
+		sp.Workers = w
+		p, err := Search(s.estimate, base, g, sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plans = append(plans, p)
+	}
+	for i := 1; i < len(plans); i++ {
+		if !reflect.DeepEqual(plans[0], plans[i]) {
+			t.Fatalf("plan with worker setting %d differs from the single-worker plan", i)
 		}
 	}
 }

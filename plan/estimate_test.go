@@ -1,0 +1,194 @@
+package plan
+
+import (
+	"testing"
+
+	"github.com/gpumem/gpumem/gpu"
+	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/model"
+)
+
+// These tests run the searches on the real estimator and check their
+// defining properties against direct estimates: whatever the memory
+// model's numbers, the answer fits and one step more does not.
+
+func loadModel(t *testing.T, id string) EstimateFunc {
+	t.Helper()
+	m, err := model.Load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return For(m)
+}
+
+func lookup(t *testing.T, name string) gpu.GPU {
+	t.Helper()
+	g, err := gpu.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// checkMax verifies a MaxFit answer with direct estimates.
+func checkMax(t *testing.T, est EstimateFunc, job memory.Job, g gpu.GPU, got Found) {
+	t.Helper()
+	j := OnGPU(job, g)
+	f, err := got.Var.field(&j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	*f = got.Value
+	r, err := est(j)
+	if err != nil {
+		t.Fatalf("%s=%d: %v", got.Var, got.Value, err)
+	}
+	if ok, why := within(r, Budget(g)); !ok {
+		t.Errorf("%s=%d on %s does not fit: %s", got.Var, got.Value, g.Name, why)
+	}
+	if got.Value >= got.Limit {
+		return
+	}
+	*f = got.Value + 1
+	r, err = est(j)
+	if ok, _ := within(r, Budget(g)); err == nil && ok {
+		t.Errorf("%s=%d on %s: one more also fits", got.Var, got.Value, g.Name)
+	}
+	if got.Stop == "" {
+		t.Errorf("%s=%d below the limit without a reason", got.Var, got.Value)
+	}
+}
+
+func TestRealMaxBatchAndSeqLen(t *testing.T) {
+	tests := []struct {
+		model string
+		job   memory.Job
+		gpus  []string
+	}{
+		{"Qwen/Qwen2.5-0.5B", memory.Job{SeqLen: 2048}, []string{"t4", "l4", "a100-80g"}},
+		{"meta-llama/Llama-3.2-1B-Instruct", memory.Job{SeqLen: 1024, GradCheckpoint: "full"}, []string{"rtx-4090", "h100"}},
+		{"meta-llama/Llama-3.1-8B", memory.Job{SeqLen: 4096, Method: "lora", GradCheckpoint: "full"}, []string{"l40s", "h100"}},
+		{"meta-llama/Llama-3.1-8B", memory.Job{Mode: memory.Inference, PromptLen: 2048, GenLen: 512}, []string{"l4", "h100"}},
+	}
+	for _, tt := range tests {
+		est := loadModel(t, tt.model)
+		for _, name := range tt.gpus {
+			g := lookup(t, name)
+			t.Run(tt.model+"/"+name, func(t *testing.T) {
+				b, err := MaxBatch(est, tt.job, g, 4096)
+				if err != nil {
+					t.Fatalf("max batch: %v", err)
+				}
+				checkMax(t, est, tt.job, g, b)
+				job := tt.job
+				if job.Mode == memory.Inference {
+					job.Batch = 1
+				} else {
+					job.MicroBatch = 1
+				}
+				s, err := MaxSeqLen(est, job, g, 128, 1<<20)
+				if err != nil {
+					t.Fatalf("max seq len: %v", err)
+				}
+				checkMax(t, est, job, g, s)
+			})
+		}
+	}
+}
+
+func TestRealServingMaxModelLen(t *testing.T) {
+	est := loadModel(t, "meta-llama/Llama-3.1-8B")
+	g := lookup(t, "l4")
+	got, err := MaxSeqLen(est, memory.Job{Mode: memory.Serving}, g, 256, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMax(t, est, memory.Job{Mode: memory.Serving}, g, got)
+	if got.Result.Serving == nil || !got.Result.Serving.MaxModelLenFits {
+		t.Errorf("answer %d has no fitting serving result", got.Value)
+	}
+}
+
+func TestRealSearchCandidatesFit(t *testing.T) {
+	est := loadModel(t, "meta-llama/Llama-3.2-1B-Instruct")
+	g := lookup(t, "l4")
+	base := memory.Job{SeqLen: 2048, GradAccum: 4}
+	sp := DefaultSpace(4)
+	sp.Keep = 1 << 20
+	p, err := Search(est, base, g, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Feasible == 0 {
+		t.Fatalf("no layout of a 1B model fits on %s: %+v", g.Name, p.Skipped)
+	}
+	for _, c := range p.Candidates {
+		r, err := est(c.Apply(OnGPU(base, g)))
+		if err != nil {
+			t.Fatalf("%v: %v", c.Layout, err)
+		}
+		if f := Check(r, g); f.Verdict != c.Verdict || f.NeedBytes != c.NeedBytes || f.Verdict == DoesNotFit {
+			t.Errorf("%v: candidate %v, direct %v", c.Layout, c.Verdict, f)
+		}
+	}
+}
+
+func TestRealRecommend(t *testing.T) {
+	est := loadModel(t, "meta-llama/Llama-3.1-8B")
+	job := memory.Job{Mode: memory.Inference, Batch: 4, PromptLen: 4096, GenLen: 512}
+	recs := Recommend(est, job, gpu.All(), 8)
+	if len(recs) != len(gpu.All()) {
+		t.Fatalf("%d recommendations", len(recs))
+	}
+	for _, rec := range recs {
+		g := lookup(t, rec.GPU)
+		r, err := est(OnGPU(job, g))
+		if err != nil {
+			if rec.Error == "" {
+				t.Errorf("%s: estimator error %v not reported", g.Name, err)
+			}
+			continue
+		}
+		if f := Check(r, g); f != rec.Fit {
+			t.Errorf("%s: recommendation %v, direct %v", g.Name, rec.Fit, f)
+		}
+		if rec.MinGPUs > 0 {
+			j := OnGPU(job, g)
+			j.TP, j.NumGPUs = rec.MinGPUs, rec.MinGPUs
+			r, err := est(j)
+			if ok, why := within(r, Budget(g)); err != nil || !ok {
+				t.Errorf("%s: tp %d does not fit: %v %s", g.Name, rec.MinGPUs, err, why)
+			}
+		}
+	}
+	// A 16 GB bf16 model with a 2 GiB cache fits a 24 GB card only with
+	// sharding, and a single H100 as given.
+	for _, rec := range recs {
+		if rec.GPU == "H100-SXM" && rec.Verdict != Fits {
+			t.Errorf("8B inference on H100: %v", rec.Fit)
+		}
+	}
+}
+
+// BenchmarkSearchRealEstimator measures layout search with the real
+// training estimator (Llama-3.2-1B on L4). It is slower per layout than
+// BenchmarkSearchSynthetic: each estimate builds the full component
+// breakdown with formulas and sources.
+func BenchmarkSearchRealEstimator(b *testing.B) {
+	m, err := model.Load("meta-llama/Llama-3.2-1B-Instruct")
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, _ := gpu.Lookup("l4")
+	base := memory.Job{SeqLen: 2048, GradAccum: 8}
+	sp := DefaultSpace(64)
+	var p Plan
+	for b.Loop() {
+		p, err = Search(For(m), base, g, sp)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(p.Evaluated), "layouts/op")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(max(p.Evaluated, 1)), "ns/layout")
+}
