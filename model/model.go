@@ -65,36 +65,58 @@ type Model struct {
 
 // Stack is one transformer stack: its dimensions and per-layer structure.
 type Stack struct {
-	Layers        int `json:"num_hidden_layers"`
-	Hidden        int `json:"hidden_size"`
-	Heads         int `json:"num_attention_heads"`
-	KVHeads       int `json:"num_key_value_heads"`
-	HeadDim       int `json:"head_dim"`
-	Intermediate  int `json:"intermediate_size"` // dense FFN width (width of one branch when gated)
-	Vocab         int `json:"vocab_size"`        // 0 for stacks without an embedding (vision)
-	MaxPositions  int `json:"max_position_embeddings,omitempty"`
+	// Layers is the number of transformer layers.
+	Layers int `json:"num_hidden_layers"`
+	// Hidden is the residual-stream width h.
+	Hidden int `json:"hidden_size"`
+	// Heads is the number of query heads a.
+	Heads int `json:"num_attention_heads"`
+	// KVHeads is the number of key/value heads k (k = a without GQA/MQA;
+	// for MLA, the number of heads the latent is expanded to).
+	KVHeads int `json:"num_key_value_heads"`
+	// HeadDim is the width of one query/key head (MLA: nope + rope dims);
+	// it need not be Hidden/Heads (Gemma, Qwen3).
+	HeadDim int `json:"head_dim"`
+	// Intermediate is the dense FFN width (width of one branch when gated).
+	Intermediate int `json:"intermediate_size"`
+	// Vocab is the vocabulary size; 0 for stacks without an embedding (vision).
+	Vocab int `json:"vocab_size"`
+	// MaxPositions is max_position_embeddings, 0 when unstated.
+	MaxPositions int `json:"max_position_embeddings,omitempty"`
+	// SlidingWindow is the window of SlidingAttention layers, in tokens.
 	SlidingWindow int `json:"sliding_window,omitempty"`
 	// AttentionChunk is the chunk size of chunked-attention layers (Llama 4).
 	AttentionChunk int `json:"attention_chunk_size,omitempty"`
 
-	TiedEmbeddings bool     `json:"tie_word_embeddings"`
-	Norm           NormKind `json:"norm"`
-	MLP            MLPKind  `json:"mlp"`
-	Activation     string   `json:"hidden_act,omitempty"`
+	// TiedEmbeddings is true when the output head shares the input
+	// embedding matrix (no separate lm_head parameters).
+	TiedEmbeddings bool `json:"tie_word_embeddings"`
+	// Norm is the normalisation the layers use.
+	Norm NormKind `json:"norm"`
+	// MLP says whether the dense FFN is gated.
+	MLP MLPKind `json:"mlp"`
+	// Activation is the FFN activation as named in config.json.
+	Activation string `json:"hidden_act,omitempty"`
 	// Causal is true for decoders (causal self-attention), false for encoders.
 	Causal bool `json:"causal"`
 	// ParallelBlock is true when attention and MLP read the same input
 	// (GPT-J, GPT-NeoX parallel residual, Falcon, Phi-2).
 	ParallelBlock bool `json:"parallel_block,omitempty"`
-	QKNorm        bool `json:"qk_norm,omitempty"`
-	AttnBias      bool `json:"attention_bias,omitempty"` // q/k/v projection biases
-	OutBias       bool `json:"o_proj_bias,omitempty"`
-	MLPBias       bool `json:"mlp_bias,omitempty"`
+	// QKNorm is true when queries and keys are normalised (Qwen3, Gemma 3, OLMoE).
+	QKNorm bool `json:"qk_norm,omitempty"`
+	// AttnBias is true when the q/k/v projections have biases.
+	AttnBias bool `json:"attention_bias,omitempty"`
+	// OutBias is true when the attention output projection has a bias.
+	OutBias bool `json:"o_proj_bias,omitempty"`
+	// MLPBias is true when the FFN projections have biases.
+	MLPBias bool `json:"mlp_bias,omitempty"`
 
 	// LayerTypes has one entry per layer (len == Layers).
 	LayerTypes []LayerType `json:"layer_types"`
 
+	// MoE describes the mixture-of-experts layers; nil for dense stacks.
 	MoE *MoE `json:"moe,omitempty"`
+	// MLA describes multi-head latent attention; nil for standard attention.
 	MLA *MLA `json:"mla,omitempty"`
 }
 
