@@ -137,3 +137,36 @@ func TestInferenceBatchSize(t *testing.T) {
 		t.Errorf("inference --batch-size 8: Batch %d, MicroBatch %d", opts.Job.Batch, opts.Job.MicroBatch)
 	}
 }
+
+func TestListingCommands(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"optimizers"}, []string{"adamw_torch", "paged_adamw_8bit", "adafactor", "lion", "muon"}},
+		{[]string{"constants"}, []string{"fragmentation", "cuda_context_mib", "activation_scale"}},
+		{[]string{"models", "qwen3"}, []string{"Qwen/Qwen3-8B", "qwen3-8b"}},
+		{[]string{"models", "--filter", "mixtral", "--format", "markdown"}, []string{"| mistralai/Mixtral-8x7B-v0.1 |"}},
+	} {
+		out, errOut, code := runCommand(t, tc.args...)
+		if code != 0 {
+			t.Errorf("%v: exit %d: %s", tc.args, code, errOut)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%v: output lacks %q", tc.args, w)
+			}
+		}
+	}
+	out, _, _ := runCommand(t, "models", "qwen3", "--format", "json")
+	var rows []modelsRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) < 5 {
+		t.Fatalf("models json: %v, %d rows", err, len(rows))
+	}
+	for _, r := range rows {
+		if !strings.Contains(strings.ToLower(r.ID+r.ModelType+strings.Join(r.Aliases, "")), "qwen3") || r.TotalParams <= 0 {
+			t.Errorf("row %+v does not match the filter or has no params", r)
+		}
+	}
+}

@@ -84,6 +84,7 @@ and what nvidia-smi shows.`,
 		newParamsCmd(f, g),
 		newEstimateCmd(f, g),
 		newConstantsCmd(f, g),
+		newOptimizersCmd(f, g),
 		newInspectCmd(f, g),
 	)
 	for _, c := range root.Commands() {
