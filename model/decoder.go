@@ -13,6 +13,7 @@ type dims struct {
 // readStack reads the dimensions every transformer stack has, filling
 // absent keys from d, and checks that they fit together.
 func readStack(c *config, d dims) Stack {
+	noteDefaults(c, d)
 	var s Stack
 	s.Hidden = c.dim("hidden_size", d.hidden)
 	s.Layers = c.layers("num_hidden_layers", d.layers)
@@ -45,6 +46,20 @@ func readStack(c *config, d dims) Stack {
 	}
 	s.LayerTypes = uniformLayers(s.Layers, FullAttention)
 	return s
+}
+
+// noteDefaults warns about the core dimensions c leaves to the family's
+// defaults (a sparse text_config, say): the counts then rest on them.
+func noteDefaults(c *config, d dims) {
+	for _, k := range []struct {
+		key string
+		def int
+	}{{"hidden_size", d.hidden}, {"num_hidden_layers", d.layers}, {"num_attention_heads", d.heads},
+		{"intermediate_size", d.inter}, {"vocab_size", d.vocab}} {
+		if k.def > 1 && !c.has(k.key) {
+			c.warnf("%s%s not set: using the architecture's default %d", c.prefix, k.key, k.def)
+		}
+	}
 }
 
 // uniformLayers returns n layers of one attention kind.
