@@ -127,8 +127,11 @@ func (c phaseContext) weightsRow() Component {
 // kvRow is the KV cache of batch sequences of tokens self-attended tokens.
 func (c phaseContext) kvRow(phase string, tokens int64) Component {
 	in := c.in
-	if in.noKV {
+	switch {
+	case in.noKV:
 		return Component{Name: "kv_cache", Level: "allocated", Phase: phase, Formula: "--no-kv-cache: nothing cached", Source: srcKV}
+	case in.encoderOnly:
+		return Component{Name: "kv_cache", Level: "allocated", Phase: phase, Formula: "encoder-only model: one forward, nothing cached", Source: srcKV}
 	}
 	b := units.Bytes(units.MulInt(int64(c.in.kvBytesPerSeq(c.kv, tokens)), in.batch))
 	f := fmt.Sprintf("batch %d × [%d tokens × %d full-attention B/token", in.batch, tokens, c.kv.full)

@@ -299,6 +299,20 @@ func TestOneGeneratedTokenHasNoDecodeStep(t *testing.T) {
 	}
 }
 
+func TestEncoderOnlyHasNoCache(t *testing.T) {
+	d := llama2_7b
+	d.id = "encoder-only"
+	m := testModel(d)
+	m.Text.Causal = false
+	r := mustEstimate(t, m, Job{Mode: Inference, Batch: 8, PromptLen: 512})
+	if kv := component(t, r, "kv_cache").Bytes; kv != 0 {
+		t.Errorf("encoder-only kv_cache = %v, want 0", kv)
+	}
+	if _, err := Estimate(m, Job{Mode: Inference, PromptLen: 8, GenLen: 8}); err == nil || !strings.Contains(err.Error(), "encoder-only") {
+		t.Errorf("generation with an encoder-only model: error %v", err)
+	}
+}
+
 func TestInferenceDefaultLengthWarns(t *testing.T) {
 	r := mustEstimate(t, testModel(llama31_8b), Job{Mode: Inference})
 	if len(r.Warnings) == 0 || !strings.Contains(r.Warnings[0], "2048") {
