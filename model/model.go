@@ -137,22 +137,35 @@ type LayerType struct {
 
 // MoE describes the mixture-of-experts FFN layers of a stack.
 type MoE struct {
-	Experts         int  `json:"num_experts"`
-	ExpertsPerToken int  `json:"num_experts_per_tok"`
-	ExpertFFN       int  `json:"moe_intermediate_size"`
-	SharedExperts   int  `json:"n_shared_experts,omitempty"`
-	SharedFFN       int  `json:"shared_expert_intermediate_size,omitempty"` // width of all shared experts together
-	DenseLayers     int  `json:"first_k_dense_replace,omitempty"`           // leading dense layers
-	RouterBias      bool `json:"router_bias,omitempty"`
+	// Experts is the number of routed experts per MoE layer.
+	Experts int `json:"num_experts"`
+	// ExpertsPerToken is the number of routed experts each token uses (top-k).
+	ExpertsPerToken int `json:"num_experts_per_tok"`
+	// ExpertFFN is the FFN width of one routed expert (one branch when gated).
+	ExpertFFN int `json:"moe_intermediate_size"`
+	// SharedExperts is the number of always-active shared experts.
+	SharedExperts int `json:"n_shared_experts,omitempty"`
+	// SharedFFN is the width of all shared experts together.
+	SharedFFN int `json:"shared_expert_intermediate_size,omitempty"`
+	// DenseLayers is the number of leading dense layers (DeepSeek first_k_dense_replace).
+	DenseLayers int `json:"first_k_dense_replace,omitempty"`
+	// RouterBias is true when the router Linear has a bias (gpt-oss).
+	RouterBias bool `json:"router_bias,omitempty"`
 }
 
 // MLA describes DeepSeek multi-head latent attention.
 type MLA struct {
-	QLoRARank  int `json:"q_lora_rank"` // 0 when q is projected directly
+	// QLoRARank is the rank of the query down-projection; 0 when q is
+	// projected directly (DeepSeek-V2-Lite).
+	QLoRARank int `json:"q_lora_rank"`
+	// KVLoRARank is the width of the compressed KV latent (what the KV cache holds).
 	KVLoRARank int `json:"kv_lora_rank"`
-	QKNopeDim  int `json:"qk_nope_head_dim"`
-	QKRopeDim  int `json:"qk_rope_head_dim"`
-	VHeadDim   int `json:"v_head_dim"`
+	// QKNopeDim is the per-head query/key width without rotary embedding.
+	QKNopeDim int `json:"qk_nope_head_dim"`
+	// QKRopeDim is the per-head rotary width (the decoupled key is shared by all heads).
+	QKRopeDim int `json:"qk_rope_head_dim"`
+	// VHeadDim is the per-head value width.
+	VHeadDim int `json:"v_head_dim"`
 }
 
 // Vision is the vision tower of a VLM and how images become LLM tokens.
