@@ -103,19 +103,40 @@ func loadCatalogFile(file string) (*Model, error) {
 // e.g. "meta-llama/llama-2-7b-hf") or a short alias ("llama2-7b"). A name
 // not in the catalog returns an error wrapping [ErrNotFound].
 func Lookup(name string) (*Model, error) {
+	file, err := catalogFile(name)
+	if err != nil {
+		return nil, err
+	}
+	return loadCatalogFile(file)
+}
+
+// CatalogConfig returns the embedded config.json of a catalog model, named
+// by Hub id (case-insensitive) or alias, byte for byte as shipped. The
+// synthetic probe hands these bytes to transformers to build the model. A
+// name not in the catalog returns an error wrapping [ErrNotFound].
+func CatalogConfig(name string) ([]byte, error) {
+	file, err := catalogFile(name)
+	if err != nil {
+		return nil, err
+	}
+	return catalogFS.ReadFile(file)
+}
+
+// catalogFile resolves an id or alias to its embedded file.
+func catalogFile(name string) (string, error) {
 	key := strings.ToLower(strings.TrimSpace(name))
 	if id, ok := aliases[key]; ok {
 		key = strings.ToLower(id)
 	}
 	idx, err := catalogIndex()
 	if err != nil {
-		return nil, fmt.Errorf("read catalog: %w", err)
+		return "", fmt.Errorf("read catalog: %w", err)
 	}
 	file, ok := idx[key]
 	if !ok {
-		return nil, fmt.Errorf("%q is not in the built-in catalog (see the catalog list for ids and aliases): %w", name, ErrNotFound)
+		return "", fmt.Errorf("%q is not in the built-in catalog (see the catalog list for ids and aliases): %w", name, ErrNotFound)
 	}
-	return loadCatalogFile(file)
+	return file, nil
 }
 
 // Load resolves ref to a model: a catalog id or alias, a path to a

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"io/fs"
 	"strings"
 	"testing"
@@ -158,5 +159,22 @@ func TestAliases(t *testing.T) {
 		if err != nil || m.ID != id {
 			t.Errorf("Lookup(%q) = %v, %v; want %s", strings.ToUpper(alias), m, err, id)
 		}
+	}
+}
+
+func TestCatalogConfig(t *testing.T) {
+	data, err := CatalogConfig("Llama2-7B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := catalogFS.ReadFile("catalog/meta-llama__Llama-2-7b-hf.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(data) != string(want) {
+		t.Error("CatalogConfig(llama2-7b) is not the embedded file")
+	}
+	if _, err := CatalogConfig("no/such-model"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown name: err = %v, want ErrNotFound", err)
 	}
 }

@@ -1,10 +1,5 @@
 package model
 
-import (
-	"fmt"
-	"strings"
-)
-
 // NormKind is the normalisation a stack uses.
 type NormKind string
 
@@ -236,24 +231,4 @@ type Quantization struct {
 	SkipModules []string `json:"modules_to_not_convert,omitempty"`
 	// Raw holds any other keys as read.
 	Raw map[string]any `json:"raw,omitempty"`
-}
-
-// CatalogConfig returns the embedded config.json of a catalog model, named
-// by Hub id (case-insensitive) or alias, byte for byte as shipped. The
-// synthetic probe hands these bytes to transformers to build the model. A
-// name not in the catalog returns an error wrapping [ErrNotFound].
-func CatalogConfig(name string) ([]byte, error) {
-	key := strings.ToLower(strings.TrimSpace(name))
-	if id, ok := aliases[key]; ok {
-		key = strings.ToLower(id)
-	}
-	idx, err := catalogIndex()
-	if err != nil {
-		return nil, fmt.Errorf("read catalog: %w", err)
-	}
-	file, ok := idx[key]
-	if !ok {
-		return nil, fmt.Errorf("%q is not in the built-in catalog: %w", name, ErrNotFound)
-	}
-	return catalogFS.ReadFile(file)
 }
