@@ -411,3 +411,43 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+func TestSplit(t *testing.T) {
+	names := SplitNames("Qwen3-235B-Q4_K_M-00002-of-00003.gguf")
+	want := []string{"Qwen3-235B-Q4_K_M-00001-of-00003.gguf", "Qwen3-235B-Q4_K_M-00002-of-00003.gguf", "Qwen3-235B-Q4_K_M-00003-of-00003.gguf"}
+	if !cmp.Equal(names, want) {
+		t.Errorf("SplitNames = %v", names)
+	}
+	for _, bad := range []string{"model.gguf", "m-00004-of-00003.gguf", "m-00000-of-00003.gguf", "m-1-of-2.gguf"} {
+		if SplitNames(bad) != nil {
+			t.Errorf("SplitNames(%q) accepted", bad)
+		}
+	}
+	shard := func(no uint16, extra []kv, ts []tensor) *File {
+		kvs := append([]kv{{"split.no", uint32(no)}, {"split.count", uint32(2)}}, extra...)
+		data := writeGGUF(t, kvs, ts)
+		f, err := Read(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	first := shard(0, []kv{{"general.architecture", "llama"}}, []tensor{{"a", []uint64{32}, 0}})
+	second := shard(1, nil, []tensor{{"b", []uint64{64}, 1}})
+	m, err := Merge([]*File{first, second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Tensors) != 2 || m.Architecture() != "llama" || m.Size != first.Size+second.Size {
+		t.Errorf("merged: %d tensors, arch %q, size %d", len(m.Tensors), m.Architecture(), m.Size)
+	}
+	if _, err := Merge([]*File{second, first}); err == nil || !strings.Contains(err.Error(), "split.no") {
+		t.Errorf("out-of-order shards: %v", err)
+	}
+	if _, err := Merge([]*File{first}); err != nil {
+		t.Errorf("single shard: %v", err)
+	}
+	if _, err := Merge([]*File{first, second, second}); err == nil || !strings.Contains(err.Error(), "split.count") {
+		t.Errorf("wrong count: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -97,6 +98,10 @@ func (f *fakeHub) serveHub(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "scripted failure", status)
 		return
 	}
+	if rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/api/models/"); ok {
+		f.serveInfo(w, rest)
+		return
+	}
 	// /{org}/{name}/resolve/{rev}/{file...}
 	parts := strings.SplitN(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/", 5)
 	if len(parts) < 5 || parts[2] != "resolve" {
@@ -158,4 +163,28 @@ func (f *fakeHub) serveCDN(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.ServeContent(w, r, parts[2], time.Time{}, bytes.NewReader(repo.lfs[parts[2]]))
+}
+
+// serveInfo answers /api/models/{org}/{name}/revision/{rev}.
+func (f *fakeHub) serveInfo(w http.ResponseWriter, rest string) {
+	parts := strings.SplitN(rest, "/", 4)
+	if len(parts) != 4 || parts[2] != "revision" {
+		http.NotFound(w, nil)
+		return
+	}
+	repo := f.repos[parts[0]+"/"+parts[1]]
+	if repo == nil {
+		w.Header().Set("X-Error-Code", "RepoNotFound")
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	var sib []map[string]string
+	for name := range repo.files {
+		sib = append(sib, map[string]string{"rfilename": name})
+	}
+	for name := range repo.lfs {
+		sib = append(sib, map[string]string{"rfilename": name})
+	}
+	sib = append(sib, map[string]string{"rfilename": "../evil"})
+	json.NewEncoder(w).Encode(map[string]any{"id": parts[0] + "/" + parts[1], "sha": testCommit, "siblings": sib})
 }

@@ -481,3 +481,34 @@ func TestBadEndpoint(t *testing.T) {
 		}
 	}
 }
+
+func TestInfo(t *testing.T) {
+	f := newFakeHub(t)
+	r := newRepo(f)
+	r.lfs["model-Q4_K_M.gguf"] = []byte("GGUF")
+	dir := t.TempDir()
+	c := f.client(t, Config{CacheDir: dir})
+	info, err := c.Info(ctx, Ref{Repo: "org/model"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &RepoInfo{Commit: testCommit, Files: []string{"config.json", "model-Q4_K_M.gguf"}}
+	if diff := cmp.Diff(want, info); diff != "" {
+		t.Errorf("Info (-want +got):\n%s", diff)
+	}
+	if _, err := c.Info(ctx, Ref{Repo: "org/none"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("missing repo: %v", err)
+	}
+	// Offline, the cached snapshot is listed.
+	if _, err := c.Get(ctx, Ref{Repo: "org/model"}, "config.json"); err != nil {
+		t.Fatal(err)
+	}
+	off := f.client(t, Config{CacheDir: dir, Offline: true})
+	info, err = off.Info(ctx, Ref{Repo: "org/model"})
+	if err != nil || !cmp.Equal(info.Files, []string{"config.json"}) {
+		t.Errorf("offline info = %+v, %v", info, err)
+	}
+	if _, err := off.Info(ctx, Ref{Repo: "org/other"}); !errors.Is(err, ErrOffline) {
+		t.Errorf("offline miss: %v", err)
+	}
+}

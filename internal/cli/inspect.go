@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -135,14 +136,17 @@ func inspectLocal(ctx context.Context, opts *inspectOptions, path string, dir bo
 		res.addCheckpoint(ck, tied)
 		return res, nil
 	}
+	if isGGUF(path) {
+		names := shardNames(filepath.ToSlash(path))
+		return res, res.addGGUFShards(names, opts, func(n string) (safetensors.File, error) {
+			return safetensors.OpenFile(filepath.FromSlash(n))
+		})
+	}
 	file, err := safetensors.OpenFile(path)
 	if err != nil {
 		return nil, err
 	}
 	defer file.Close()
-	if strings.HasSuffix(strings.ToLower(path), ".gguf") {
-		return res, res.addGGUF(file, opts)
-	}
 	h, err := safetensors.ReadHeader(file, file.Size())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -152,7 +156,8 @@ func inspectLocal(ctx context.Context, opts *inspectOptions, path string, dir bo
 }
 
 // inspectHub inspects a Hub repository: its config and weight headers,
-// or one named file.
+// or one named file. A repository without safetensors weights but with
+// one GGUF model (possibly split) is inspected as that GGUF model.
 func inspectHub(ctx context.Context, f *Factory, opts *inspectOptions) (*inspection, error) {
 	ref, err := parseHubRef(opts.Model, opts.Hub)
 	if err != nil {
@@ -163,15 +168,13 @@ func inspectHub(ctx context.Context, f *Factory, opts *inspectOptions) (*inspect
 		return nil, err
 	}
 	res := &inspection{Model: ref.String()}
-	if strings.HasSuffix(strings.ToLower(opts.File), ".gguf") {
-		file, err := c.Open(ctx, ref, opts.File)
-		if err != nil {
-			return nil, hubError(err)
-		}
-		defer file.Close()
-		return res, res.addGGUF(file, opts)
+	if isGGUF(opts.File) {
+		return res, res.addHubGGUF(ctx, c, ref, opts.File, opts)
 	}
 	snap, err := c.FetchConfig(ctx, ref)
+	if errors.Is(err, fs.ErrNotExist) && opts.File == "" {
+		return res, res.findHubGGUF(ctx, c, ref, opts, err)
+	}
 	if err != nil {
 		return nil, hubError(err)
 	}
@@ -190,11 +193,74 @@ func inspectHub(ctx context.Context, f *Factory, opts *inspectOptions) (*inspect
 	ck, err := safetensors.ReadCheckpoint(ctx, hubOpener(c, pinned, opts.File), safetensors.Options{
 		Progress: func(done, total int) { prog.Update("safetensors headers", int64(done), int64(total)) },
 	})
+	if errors.Is(err, fs.ErrNotExist) && opts.File == "" {
+		return res, res.findHubGGUF(ctx, c, pinned, opts, err)
+	}
 	if err != nil {
 		return nil, hubError(err)
 	}
 	res.addCheckpoint(ck, tied)
 	return res, nil
+}
+
+func isGGUF(name string) bool { return strings.HasSuffix(strings.ToLower(name), ".gguf") }
+
+// findHubGGUF lists the repository and inspects its GGUF model when it
+// has exactly one; otherwise it returns notFound, or asks for --file.
+func (r *inspection) findHubGGUF(ctx context.Context, c *hub.Client, ref hub.Ref, opts *inspectOptions, notFound error) error {
+	info, err := c.Info(ctx, ref)
+	if err != nil {
+		return hubError(notFound)
+	}
+	var models []string
+	seen := map[string]bool{}
+	for _, name := range info.Files {
+		if !isGGUF(name) {
+			continue
+		}
+		key := name
+		if parts := gguf.SplitNames(name); parts != nil {
+			key = parts[0]
+		}
+		if !seen[key] {
+			seen[key] = true
+			models = append(models, key)
+		}
+	}
+	switch {
+	case len(models) == 0:
+		return hubError(notFound)
+	case len(models) > 1:
+		if len(models) > 12 {
+			models = append(models[:12], "...")
+		}
+		return usageErrorf("%s has no safetensors weights but %d GGUF files; pick one with --file: %s", ref, len(seen), strings.Join(models, ", "))
+	}
+	pinned := ref
+	pinned.Revision = info.Commit
+	r.Commit = info.Commit
+	return r.addHubGGUF(ctx, c, pinned, models[0], opts)
+}
+
+// addHubGGUF reads a GGUF model (all shards of a split one) from the Hub.
+func (r *inspection) addHubGGUF(ctx context.Context, c *hub.Client, ref hub.Ref, name string, opts *inspectOptions) error {
+	return r.addGGUFShards(shardNames(name), opts, func(n string) (safetensors.File, error) {
+		f, err := c.Open(ctx, ref, n)
+		return f, hubError(err)
+	})
+}
+
+// shardNames returns every shard of a split GGUF, or name alone.
+func shardNames(name string) []string {
+	dir, base := path.Split(name)
+	parts := gguf.SplitNames(base)
+	if parts == nil {
+		return []string{name}
+	}
+	for i := range parts {
+		parts[i] = dir + parts[i]
+	}
+	return parts
 }
 
 // hubOpener opens checkpoint files of ref on the Hub; file, when set,
@@ -221,8 +287,23 @@ func (r *inspection) addCheckpoint(ck *safetensors.Checkpoint, tied bool) {
 	r.Warnings = append(r.Warnings, ck.Warnings...)
 }
 
-func (r *inspection) addGGUF(file safetensors.File, opts *inspectOptions) error {
-	gf, err := gguf.Read(file, file.Size())
+// addGGUFShards reads the GGUF shards named and estimates their memory.
+func (r *inspection) addGGUFShards(names []string, opts *inspectOptions, open func(string) (safetensors.File, error)) error {
+	var shards []*gguf.File
+	for _, name := range names {
+		file, err := open(name)
+		if err != nil {
+			return err
+		}
+		gf, err := gguf.Read(file, file.Size())
+		file.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		shards = append(shards, gf)
+		r.Files = append(r.Files, name)
+	}
+	gf, err := gguf.Merge(shards)
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.Model, err)
 	}

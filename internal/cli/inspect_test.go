@@ -259,38 +259,99 @@ func TestResolveUsageErrors(t *testing.T) {
 	}
 }
 
-// writeGGUF writes a minimal GGUF v3 file: one llama layer with GQA and
-// one F32 tensor.
-func writeGGUF(t *testing.T, path string) {
-	t.Helper()
+// ggufBytes returns a minimal GGUF v3 file: one llama layer with GQA and
+// one F32 tensor; split > 0 makes it shard split-1 of two.
+func ggufBytes(split int) []byte {
 	var b bytes.Buffer
 	le := binary.LittleEndian
 	w := func(v any) { binary.Write(&b, le, v) }
 	str := func(s string) { w(uint64(len(s))); b.WriteString(s) }
+	type ukv struct {
+		k string
+		v uint32
+	}
+	kvs := []ukv{{"llama.block_count", 1}, {"llama.context_length", 1024}, {"llama.embedding_length", 64}, {"llama.attention.head_count", 4}, {"llama.attention.head_count_kv", 2}}
+	if split > 0 {
+		kvs = append(kvs, ukv{"split.no", uint32(split - 1)}, ukv{"split.count", 2})
+	}
 	w(uint32(0x46554747))
 	w(uint32(3))
 	w(uint64(1)) // tensors
-	w(uint64(6)) // metadata
+	w(uint64(len(kvs) + 1))
 	str("general.architecture")
 	w(uint32(8))
 	str("llama")
-	for _, e := range []struct {
-		k string
-		v uint32
-	}{{"llama.block_count", 1}, {"llama.context_length", 1024}, {"llama.embedding_length", 64}, {"llama.attention.head_count", 4}, {"llama.attention.head_count_kv", 2}} {
+	for _, e := range kvs {
 		str(e.k)
 		w(uint32(4))
 		w(e.v)
 	}
-	str("token_embd.weight")
+	str(fmt.Sprintf("t%d.weight", split))
 	w(uint32(2))
 	w([]uint64{64, 10})
 	w(uint32(0)) // F32
 	w(uint64(0))
 	b.Write(make([]byte, 32-b.Len()%32))
 	b.Write(make([]byte, 64*10*4))
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+	return b.Bytes()
+}
+
+func writeGGUF(t *testing.T, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, ggufBytes(0), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestInspectHubGGUF covers GGUF-only repositories: one split model is
+// picked and all its shards read; several models need --file.
+func TestInspectHubGGUF(t *testing.T) {
+	repos := map[string]map[string][]byte{
+		"org/one-GGUF": {"tiny-00001-of-00002.gguf": ggufBytes(1), "tiny-00002-of-00002.gguf": ggufBytes(2), "README.md": []byte("hi")},
+		"org/two-GGUF": {"a-Q4_K_M.gguf": ggufBytes(0), "a-Q8_0.gguf": ggufBytes(0)},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rest, ok := strings.CutPrefix(r.URL.Path, "/api/models/"); ok {
+			parts := strings.Split(rest, "/")
+			var sib []map[string]string
+			for name := range repos[parts[0]+"/"+parts[1]] {
+				sib = append(sib, map[string]string{"rfilename": name})
+			}
+			json.NewEncoder(w).Encode(map[string]any{"sha": fakeCommit, "siblings": sib})
+			return
+		}
+		parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 5)
+		w.Header().Set("X-Repo-Commit", fakeCommit)
+		data, ok := repos[parts[0]+"/"+parts[1]][parts[4]]
+		if !ok {
+			w.Header().Set("X-Error-Code", "EntryNotFound")
+			http.Error(w, "entry not found", http.StatusNotFound)
+			return
+		}
+		http.ServeContent(w, r, parts[4], time.Time{}, bytes.NewReader(data))
+	}))
+	defer srv.Close()
+	env := map[string]string{"HF_ENDPOINT": srv.URL, "HF_HOME": t.TempDir()}
+
+	out, errOut, code := runWithEnv(t, env, "inspect", "org/one-GGUF", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got inspection
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.GGUF == nil || len(got.Files) != 2 || got.GGUF.WeightsBytes != 2*2560 || got.Commit != fakeCommit {
+		t.Errorf("split model: files %v, gguf %+v", got.Files, got.GGUF)
+	}
+
+	_, errOut, code = runWithEnv(t, env, "inspect", "org/two-GGUF")
+	if code != 2 || !strings.Contains(errOut, "--file") || !strings.Contains(errOut, "a-Q8_0.gguf") {
+		t.Errorf("two models: exit %d, %s", code, errOut)
+	}
+	out, errOut, code = runWithEnv(t, env, "inspect", "org/two-GGUF", "--file", "a-Q8_0.gguf")
+	if code != 0 || !strings.Contains(out, "KV cache") {
+		t.Errorf("--file: exit %d, %s %s", code, out, errOut)
 	}
 }
 
