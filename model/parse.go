@@ -53,6 +53,9 @@ func build(c *config) (*Model, error) {
 	}
 	m := &Model{Architecture: arch, ModelType: mt}
 	m.TorchDtype = c.str("torch_dtype", c.str("dtype", ""))
+	if t := c.sub("text_config"); t != nil && m.TorchDtype == "" {
+		m.TorchDtype = t.str("torch_dtype", t.str("dtype", "")) // Qwen3-VL states it there only
+	}
 	b := &builder{}
 	r(c, m, b)
 	m.Quant = readQuant(c)

@@ -343,3 +343,11 @@ func TestLlama4Vision(t *testing.T) {
 		t.Errorf("vision %+v, want %d tokens per tile", v, side*side/4)
 	}
 }
+
+func TestTorchDtype(t *testing.T) {
+	for name, want := range map[string]string{"llama2-7b": "float16", "qwen3-vl-8b": "bfloat16", "t5-base": ""} {
+		if got := mustLookup(t, name).TorchDtype; got != want {
+			t.Errorf("%s: TorchDtype %q, want %q", name, got, want)
+		}
+	}
+}
