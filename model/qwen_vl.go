@@ -126,6 +126,13 @@ func buildQwenVision(vc *config, b *builder, v *Vision, out int, qwen3 bool) {
 		g.linear(CompVision, "mlp.fc1", "fc1", h, v.Intermediate, true)
 		g.linear(CompVision, "mlp.fc2", "fc2", v.Intermediate, h, true)
 	}
+	qwenMergers(vc, b, v, out, qwen3)
+}
+
+// qwenMergers adds the patch merger that turns spatial-merge² patches into
+// one LLM token (and Qwen3-VL's deepstack mergers).
+func qwenMergers(vc *config, b *builder, v *Vision, out int, qwen3 bool) {
+	h, ln := v.Hidden, v.Norm == LayerNorm
 	merged := h * v.SpatialMerge * v.SpatialMerge
 	pj := b.top(StackProjector)
 	if !qwen3 {
