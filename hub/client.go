@@ -36,7 +36,7 @@ func New(cfg Config) (*Client, error) {
 	u, _ := url.Parse(cfg.Endpoint)
 	c := &Client{cfg: cfg, host: u.Host, sleep: sleepCtx, jitter: rand.Float64, now: time.Now}
 	follow := *cfg.HTTPClient
-	follow.CheckRedirect = recordFirstHop(cfg.HTTPClient.CheckRedirect)
+	follow.CheckRedirect = recordFirstHop(u.Host, cfg.HTTPClient.CheckRedirect)
 	noFollow := *cfg.HTTPClient
 	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	c.follow, c.noFollow = &follow, &noFollow
@@ -52,10 +52,14 @@ type firstHopKey struct{}
 
 // recordFirstHop wraps a CheckRedirect function so the Hub's own headers
 // (X-Repo-Commit, X-Linked-Etag, X-Linked-Size) survive a redirect to the
-// CDN. Go drops the Authorization header itself when a redirect leaves
-// the original host, so the token never reaches the CDN.
-func recordFirstHop(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+// CDN. It also removes the token from any redirect that leaves the Hub's
+// host: Go keeps Authorization on redirects to a subdomain, and the CDN
+// may live on one.
+func recordFirstHop(hubHost string, next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
+		if req.URL.Host != hubHost {
+			req.Header.Del("Authorization")
+		}
 		if h, ok := req.Context().Value(firstHopKey{}).(*http.Header); ok && len(via) == 1 && req.Response != nil {
 			*h = req.Response.Header.Clone()
 		}

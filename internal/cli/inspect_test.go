@@ -310,27 +310,7 @@ func TestInspectHubGGUF(t *testing.T) {
 		"org/one-GGUF": {"tiny-00001-of-00002.gguf": ggufBytes(1), "tiny-00002-of-00002.gguf": ggufBytes(2), "README.md": []byte("hi")},
 		"org/two-GGUF": {"a-Q4_K_M.gguf": ggufBytes(0), "a-Q8_0.gguf": ggufBytes(0)},
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rest, ok := strings.CutPrefix(r.URL.Path, "/api/models/"); ok {
-			parts := strings.Split(rest, "/")
-			var sib []map[string]string
-			for name := range repos[parts[0]+"/"+parts[1]] {
-				sib = append(sib, map[string]string{"rfilename": name})
-			}
-			json.NewEncoder(w).Encode(map[string]any{"sha": fakeCommit, "siblings": sib})
-			return
-		}
-		parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 5)
-		w.Header().Set("X-Repo-Commit", fakeCommit)
-		data, ok := repos[parts[0]+"/"+parts[1]][parts[4]]
-		if !ok {
-			w.Header().Set("X-Error-Code", "EntryNotFound")
-			http.Error(w, "entry not found", http.StatusNotFound)
-			return
-		}
-		http.ServeContent(w, r, parts[4], time.Time{}, bytes.NewReader(data))
-	}))
-	defer srv.Close()
+	srv := serveRepos(t, repos)
 	env := map[string]string{"HF_ENDPOINT": srv.URL, "HF_HOME": t.TempDir()}
 
 	out, errOut, code := runWithEnv(t, env, "inspect", "org/one-GGUF", "--format", "json")
@@ -389,5 +369,108 @@ func TestInspectLocalFolderAndBadFile(t *testing.T) {
 	_, errOut, code = runWithEnv(t, nil, "inspect", bad)
 	if code != 1 || !strings.Contains(errOut, "bad.safetensors") || !strings.Contains(errOut, "exceeds the 100000000-byte limit") {
 		t.Errorf("bad file: exit %d, %s", code, errOut)
+	}
+}
+
+// serveRepos is a fake Hub serving whole repositories: resolve URLs (with
+// Range) and the model-info API.
+func serveRepos(t *testing.T, repos map[string]map[string][]byte) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rest, ok := strings.CutPrefix(r.URL.Path, "/api/models/"); ok {
+			parts := strings.Split(rest, "/")
+			var sib []map[string]string
+			for name := range repos[parts[0]+"/"+parts[1]] {
+				sib = append(sib, map[string]string{"rfilename": name})
+			}
+			json.NewEncoder(w).Encode(map[string]any{"sha": fakeCommit, "siblings": sib})
+			return
+		}
+		parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 5)
+		if len(parts) < 5 {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("X-Repo-Commit", fakeCommit)
+		data, ok := repos[parts[0]+"/"+parts[1]][parts[4]]
+		if !ok {
+			w.Header().Set("X-Error-Code", "EntryNotFound")
+			http.Error(w, "entry not found", http.StatusNotFound)
+			return
+		}
+		http.ServeContent(w, r, parts[4], time.Time{}, bytes.NewReader(data))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestInspectHubSharded reads a sharded checkpoint through its index;
+// the index lands in the cache next to config.json.
+func TestInspectHubSharded(t *testing.T) {
+	whole := tinyCheckpoint(t)
+	n := binary.LittleEndian.Uint64(whole)
+	var header map[string]json.RawMessage
+	if err := json.Unmarshal(whole[8:8+n], &header); err != nil {
+		t.Fatal(err)
+	}
+	// Split the tensors over two shards, each a valid safetensors file.
+	shard := func(keep func(string) bool) []byte {
+		var ts []string
+		for name := range header {
+			if name != "__metadata__" && keep(name) {
+				ts = append(ts, name)
+			}
+		}
+		h := map[string]any{}
+		var off int64
+		for _, name := range ts {
+			var e struct {
+				DType   string  `json:"dtype"`
+				Shape   []int64 `json:"shape"`
+				Offsets []int64 `json:"data_offsets"`
+			}
+			json.Unmarshal(header[name], &e)
+			size := e.Offsets[1] - e.Offsets[0]
+			h[name] = map[string]any{"dtype": e.DType, "shape": e.Shape, "data_offsets": []int64{off, off + size}}
+			off += size
+		}
+		js, _ := json.Marshal(h)
+		var b bytes.Buffer
+		binary.Write(&b, binary.LittleEndian, uint64(len(js)))
+		b.Write(js)
+		b.Write(make([]byte, off))
+		return b.Bytes()
+	}
+	layer0 := func(name string) bool { return strings.HasPrefix(name, "model.layers.0.") }
+	weightMap := map[string]string{}
+	for name := range header {
+		if name == "__metadata__" {
+			continue
+		}
+		weightMap[name] = "model-00002-of-00002.safetensors"
+		if layer0(name) {
+			weightMap[name] = "model-00001-of-00002.safetensors"
+		}
+	}
+	index, _ := json.Marshal(map[string]any{"metadata": map[string]any{"total_size": 2 * (tinyParams + 16)}, "weight_map": weightMap})
+	srv := serveRepos(t, map[string]map[string][]byte{"org/sharded": {
+		"config.json":                      []byte(tinyConfig),
+		"model.safetensors.index.json":     index,
+		"model-00001-of-00002.safetensors": shard(layer0),
+		"model-00002-of-00002.safetensors": shard(func(s string) bool { return !layer0(s) }),
+	}})
+	home := t.TempDir()
+	out, errOut, code := runWithEnv(t, map[string]string{"HF_ENDPOINT": srv.URL, "HF_HOME": home}, "inspect", "org/sharded", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got inspection
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Files) != 2 || got.Summary.Params != tinyParams || got.Comparison.Unexplained != 0 || len(got.Warnings) != 0 {
+		t.Errorf("files %v, summary %+v, comparison %+v, warnings %v", got.Files, got.Summary, got.Comparison, got.Warnings)
+	}
+	if _, err := os.Stat(filepath.Join(home, "hub", "models--org--sharded", "snapshots", fakeCommit, "model.safetensors.index.json")); err != nil {
+		t.Errorf("index not cached: %v", err)
 	}
 }
