@@ -126,6 +126,12 @@ func (a actShape) feedForward(n int64) (float64, string) {
 			ef /= tp
 		}
 		routed := float64(n) * float64(e.ExpertsPerToken) * (3*ef + float64(st.Hidden)) * a.act
+		if a.ep > 1 {
+			// With expert parallelism each rank runs its share of the
+			// routed token copies (balanced routing; MODEL.md §8 notes
+			// that dropless routing can be imbalanced).
+			routed /= float64(a.ep)
+		}
 		shared := 3 * float64(n) * float64(e.SharedFFN) / tp * a.act
 		if m := max(routed, shared); m > best {
 			best = m

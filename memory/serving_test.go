@@ -128,3 +128,32 @@ func TestServingBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestServingPlan(t *testing.T) {
+	rows, err := ServingPlan(testModel(llama31_8b), Job{GPU: "H100", MaxModelLen: 131072}, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 10 {
+		t.Fatalf("%d rows, want 10 layouts up to 8 GPUs", len(rows))
+	}
+	if one := rows[0].Serving; one == nil || !one.MaxModelLenFits {
+		t.Fatalf("one H100 holds one 128k sequence of Llama-3.1-8B (16 GiB of KV): %+v", rows[0])
+	}
+	var prev int64
+	for _, r := range rows {
+		if r.Error != "" || r.Serving == nil {
+			t.Errorf("tp %d pp %d: %s", r.TP, r.PP, r.Error)
+			continue
+		}
+		if r.TP == r.GPUs && r.Serving.KVTokens < prev {
+			t.Errorf("tp %d holds %d tokens, fewer than the smaller layout's %d", r.TP, r.Serving.KVTokens, prev)
+		}
+		if r.TP == r.GPUs {
+			prev = r.Serving.KVTokens
+		}
+	}
+	if _, err := ServingPlan(testModel(llama31_8b), Job{MaxModelLen: 4096}, 8); err == nil || !strings.Contains(err.Error(), "--gpu") {
+		t.Errorf("no GPU: error %v", err)
+	}
+}

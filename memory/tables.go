@@ -116,26 +116,48 @@ func ParallelTable(m *model.Model, job Job, maxGPUs int) ([]ParallelRow, error) 
 	if m == nil {
 		return nil, fmt.Errorf("parallel table: no model")
 	}
-	if maxGPUs < 1 || maxGPUs > 1<<12 {
-		return nil, fmt.Errorf("parallel table: max GPUs %d: want 1 to 4096", maxGPUs)
+	if err := checkMaxGPUs(maxGPUs); err != nil {
+		return nil, fmt.Errorf("parallel table: %w", err)
 	}
-	moe := m.Text.MoE != nil && m.Text.MoE.Experts > 1
 	var rows []ParallelRow
+	for _, l := range parallelLayouts(m, maxGPUs) {
+		rows = append(rows, parallelRow(m, job, l.tp, l.pp, l.ep))
+	}
+	return rows, nil
+}
+
+// layout is one tensor × pipeline (× expert) parallel split.
+type layout struct{ tp, pp, ep int }
+
+// parallelLayouts lists the layouts of 1, 2, 4, … maxGPUs GPUs: every
+// TP × PP split, and for MoE models the same with EP = TP; sorted by GPU
+// count, then TP.
+func parallelLayouts(m *model.Model, maxGPUs int) []layout {
+	moe := m.Text.MoE != nil && m.Text.MoE.Experts > 1
+	var out []layout
 	for n := 1; n <= maxGPUs; n *= 2 {
 		for tp := 1; tp <= n; tp *= 2 {
-			rows = append(rows, parallelRow(m, job, tp, n/tp, 1))
+			out = append(out, layout{tp, n / tp, 1})
 			if moe && tp > 1 {
-				rows = append(rows, parallelRow(m, job, tp, n/tp, tp))
+				out = append(out, layout{tp, n / tp, tp})
 			}
 		}
 	}
-	slices.SortStableFunc(rows, func(a, b ParallelRow) int {
-		if a.GPUs != b.GPUs {
-			return a.GPUs - b.GPUs
+	slices.SortStableFunc(out, func(a, b layout) int {
+		if a.tp*a.pp != b.tp*b.pp {
+			return a.tp*a.pp - b.tp*b.pp
 		}
-		return a.TP - b.TP
+		return a.tp - b.tp
 	})
-	return rows, nil
+	return out
+}
+
+// checkMaxGPUs bounds the layout search.
+func checkMaxGPUs(maxGPUs int) error {
+	if maxGPUs < 1 || maxGPUs > 1<<12 {
+		return fmt.Errorf("max GPUs %d: want 1 to 4096", maxGPUs)
+	}
+	return nil
 }
 
 // parallelRow estimates one layout.
