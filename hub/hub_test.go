@@ -512,3 +512,25 @@ func TestInfo(t *testing.T) {
 		t.Errorf("offline miss: %v", err)
 	}
 }
+
+func TestRedirectDropsTokenOffHub(t *testing.T) {
+	check := recordFirstHop("hub.example", nil)
+	for _, tc := range []struct {
+		url  string
+		keep bool
+	}{
+		{"https://hub.example/new-org/model/resolve/main/config.json", true},
+		{"https://cdn-lfs.hub.example/blob", false}, // a subdomain: Go alone would keep the header
+		{"https://cdn.example/blob", false},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, tc.url, nil)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		via, _ := http.NewRequest(http.MethodGet, "https://hub.example/org/model/resolve/main/x", nil)
+		if err := check(req, []*http.Request{via}); err != nil {
+			t.Fatal(err)
+		}
+		if got := req.Header.Get("Authorization") != ""; got != tc.keep {
+			t.Errorf("%s: Authorization kept = %v, want %v", tc.url, got, tc.keep)
+		}
+	}
+}

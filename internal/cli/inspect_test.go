@@ -474,3 +474,16 @@ func TestInspectHubSharded(t *testing.T) {
 		t.Errorf("index not cached: %v", err)
 	}
 }
+
+func TestProgressOnlyOnTerminal(t *testing.T) {
+	var tty, piped bytes.Buffer
+	newProgress(&tty, true).Update("safetensors headers", 1, 2)
+	newProgress(&tty, true).Update("safetensors headers", 2, 2)
+	newProgress(&piped, false).Update("safetensors headers", 1, 2)
+	if want := "\r\033[Ksafetensors headers 1/2\r\033[K"; tty.String() != want {
+		t.Errorf("terminal output %q, want %q", tty.String(), want)
+	}
+	if piped.Len() != 0 {
+		t.Errorf("piped output %q, want none", piped.String())
+	}
+}
