@@ -117,6 +117,9 @@ type attnOpts struct {
 	fused bool
 	// sinks adds a learned per-head attention sink (gpt-oss).
 	sinks bool
+	// perHeadNorms makes q_layernorm/k_layernorm one LayerNorm (no bias)
+	// per head, as StableLM's StableLmLayerNormPerHead.
+	perHeadNorms bool
 }
 
 // selfAttention adds q/k/v/o projections (and norms) under "self_attn.".
@@ -136,6 +139,10 @@ func selfAttention(g group, s *Stack, o attnOpts) {
 	}
 	if o.kNorm > 0 {
 		a.norm(CompNorm, "k_norm", o.kNorm, false)
+	}
+	if o.perHeadNorms {
+		a.norm(CompNorm, "q_layernorm", s.Heads*s.HeadDim, false)
+		a.norm(CompNorm, "k_layernorm", s.KVHeads*s.HeadDim, false)
 	}
 	if o.sinks {
 		a.param(CompAttention, KindParam, "sinks", int64(s.Heads))
@@ -168,6 +175,10 @@ type decoderSpec struct {
 	// post_feedforward_layernorm (four norms per layer).
 	sandwich bool
 	mlpBias  bool
+	// normBias makes the layer and final norms LayerNorms with bias.
+	normBias bool
+	// noPostNorm drops post_attention_layernorm (parallel residual blocks).
+	noPostNorm bool
 	// mlp builds the FFN of a run of layers (g names the layer; moe says
 	// whether they are MoE layers); nil means a dense gated "mlp." of
 	// width s.Intermediate.
@@ -180,9 +191,11 @@ func buildDecoder(b *builder, s *Stack, d decoderSpec) {
 	top.embedding(CompEmbedding, d.base+".embed_tokens", s.Vocab, s.Hidden)
 	for _, r := range moeRuns(s) {
 		g := b.layers(StackText, d.base+".layers", r.first, r.n)
-		g.norm(CompNorm, "input_layernorm", s.Hidden, false)
+		g.norm(CompNorm, "input_layernorm", s.Hidden, d.normBias)
 		selfAttention(g, s, d.attn)
-		g.norm(CompNorm, "post_attention_layernorm", s.Hidden, false)
+		if !d.noPostNorm {
+			g.norm(CompNorm, "post_attention_layernorm", s.Hidden, d.normBias)
+		}
 		if d.sandwich {
 			g.norm(CompNorm, "pre_feedforward_layernorm", s.Hidden, false)
 			g.norm(CompNorm, "post_feedforward_layernorm", s.Hidden, false)
@@ -193,7 +206,7 @@ func buildDecoder(b *builder, s *Stack, d decoderSpec) {
 			gatedMLP(g.sub("mlp."), CompMLP, s.Hidden, s.Intermediate, d.mlpBias)
 		}
 	}
-	top.norm(CompFinalNorm, d.base+".norm", s.Hidden, false)
+	top.norm(CompFinalNorm, d.base+".norm", s.Hidden, d.normBias)
 	lmHead(b, s, d.head, false)
 }
 

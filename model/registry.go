@@ -46,6 +46,7 @@ func familyReaders() map[string]reader {
 		"bloom":           readBloom,
 		"opt":             readOPT,
 		"qwen":            readQwenV1,
+		"stablelm":        readStableLM,
 		// vision-language models
 		"llava":      readLlava,
 		"qwen2_vl":   readQwen2VL,
@@ -94,6 +95,7 @@ var archTypes = map[string]string{
 	"BloomForCausalLM":                   "bloom",
 	"OPTForCausalLM":                     "opt",
 	"QWenLMHeadModel":                    "qwen",
+	"StableLmForCausalLM":                "stablelm",
 	"LlavaForConditionalGeneration":      "llava",
 	"Qwen2VLForConditionalGeneration":    "qwen2_vl",
 	"Qwen2_5_VLForConditionalGeneration": "qwen2_5_vl",

@@ -351,3 +351,27 @@ func TestTorchDtype(t *testing.T) {
 		}
 	}
 }
+
+func TestStableLM(t *testing.T) {
+	// stabilityai/stablelm-2-1_6b: 1,644,515,328 parameters on its model card.
+	m, err := Parse([]byte(`{"model_type": "stablelm", "architectures": ["StableLmForCausalLM"], "hidden_size": 2048,
+		"intermediate_size": 5632, "num_attention_heads": 32, "num_hidden_layers": 24, "num_key_value_heads": 32,
+		"vocab_size": 100352, "use_qkv_bias": true, "tie_word_embeddings": false}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.TotalParams(); got != 1644515328 {
+		t.Errorf("TotalParams = %d, want 1644515328", got)
+	}
+	// qk_layernorm adds one LayerNorm weight per head and head dim, for q and k.
+	qk, err := Parse([]byte(`{"model_type": "stablelm", "hidden_size": 64, "num_attention_heads": 4,
+		"num_key_value_heads": 2, "num_hidden_layers": 1, "intermediate_size": 8, "vocab_size": 10,
+		"qk_layernorm": true, "use_parallel_residual": true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := int64(2*10*64 + (64*64 + 2*64*32 + 64*64) + 64 + 32 + 3*64*8 + 2*64 + 2*64)
+	if got := qk.TotalParams(); got != want {
+		t.Errorf("qk_layernorm, parallel residual: TotalParams = %d, want %d", got, want)
+	}
+}
