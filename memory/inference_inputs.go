@@ -233,15 +233,22 @@ func hasCrossAttention(st *model.Stack) bool {
 // --allow-long is set.
 func (in *inferenceInputs) checkLength(m *model.Model, job Job) error {
 	limit := int64(m.Text.MaxPositions)
-	total := in.tokens()
+	total := in.cachedTokens() // positions fed to the model; the last generated token is not
 	if in.encDec && m.Encoder != nil {
 		limit, total = int64(m.Encoder.MaxPositions), in.prompt
 	}
 	if limit <= 0 || total <= limit || job.AllowLong {
 		return nil
 	}
-	return fmt.Errorf("sequence of %d tokens (prompt %d + images %d + generated %d) exceeds max_position_embeddings %d of %s; pass --allow-long to estimate anyway",
-		total, in.prompt, in.imageTokens, in.gen, limit, m.ID)
+	parts := fmt.Sprintf("prompt %d", in.prompt)
+	if in.imageTokens > 0 {
+		parts += fmt.Sprintf(" + %d image tokens", in.imageTokens)
+	}
+	if in.gen > 1 {
+		parts += fmt.Sprintf(" + %d generated tokens fed back", in.gen-1)
+	}
+	return fmt.Errorf("sequence of %d positions (%s) exceeds max_position_embeddings %d of %s; pass --allow-long to estimate anyway",
+		total, parts, limit, m.ID)
 }
 
 // errNoLayers is returned for a model without decoder layers to run.

@@ -227,6 +227,19 @@ func TestLegacyTupleCacheDoublesKV(t *testing.T) {
 	}
 }
 
+func TestWorkedExampleHFGenerate(t *testing.T) {
+	// MODEL.md §12.6: HF generate, bf16, SDPA, one 4096-token prompt on
+	// Llama-2-7B: 12.55 GiB weights + 2.0 GiB KV + ≈ 0.35 GiB prefill
+	// transient ≈ 14.9 GiB allocated.
+	r := mustEstimate(t, testModel(llama2_7b), Job{Mode: Inference, PromptLen: 4096, GenLen: 1})
+	if got := r.PerGPU.AllocatedPeakBytes.GiBf(); got < 14.75 || got > 15.05 {
+		t.Errorf("allocated peak %.2f GiB, want ≈ 14.9", got)
+	}
+	if act := component(t, r, "activations").Bytes.GiBf(); act < 0.25 || act > 0.4 {
+		t.Errorf("prefill transient %.3f GiB, want ≈ 0.3", act)
+	}
+}
+
 func TestEagerAttentionAddsScores(t *testing.T) {
 	// MODEL.md §12.6: eager attention adds ≈ 8·a·s² = 4.3 GB for a
 	// 4096-token Llama-2-7B prefill; SDPA/flash add none.
@@ -261,7 +274,8 @@ func TestInferenceBadInput(t *testing.T) {
 		job   Job
 		want  string
 	}{
-		{"beyond max positions", denseShape{}, Job{PromptLen: 131072, GenLen: 1}, "--allow-long"},
+		{"beyond max positions", denseShape{}, Job{PromptLen: 131072, GenLen: 2}, "--allow-long"},
+		{"prompt alone beyond max positions", denseShape{}, Job{SeqLen: 131073}, "max_position_embeddings 131072"},
 		{"unknown kv dtype", denseShape{}, Job{PromptLen: 8, KVCacheDtype: "int3"}, "kv cache dtype"},
 		{"unknown weight dtype", denseShape{}, Job{PromptLen: 8, Dtype: "fp5"}, "--dtype"},
 		// Qwen2.5-7B: 28 heads, 4 KV heads; tp 7 neither splits nor replicates them.
