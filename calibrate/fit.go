@@ -49,8 +49,9 @@ type TermFit struct {
 	Value float64 `json:"value"`
 	// Before is the value the runs were estimated with (their mean if they differ).
 	Before float64 `json:"before"`
-	// StdErr is the standard error of Value (NaN with as many runs as unknowns).
-	StdErr float64 `json:"stderr"`
+	// StdErr is the standard error of Value; nil when the runs leave no
+	// degree of freedom to estimate it (one run per unknown).
+	StdErr *float64 `json:"stderr"`
 	// Runs is how many runs the term was fitted from.
 	Runs int `json:"runs"`
 	// Unit is the constant's unit.

@@ -208,6 +208,11 @@ func TestFitNotEnoughRuns(t *testing.T) {
 	if err != nil || math.Abs(p.Constants["activation_scale"]-1.5) > 1e-6 {
 		t.Fatalf("MinRuns 1: %v, %v", p.Constants, err)
 	}
+	for _, term := range p.Fit.Terms {
+		if term.StdErr != nil {
+			t.Errorf("%s: one run leaves no degree of freedom, want no standard error, got %v", term.Constant, *term.StdErr)
+		}
+	}
 }
 
 func TestFitClamps(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/gpumem/gpumem/memory"
 )
@@ -50,7 +49,7 @@ func TestProfileSaveLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(p, got, cmpopts.EquateNaNs()); diff != "" {
+	if diff := cmp.Diff(p, got); diff != "" {
 		t.Errorf("round trip (-saved +loaded):\n%s", diff)
 	}
 	if _, err := LoadProfile(filepath.Join(t.TempDir(), "missing.json")); err == nil || !strings.Contains(err.Error(), "calibration profile") {

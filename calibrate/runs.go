@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 
@@ -186,4 +187,25 @@ func cmpOr(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// AppendRun appends run as one line to the runs file at path, creating
+// the file if needed. The run is checked as [ReadRuns] would check it.
+func AppendRun(path string, run Run) error {
+	if err := run.validate(); err != nil {
+		return fmt.Errorf("run %s: %w", run.ID, err)
+	}
+	line, err := json.Marshal(run)
+	if err != nil {
+		return fmt.Errorf("encode run %s: %w", run.ID, err)
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

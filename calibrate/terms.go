@@ -165,7 +165,10 @@ func solveTerm(name string, a [][]float64, y, before []float64, minRuns int, uni
 	info := constantInfos()[name]
 	t := TermFit{
 		Constant: name, Value: ls.Coef[0] / unit, Before: mean(before) / unit,
-		StdErr: ls.StdErr[0] / unit, Runs: len(a), Unit: info.Unit,
+		Runs: len(a), Unit: info.Unit,
+	}
+	if se := ls.StdErr[0] / unit; !math.IsNaN(se) {
+		t.StdErr = &se
 	}
 	if t.Value < info.Min || t.Value > info.Max {
 		t.Note = fmt.Sprintf("fitted %.4g is outside [%v, %v]; clamped", t.Value, info.Min, info.Max)

@@ -82,10 +82,11 @@ and what nvidia-smi shows.`,
 	root.AddCommand(
 		newModelsCmd(f, g),
 		newParamsCmd(f, g),
-		newEstimateCmd(f, g),
+		withCalibration(newEstimateCmd(f, g)),
 		newConstantsCmd(f, g),
 		newOptimizersCmd(f, g),
 		newInspectCmd(f, g),
+		newProbeCmd(f, g), newCalibrateCmd(f, g),
 	)
 	for _, c := range root.Commands() {
 		c.SetFlagErrorFunc(root.FlagErrorFunc())

@@ -1,0 +1,359 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpumem/gpumem/calibrate"
+	"github.com/gpumem/gpumem/hub"
+	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/probe"
+	"github.com/gpumem/gpumem/report"
+)
+
+type probeOptions struct {
+	est          estimateOptions // the job, when described (--model and job flags)
+	Synthetic    bool
+	Interval     time.Duration
+	Log          string
+	Record       string
+	AllProcesses bool
+	Python       string
+	Warmup       int
+	Steps        int
+	Device       int
+	Calibration  string
+	Command      []string
+}
+
+// probeSignals registers the signals the probe forwards to the command
+// (a variable so tests can replace it).
+var probeSignals = func() (<-chan os.Signal, func()) {
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	return ch, func() { signal.Stop(ch) }
+}
+
+func newProbeCmd(f *Factory, g *globalOptions) *cobra.Command {
+	o := &probeOptions{}
+	cmd := &cobra.Command{
+		Use:     "probe [flags] -- COMMAND [ARGS...]",
+		GroupID: "estimate",
+		Short:   "Measure the GPU memory of a real run and compare it with the estimate",
+		Long: `Run a command on a GPU host and measure the GPU memory of its process tree on every GPU,
+through nvidia-smi, until it exits: the peak per GPU, when it occurred, and the timeline
+(--log writes every sample as a JSON line). The command's output goes to stderr, its exit
+code becomes gpumem's, and Ctrl-C or SIGTERM is forwarded to it.
+
+Describe the job as for 'gpumem estimate' (--model and job flags) to compare the measured
+peak with the estimate. nvidia-smi shows what the estimate calls the device peak.
+
+--synthetic runs a small PyTorch program instead (built into gpumem): it builds the model
+from its config.json with random weights on the GPU, applies the job (dtype, LoRA or QLoRA,
+gradient checkpointing, attention, optimizer), runs warm-up and measured steps, and reports
+torch's allocated and reserved peaks per phase and component. It needs Python with a CUDA
+build of PyTorch, transformers, and peft or bitsandbytes for LoRA and QLoRA.
+
+--record appends the job, the estimate and the measurement to a runs file for
+'gpumem calibrate'.`,
+		Example: `  # measure a training launch and compare with the estimate of its job
+  gpumem probe --model llama3-8b --seq-len 4096 --method lora -- torchrun --nproc-per-node 8 train.py
+
+  # build the model with random weights, run 3 measured steps, compare every phase
+  gpumem probe --synthetic --model qwen2.5-0.5b --seq-len 2048 --per-device-batch 4 --record runs.jsonl
+
+  # just watch a command's GPU memory, with a sample log
+  gpumem probe --log samples.jsonl -- python serve.py`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Command = args
+			if err := o.check(cmd); err != nil {
+				return err
+			}
+			return probeRun(cmd.Context(), f, g, o, cmd)
+		},
+	}
+	fs := cmd.Flags()
+	addEstimateFlags(fs, &o.est)
+	fs.BoolVar(&o.Synthetic, "synthetic", false, "run the built-in PyTorch probe of the described job instead of a command")
+	fs.DurationVar(&o.Interval, "interval", probe.DefaultInterval, "time between GPU memory samples")
+	fs.StringVar(&o.Log, "log", "", "write every sample to this file as JSON lines")
+	fs.StringVar(&o.Record, "record", "", "append the job, estimate and measurement to this runs file (for gpumem calibrate)")
+	fs.BoolVar(&o.AllProcesses, "all-processes", false, "count every process on the GPUs, not only the command's (containers whose PIDs nvidia-smi does not show)")
+	fs.StringVar(&o.Python, "python", "", "Python interpreter for --synthetic (default python3)")
+	fs.IntVar(&o.Warmup, "warmup", probe.DefaultWarmupSteps, "--synthetic: warm-up steps, not measured")
+	fs.IntVar(&o.Steps, "steps", probe.DefaultMeasuredSteps, "--synthetic: measured steps")
+	fs.IntVar(&o.Device, "device", 0, "--synthetic: CUDA device index")
+	fs.StringVar(&o.Calibration, "calibration", "", "apply this calibration profile to the estimate")
+	fs.SetInterspersed(false) // everything after the command's name is the command's
+	return cmd
+}
+
+// check validates the flag combination.
+func (o *probeOptions) check(cmd *cobra.Command) error {
+	switch {
+	case o.Synthetic && len(o.Command) > 0:
+		return usageErrorf("--synthetic runs the built-in probe: give no command (got %q)", o.Command[0])
+	case !o.Synthetic && len(o.Command) == 0:
+		return usageErrorf("no command to probe: put it after --, e.g. gpumem probe -- python train.py (or use --synthetic)")
+	case o.Synthetic && o.est.Model == "":
+		return usageErrorf("--synthetic needs the model and job to build: pass --model and the job flags")
+	case o.Record != "" && o.est.Model == "":
+		return usageErrorf("--record needs the job described: pass --model and the job flags")
+	case o.Interval < 10*time.Millisecond:
+		return usageErrorf("--interval %s: want at least 10ms", o.Interval)
+	case o.Warmup < 0 || o.Steps < 1:
+		return usageErrorf("--warmup %d --steps %d: want warm-up >= 0 and at least one measured step", o.Warmup, o.Steps)
+	}
+	if o.est.Model == "" {
+		return nil
+	}
+	if err := o.est.finish(cmd.Flags()); err != nil {
+		return err
+	}
+	return applyCalibrationFile(o.Calibration, &o.est.Job)
+}
+
+// probeOutcome is what `gpumem probe --format json` prints.
+type probeOutcome struct {
+	Report     probe.Report           `json:"report"`
+	Synthetic  *probe.SyntheticResult `json:"synthetic,omitempty"`
+	Measured   probe.Measured         `json:"measured"`
+	Estimate   *memory.Result         `json:"estimate,omitempty"`
+	Comparison *probe.Comparison      `json:"comparison,omitempty"`
+}
+
+func probeRun(ctx context.Context, f *Factory, g *globalOptions, o *probeOptions, cmd *cobra.Command) error {
+	var m *model.Model
+	if o.est.Model != "" {
+		var err error
+		if m, err = resolveModel(ctx, f, o.est.Model); err != nil {
+			return err
+		}
+	}
+	popts, closeLog, err := o.sampling(f)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	sigs, stop := probeSignals()
+	defer stop()
+	popts.Signals = sigs
+	// Signals reach the command through popts.Signals; the context's own
+	// cancellation on Ctrl-C must not send a second one.
+	runCtx := context.WithoutCancel(ctx)
+
+	var out probeOutcome
+	var runErr error
+	var sw probe.Software
+	gpuName := ""
+	if o.Synthetic {
+		out, sw, gpuName, runErr = o.runSynthetic(runCtx, f, popts)
+	} else {
+		out.Report, runErr = probe.Run(runCtx, o.Command, popts)
+		out.Measured = probe.Measured{DevicePeakBytes: out.Report.Peak().PeakBytes}
+	}
+	if runErr != nil && out.Report.Command == nil {
+		return runErr // nothing ran
+	}
+	if m != nil && measuredAny(out.Measured) {
+		if err := o.compare(m, gpuName, &out); err != nil {
+			return err
+		}
+		if o.Record != "" {
+			if err := appendRun(o.Record, o.est.Model, gpuName, sw, &out); err != nil {
+				return err
+			}
+		}
+	}
+	out.Report.Timeline = nil // in --log; too long for a report
+	if err := renderProbe(f.IO.Out, g.renderOptions(f), out); err != nil {
+		return err
+	}
+	return probeExit(out.Report, runErr)
+}
+
+// sampling builds the probe options shared by both modes.
+func (o *probeOptions) sampling(f *Factory) (probe.Options, func(), error) {
+	popts := probe.Options{
+		Interval: o.Interval, AllProcesses: o.AllProcesses,
+		Stdin: f.IO.In, Stdout: f.IO.ErrOut, Stderr: f.IO.ErrOut,
+		Progress: f.IO.ErrOut, ProgressTTY: f.IO.ErrTTY,
+	}
+	if o.Log == "" {
+		return popts, func() {}, nil
+	}
+	file, err := os.Create(o.Log)
+	if err != nil {
+		return popts, nil, fmt.Errorf("--log: %w", err)
+	}
+	popts.Log = file
+	return popts, func() { file.Close() }, nil
+}
+
+func (o *probeOptions) runSynthetic(ctx context.Context, f *Factory, popts probe.Options) (probeOutcome, probe.Software, string, error) {
+	cfg, err := configJSON(ctx, f, o.est.Model)
+	if err != nil {
+		return probeOutcome{}, probe.Software{}, "", err
+	}
+	popts.Stdout = nil // the script's stdout carries its result line
+	run, err := probe.RunSynthetic(ctx, probe.SyntheticOptions{
+		Config: cfg, Job: o.est.Job, Python: o.Python,
+		Warmup: o.Warmup, Steps: o.Steps, Device: o.Device, Probe: popts,
+	})
+	out := probeOutcome{Report: run.Report}
+	if run.Result.Schema != "" {
+		res := run.Result
+		out.Synthetic = &res
+		out.Measured = run.Measured()
+	}
+	if err != nil && out.Report.Command == nil {
+		err = installAdvice(err)
+	}
+	return out, run.Result.Software, run.Result.Device.Name, err
+}
+
+// installAdvice marks missing tools as errors the user fixes by installing.
+func installAdvice(err error) error {
+	if errors.Is(err, probe.ErrNoPython) || errors.Is(err, probe.ErrNoNvidiaSMI) {
+		return fmt.Errorf("synthetic probe: %w", err)
+	}
+	return err
+}
+
+// compare estimates the job, on the GPU the probe ran on when the job
+// names none, and compares.
+func (o *probeOptions) compare(m *model.Model, gpuName string, out *probeOutcome) error {
+	job := o.est.Job
+	if job.GPU == "" {
+		if g, ok := memory.LookupGPU(gpuName); ok {
+			job.GPU = g.Name
+		}
+	}
+	res, err := memory.Estimate(m, job)
+	if err != nil {
+		return fmt.Errorf("estimate the probed job: %w", err)
+	}
+	cmp := probe.Compare(res.PerGPU, out.Measured)
+	out.Estimate, out.Comparison = &res, &cmp
+	return nil
+}
+
+// measuredAny reports whether a probe measured any peak.
+func measuredAny(m probe.Measured) bool {
+	return m.AllocatedPeakBytes > 0 || m.ReservedPeakBytes > 0 || m.DevicePeakBytes > 0
+}
+
+// probeExit turns the command's failure into gpumem's exit code.
+func probeExit(rep probe.Report, runErr error) error {
+	if runErr != nil {
+		if rep.ExitCode != 0 {
+			return &ExitCodeError{Code: rep.ExitCode, Err: runErr}
+		}
+		return runErr
+	}
+	if rep.ExitCode == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("command exited with status %d", rep.ExitCode)
+	if rep.Signal != "" {
+		msg += " (" + rep.Signal + ")"
+	}
+	return &ExitCodeError{Code: rep.ExitCode, Err: errors.New(msg)}
+}
+
+// configJSON returns the config.json bytes of a --model value: a file, a
+// folder holding config.json, a catalog model, or a Hub id.
+func configJSON(ctx context.Context, f *Factory, ref string) ([]byte, error) {
+	if st, err := os.Stat(ref); err == nil {
+		path := ref
+		if st.IsDir() {
+			path = filepath.Join(ref, model.ConfigFile)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("--model: %w", err)
+		}
+		return data, nil
+	}
+	data, err := model.CatalogConfig(ref)
+	if err == nil || !errors.Is(err, model.ErrNotFound) {
+		return data, err
+	}
+	hr, err := parseHubRef(ref, hubOptions{})
+	if err != nil {
+		return nil, err
+	}
+	c, err := newHubClient(f, hubOptions{})
+	if err != nil {
+		return nil, err
+	}
+	snap, err := c.FetchConfig(ctx, hr)
+	if err != nil {
+		return nil, hubError(err)
+	}
+	return snap.Files[hub.ConfigFile], nil
+}
+
+// appendRun appends one calibration run to the runs file.
+func appendRun(path, modelRef, gpuName string, sw probe.Software, out *probeOutcome) error {
+	run := calibrate.Run{
+		ID:       modelRef + "@" + out.Report.Start.UTC().Format(time.RFC3339),
+		Model:    modelRef,
+		GPU:      gpuName,
+		Software: sw,
+		Job:      out.Estimate.Job,
+		Estimate: out.Estimate.PerGPU,
+		Measured: out.Measured,
+	}
+	if err := calibrate.AppendRun(path, run); err != nil {
+		return fmt.Errorf("--record: %w", err)
+	}
+	return nil
+}
+
+// renderProbe prints the peaks and, when the job was described, the comparison.
+func renderProbe(w io.Writer, ro report.Options, out probeOutcome) error {
+	if ro.Format == report.JSON {
+		return report.WriteJSON(w, out)
+	}
+	t := &report.TableData{
+		Title:   fmt.Sprintf("GPU memory of the probed process tree (%d samples over %s)", out.Report.Samples, (time.Duration(out.Report.DurationMS) * time.Millisecond).Round(100*time.Millisecond)),
+		Headers: []string{"GPU", "peak", "at", "device used peak", "total"},
+		Aligns:  []report.Align{report.Left, report.Right, report.Right, report.Right, report.Right},
+	}
+	for _, gp := range out.Report.GPUs {
+		t.AddRow(strconv.Itoa(gp.Index), ro.Bytes(gp.PeakBytes), (time.Duration(gp.PeakAtMS) * time.Millisecond).Round(100*time.Millisecond).String(),
+			ro.Bytes(gp.DevicePeakBytes), ro.Bytes(gp.TotalBytes))
+	}
+	if err := t.Render(w, ro.Format); err != nil {
+		return err
+	}
+	for _, e := range out.Report.SampleErrors {
+		fmt.Fprintf(w, "sampling error: %s\n", e)
+	}
+	if out.Comparison == nil {
+		return nil
+	}
+	c := &report.TableData{
+		Title:   "Estimate vs measured (error = (estimate − measured) / measured)",
+		Headers: []string{"kind", "name", "estimated", "measured", "error"},
+		Aligns:  []report.Align{report.Left, report.Left, report.Right, report.Right, report.Right},
+	}
+	for _, r := range out.Comparison.Rows {
+		c.AddRow(r.Kind, r.Name, ro.Bytes(r.EstimatedBytes), ro.Bytes(r.MeasuredBytes), fmt.Sprintf("%+.1f %%", r.ErrorPct))
+	}
+	fmt.Fprintln(w)
+	return c.Render(w, ro.Format)
+}

@@ -1,0 +1,212 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpumem/gpumem/calibrate"
+	"github.com/gpumem/gpumem/model"
+)
+
+// installFakeTool copies probe/testdata/<script> to a fresh bin directory
+// as name, first on PATH.
+func installFakeTool(t *testing.T, script, name string) {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("..", "..", "probe", "testdata", script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, name), src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+// fakeGPU puts the fake nvidia-smi on PATH, replaying a scenario of
+// probe/testdata/smi.
+func fakeGPU(t *testing.T, scenario string) {
+	t.Helper()
+	installFakeTool(t, "fake-nvidia-smi", "nvidia-smi")
+	abs, err := filepath.Abs(filepath.Join("..", "..", "probe", "testdata", "smi", scenario+".txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FAKE_SMI_SCENARIO", abs)
+	t.Setenv("FAKE_SMI_STATE", filepath.Join(t.TempDir(), "frame"))
+	t.Setenv("FAKE_SMI_PIDDIR", "")
+}
+
+// fakePython puts the fake python3 on PATH, printing a result line of
+// probe/testdata/py, and records what it was given in the returned dir.
+func fakePython(t *testing.T, scenario string) string {
+	t.Helper()
+	installFakeTool(t, "fake-python3", "python3")
+	abs, err := filepath.Abs(filepath.Join("..", "..", "probe", "testdata", "py", scenario+".out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := t.TempDir()
+	t.Setenv("FAKE_PY_SCENARIO", abs)
+	t.Setenv("FAKE_PY_RECORD", rec)
+	t.Setenv("FAKE_PY_STDERR", "")
+	t.Setenv("FAKE_PY_EXIT", "0")
+	return rec
+}
+
+func TestProbeUsage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no command", []string{"probe"}, "no command to probe"},
+		{"synthetic with command", []string{"probe", "--synthetic", "--model", "smollm2-135m", "--", "true"}, "give no command"},
+		{"synthetic without model", []string{"probe", "--synthetic"}, "--synthetic needs the model"},
+		{"record without model", []string{"probe", "--record", "x.jsonl", "--", "true"}, "--record needs the job"},
+		{"interval", []string{"probe", "--interval", "1ms", "--", "true"}, "--interval"},
+		{"steps", []string{"probe", "--synthetic", "--model", "smollm2-135m", "--steps", "0"}, "at least one measured step"},
+		{"bad job flag", []string{"probe", "--model", "smollm2-135m", "--zero", "9", "--", "true"}, "--zero"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errOut, code := runCommand(t, tc.args...)
+			if code != ExitUsage || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, errOut, ExitUsage, tc.want)
+			}
+		})
+	}
+}
+
+func TestProbeCommandExitCode(t *testing.T) {
+	fakeGPU(t, "idle")
+	// Flags after the command's name belong to the command.
+	out, errOut, code := runCommand(t, "probe", "--interval", "20ms", "sh", "-c", "echo from-child >&2; exit 3", "--format", "json")
+	if code != 3 {
+		t.Fatalf("exit %d, want the command's 3 (stderr %q)", code, errOut)
+	}
+	if !strings.Contains(errOut, "from-child") || !strings.Contains(errOut, "command exited with status 3") {
+		t.Errorf("stderr %q: want the command's output and its status", errOut)
+	}
+	if !strings.Contains(out, "GPU memory of the probed process tree") || !strings.Contains(out, "16.00 GiB") {
+		t.Errorf("stdout %q: want the peak table (with the GPU's total)", out)
+	}
+}
+
+func TestProbeMissingNvidiaSMI(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, errOut, code := runCommand(t, "probe", "--", "true")
+	if code != ExitError || !strings.Contains(errOut, "install the NVIDIA driver") {
+		t.Errorf("exit %d, stderr %q: want 1 and advice", code, errOut)
+	}
+}
+
+func TestProbeSyntheticRecordAndCalibrate(t *testing.T) {
+	fakeGPU(t, "idle")
+	rec := fakePython(t, "ok")
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs.jsonl")
+	args := []string{"probe", "--synthetic", "--model", "smollm2-135m", "--method", "lora", "--seq-len", "768",
+		"--per-device-batch", "4", "--interval", "20ms", "--record", runs}
+	out, errOut, code := runCommand(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	for _, want := range []string{"Estimate vs measured", "peak", "allocated", "reserved", "device", "phase", "forward", "component", "weights"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	// The script got the catalog's config.json byte for byte and the job.
+	cfg, _ := os.ReadFile(filepath.Join(rec, "config.json"))
+	want, err := model.CatalogConfig("smollm2-135m")
+	if err != nil || !bytes.Equal(cfg, want) {
+		t.Errorf("config given to the script differs from the catalog's (%v)", err)
+	}
+	var job map[string]any
+	raw, _ := os.ReadFile(filepath.Join(rec, "job.json"))
+	if err := json.Unmarshal(raw, &job); err != nil || job["method"] != "lora" || job["seq_len"] != 768.0 || job["per_device_batch"] != 4.0 {
+		t.Errorf("job given to the script: %s (%v)", raw, err)
+	}
+	// The recorded run reads back, on the GPU the script reported.
+	f, err := os.Open(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := calibrate.ReadRuns(f, runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Kind() != "H100-SXM" || got[0].Job.GPU != "H100-SXM" || got[0].Measured.AllocatedPeakBytes != 7516192768 || got[0].Software.Torch != "2.5.1" {
+		t.Errorf("recorded run: %+v", got)
+	}
+	// One run fits nothing with the default minimum; --min-runs 1 does.
+	_, errOut, code = runCommand(t, "calibrate", runs)
+	if code != ExitError || !strings.Contains(errOut, "each term needs 2 runs") {
+		t.Errorf("calibrate one run: exit %d, stderr %q", code, errOut)
+	}
+	profile := filepath.Join(dir, "h100.json")
+	out, errOut, code = runCommand(t, "calibrate", runs, "--min-runs", "1", "--output", profile)
+	if code != 0 || !strings.Contains(out, "Fitted constants (1 runs)") || !strings.Contains(out, "leave-one-out") {
+		t.Fatalf("calibrate: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	p, err := calibrate.LoadProfile(profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.GPU != "H100-SXM" || len(p.Constants) == 0 {
+		t.Errorf("profile %+v", p)
+	}
+}
+
+func TestProbeSyntheticFailures(t *testing.T) {
+	t.Run("missing torch", func(t *testing.T) {
+		fakeGPU(t, "idle")
+		fakePython(t, "missing-torch")
+		t.Setenv("FAKE_PY_EXIT", "3")
+		_, errOut, code := runCommand(t, "probe", "--synthetic", "--model", "smollm2-135m", "--seq-len", "128", "--interval", "20ms")
+		if code != 3 || !strings.Contains(errOut, "install PyTorch with CUDA support") {
+			t.Errorf("exit %d, stderr %q", code, errOut)
+		}
+	})
+	t.Run("missing python", func(t *testing.T) {
+		fakeGPU(t, "idle")
+		t.Setenv("PATH", filepath.Dir(probeLookPath(t, "nvidia-smi")))
+		_, errOut, code := runCommand(t, "probe", "--synthetic", "--model", "smollm2-135m", "--seq-len", "128")
+		if code != ExitError || !probeContains(errOut, "python3 not found", "pip install torch") {
+			t.Errorf("exit %d, stderr %q", code, errOut)
+		}
+	})
+	t.Run("malformed result", func(t *testing.T) {
+		fakeGPU(t, "idle")
+		fakePython(t, "malformed")
+		_, errOut, code := runCommand(t, "probe", "--synthetic", "--model", "smollm2-135m", "--seq-len", "128", "--interval", "20ms")
+		if code != ExitError || !probeContains(errOut, "probe JSON (stdout line 1)", "allocated_peak_bytes") {
+			t.Errorf("exit %d, stderr %q", code, errOut)
+		}
+	})
+}
+
+func probeLookPath(t *testing.T, name string) string {
+	t.Helper()
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return filepath.Join(dir, name)
+		}
+	}
+	t.Fatalf("%s not on PATH", name)
+	return ""
+}
+
+func probeContains(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
