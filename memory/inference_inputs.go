@@ -206,6 +206,9 @@ func (in *inferenceInputs) resolveImages(m *model.Model, job Job) {
 		return
 	}
 	in.images = int64(orInt(job.ImagesPerSample, 1))
+	if job.ImagesPerSample == 0 {
+		in.warnings = append(in.warnings, fmt.Sprintf("%s is a vision-language model and no --images-per-sample was given: assuming one image per sequence", m.ID))
+	}
 	per := int64(v.TokensPerImage)
 	if job.ImageSize > 0 && v.SpatialMerge > 1 && v.PatchSize > 0 {
 		// dynamic-resolution towers (Qwen2-VL): (size / (patch·merge))² tokens

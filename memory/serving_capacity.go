@@ -76,6 +76,16 @@ func (in *inferenceInputs) profileRun(m *model.Model, setup servingSetup, r stag
 	n := int64(setup.maxBatched)
 	layer := shape.layerTransient(1, n, n)
 	best := layer
+	if v := m.Vision; v != nil && r.lo == 0 && v.TokensPerImage > 0 {
+		// The multimodal profile encodes as many dummy images as fill one
+		// step's token budget (vllm v1 gpu_model_runner.py profile_run,
+		// encoder cache sized by max_num_batched_tokens).
+		images := max(n/int64(v.TokensPerImage), 1)
+		vt := visionTransient(v, images, inferFlash, in.act.BytesPerElement(), m.Text.Hidden, images*int64(v.TokensPerImage))
+		if vt.bytes > best.bytes {
+			best = transient{bytes: vt.bytes, formula: "multimodal encoder profile: " + vt.formula}
+		}
+	}
 	if last && m.Text.Vocab > 0 {
 		hidden := 2 * float64(n) * float64(m.Text.Hidden) * in.act.BytesPerElement()
 		sampler := float64(setup.maxSeqs) * float64(m.Text.Vocab) * vllmSamplerBytesPerLogit
