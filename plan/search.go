@@ -131,7 +131,7 @@ func MaxFit(est EstimateFunc, job memory.Job, v Var, lo, hi int, budget units.By
 	p := &probe{est: est, job: job, v: v, budget: budget}
 	best, ok, why := p.at(lo)
 	if !ok {
-		return Found{Var: v, Limit: hi, Evaluations: p.evals}, fmt.Errorf("search %s: %w at %s=%d: %s", v, ErrNoFit, v, lo, why)
+		return Found{Var: v, Limit: hi, Evaluations: p.evals}, fmt.Errorf("search %s: %w: %s", v, ErrNoFit, why)
 	}
 	good, bad, stop := lo, 0, ""
 	for n := lo; bad == 0 && good < hi; {

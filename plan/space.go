@@ -485,11 +485,17 @@ func (l Layout) Valid() string {
 		if l.Offload == OffloadOptimizer && l.ZeRO < 1 || l.Offload == OffloadParams && l.ZeRO < 3 {
 			return "deepspeed offloads the optimizer from ZeRO-1 and parameters at ZeRO-3"
 		}
+		if l.NumGPUs == 1 && (l.Offload == OffloadNone || l.Offload == "") {
+			return "deepspeed on one GPU without offload is the single-process layout"
+		}
 	case EngineFSDP2:
 		if l.NumGPUs < 2 || ep > 1 || l.Offload == OffloadOptimizer {
 			return "fsdp2 needs 2+ GPUs and offloads parameters only"
 		}
 	case EngineMegatron:
+		if l.NumGPUs < 2 {
+			return "megatron on one GPU is the single-process layout"
+		}
 		if l.Offload != OffloadNone && l.Offload != "" {
 			return "megatron layouts here do not offload"
 		}

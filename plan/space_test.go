@@ -131,6 +131,8 @@ func TestLayoutValid(t *testing.T) {
 		{Layout{Engine: EngineDDP, NumGPUs: 4, Offload: OffloadOptimizer}, false},
 		{Layout{Engine: EngineDeepSpeed, ZeRO: 0, NumGPUs: 1, Offload: OffloadOptimizer}, false},
 		{Layout{Engine: EngineDeepSpeed, ZeRO: 2, NumGPUs: 1, Offload: OffloadOptimizer}, true},
+		{Layout{Engine: EngineDeepSpeed, ZeRO: 2, NumGPUs: 1, Offload: OffloadNone}, false},
+		{Layout{Engine: EngineMegatron, NumGPUs: 1, Offload: OffloadNone}, false},
 		{Layout{Engine: EngineDeepSpeed, ZeRO: 2, NumGPUs: 8, Offload: OffloadParams}, false},
 		{Layout{Engine: EngineDeepSpeed, ZeRO: 3, NumGPUs: 8, Offload: OffloadParams}, true},
 		{Layout{Engine: EngineDeepSpeed, ZeRO: 3, NumGPUs: 8, TP: 2}, false},
