@@ -14,15 +14,8 @@ type optState struct {
 // §15.6). States are per trainable parameter only.
 func (s *setup) optimizerState(p *trParams) optState {
 	o := s.opt
-	var st optState
-	var stateNumel, maxState float64 // elements stored in the states dtype, largest tensor's state bytes
-	s.forEachTrainable(func(g tensorGroup) {
-		eb := s.stateElemBytes(g.adapter)
-		per := o.groupState(g, eb, s.framework == FrameworkHF)
-		st.states += g.count * per
-		stateNumel += g.count * g.numel() * eb
-		maxState = max(maxState, g.numel()*eb)
-	})
+	st := optState{states: p.optStates}
+	stateNumel, maxState := p.stateNumel, p.maxState
 	st.paged = o.info.Paged
 	switch {
 	case s.optInBwd:

@@ -61,6 +61,9 @@ func GPUs() []GPU { return slices.Clone(gpus) }
 // LookupGPU finds a GPU kind by a loose name ("NVIDIA H100 80GB HBM3",
 // "a100-40gb", "L40S"). It reports false for an unknown name.
 func LookupGPU(name string) (GPU, bool) {
+	if strings.TrimSpace(name) == "" {
+		return GPU{}, false
+	}
 	n := normGPU(name)
 	if n == "" {
 		return GPU{}, false
@@ -169,8 +172,15 @@ func (o Overheads) Components(allocated units.Bytes) []Component {
 	return o.appendComponents(out, allocated)
 }
 
-// appendComponents appends the rows of [Overheads.Components] to dst.
+// appendComponents appends the rows of [Overheads.Components] to dst,
+// with formulas showing their inputs.
 func (o Overheads) appendComponents(dst []Component, allocated units.Bytes) []Component {
+	return o.appendRows(dst, allocated, true)
+}
+
+// appendRows appends the overhead rows to dst. Without explain the
+// formulas are fixed templates, so no string is built.
+func (o Overheads) appendRows(dst []Component, allocated units.Bytes, explain bool) []Component {
 	frag := o.Reserved(allocated) - allocated
 	ctxSrc := "MODEL.md §10: pytorch/pytorch PR #86509 (lazy module loading); constant cuda_context_mib"
 	ctxFormula := "cuda_context_mib"
@@ -178,19 +188,26 @@ func (o Overheads) appendComponents(dst []Component, allocated units.Bytes) []Co
 		ctxSrc = "MODEL.md §15.5/§15.16: torch 1.x eager module loading; constant cuda_context_eager_mib"
 		ctxFormula = "cuda_context_eager_mib"
 	}
+	fragFormula := "allocated peak × fragmentation"
+	wsFormula := "one cuBLAS workspace for the compute stream (workspace_mib, workspace_sm90_mib)"
+	miscFormula := "misc_overhead_mib"
+	if explain {
+		fragFormula = fmt.Sprintf("allocated peak %s × fragmentation %.3g", units.FormatIEC(allocated), o.Fragmentation)
+		ctxFormula += " = " + units.FormatIEC(o.CUDAContext)
+		wsFormula = "one cuBLAS workspace for the compute stream = " + units.FormatIEC(o.Workspace)
+		miscFormula += " = " + units.FormatIEC(o.Misc)
+	}
 	dst = append(dst,
 		Component{Name: "fragmentation", Bytes: frag, Level: "reserved", Phase: "persistent",
-			Formula: fmt.Sprintf("allocated peak %s × fragmentation %.3g", units.FormatIEC(allocated), o.Fragmentation),
-			Source:  "MODEL.md §10 (caching allocator, PYTORCH_CUDA_ALLOC_CONF notes), §15.5"},
+			Formula: fragFormula, Source: "MODEL.md §10 (caching allocator, PYTORCH_CUDA_ALLOC_CONF notes), §15.5"},
 		Component{Name: "cuda_context", Bytes: o.CUDAContext, Level: "device", Phase: "persistent",
-			Formula: ctxFormula + " = " + units.FormatIEC(o.CUDAContext), Source: ctxSrc},
+			Formula: ctxFormula, Source: ctxSrc},
 		Component{Name: "workspace", Bytes: o.Workspace, Level: "device", Phase: "persistent",
-			Formula: "one cuBLAS workspace for the compute stream = " + units.FormatIEC(o.Workspace),
-			Source:  "pytorch/pytorch:aten/src/ATen/cuda/CublasHandlePool.cpp (MODEL.md §10)"},
+			Formula: wsFormula, Source: "pytorch/pytorch:aten/src/ATen/cuda/CublasHandlePool.cpp (MODEL.md §10)"},
 	)
 	if o.Misc > 0 {
 		dst = append(dst, Component{Name: "misc", Bytes: o.Misc, Level: "device", Phase: "persistent",
-			Formula: "misc_overhead_mib = " + units.FormatIEC(o.Misc), Source: "constant misc_overhead_mib (calibration)"})
+			Formula: miscFormula, Source: "constant misc_overhead_mib (calibration)"})
 	}
 	return dst
 }

@@ -29,9 +29,8 @@ var phaseNames = [numPhases]string{PhaseForward, PhaseLoss, PhaseBackward, Phase
 
 // comp is one breakdown row with its bytes in every phase.
 type comp struct {
-	name, level, phase, formula, source string
-	v                                   [numPhases]float64
-	always                              bool // report even when zero at the peak
+	v      [numPhases]float64
+	always bool // report even when zero at the peak
 }
 
 // trainParts is everything a training estimate is assembled from.
@@ -47,8 +46,8 @@ type trainParts struct {
 // the output layer and loss, transients and runtime overheads over the
 // phases of one step; the allocated peak is the largest phase (MODEL.md §11).
 func estimateTraining(m *model.Model, job Job) (Result, error) {
-	s, err := newSetup(m, job)
-	if err != nil {
+	var s setup
+	if err := s.init(m, job); err != nil {
 		return Result{}, err
 	}
 	var t trainParts
@@ -70,30 +69,30 @@ func (s *setup) rows(t *trainParts, out *[numRows]comp) {
 		r = [numPhases]float64{v, v, v, v, v}
 		return
 	}
-	out[rowWeights] = comp{name: "weights", v: all(st.weights), always: true}
-	out[rowAdapters] = comp{name: "adapter_weights", v: all(st.adapters)}
-	out[rowMaster] = comp{name: "master_weights", v: all(st.master)}
-	out[rowGrads] = comp{name: "gradients", v: s.gradPhases(t), always: true}
+	out[rowWeights] = comp{v: all(st.weights), always: true}
+	out[rowAdapters] = comp{v: all(st.adapters)}
+	out[rowMaster] = comp{v: all(st.master)}
+	out[rowGrads] = comp{v: s.gradPhases(t), always: true}
 	if !st.optim.paged {
-		out[rowOptim] = comp{name: "optimizer_states", v: all(st.optim.states), always: true}
+		out[rowOptim] = comp{v: all(st.optim.states), always: true}
 	}
-	out[rowCast] = comp{name: "autocast_weight_cache", v: s.castPhases(t)}
-	out[rowActs] = comp{name: "activations", v: [numPhases]float64{a.fwd, a.fwd, a.top, a.bottom, 0}, always: true}
-	out[rowVision] = comp{name: "vision_activations", v: [numPhases]float64{a.vision, a.vision, a.vision, a.vision, 0}}
-	out[rowOut] = comp{name: "output_activations", v: [numPhases]float64{a.out, a.out, 0, 0, 0}}
-	out[rowMask] = comp{name: "attention_mask", v: [numPhases]float64{a.mask, a.mask, a.mask, a.mask, 0}}
+	out[rowCast] = comp{v: s.castPhases(t)}
+	out[rowActs] = comp{v: [numPhases]float64{a.fwd, a.fwd, a.top, a.bottom, 0}, always: true}
+	out[rowVision] = comp{v: [numPhases]float64{a.vision, a.vision, a.vision, a.vision, 0}}
+	out[rowOut] = comp{v: [numPhases]float64{a.out, a.out, 0, 0, 0}}
+	out[rowMask] = comp{v: [numPhases]float64{a.mask, a.mask, a.mask, a.mask, 0}}
 	heldStep := 0.0
 	if s.loss == lossLitGPTChunked {
 		heldStep = l.held
 	}
-	out[rowLoss] = comp{name: "loss", v: [numPhases]float64{0, l.peak, l.held, l.held, heldStep}, always: s.loss != lossNone}
-	out[rowBwd] = comp{name: "backward_transient", v: [numPhases]float64{0, 0, a.trans, a.trans, 0}}
+	out[rowLoss] = comp{v: [numPhases]float64{0, l.peak, l.held, l.held, heldStep}, always: s.loss != lossNone}
+	out[rowBwd] = comp{v: [numPhases]float64{0, 0, a.trans, a.trans, 0}}
 	if s.optInBwd {
-		out[rowStep] = comp{name: "optimizer_step", v: [numPhases]float64{0, 0, st.optim.transient, st.optim.transient, 0}}
+		out[rowStep] = comp{v: [numPhases]float64{0, 0, st.optim.transient, st.optim.transient, 0}}
 	} else {
-		out[rowStep] = comp{name: "optimizer_step", v: [numPhases]float64{0, 0, 0, 0, st.optim.transient}}
+		out[rowStep] = comp{v: [numPhases]float64{0, 0, 0, 0, st.optim.transient}}
 	}
-	out[rowDequant] = comp{name: "dequant_workspace", v: [numPhases]float64{st.dequant, st.dequant, st.dequant, st.dequant, 0}}
+	out[rowDequant] = comp{v: [numPhases]float64{st.dequant, st.dequant, st.dequant, st.dequant, 0}}
 }
 
 // Row indexes of the allocated-level breakdown.
@@ -164,8 +163,13 @@ func (s *setup) assemble(t *trainParts) Result {
 			peak = ph
 		}
 	}
-	buf := &trainResultBuf{}
-	comps := buf.comps[:0]
+	n := 4
+	for i := range rows {
+		if rows[i].always || units.FromFloat(rows[i].v[peak]) > 0 {
+			n++
+		}
+	}
+	comps := make([]Component, 0, n+1)
 	for i := range rows {
 		r := &rows[i]
 		b := units.FromFloat(r.v[peak])
@@ -173,12 +177,12 @@ func (s *setup) assemble(t *trainParts) Result {
 			continue
 		}
 		info := &rowInfo[i]
-		comps = append(comps, Component{Name: r.name, Bytes: b, Level: "allocated", Phase: info.phase,
+		comps = append(comps, Component{Name: info.name, Bytes: b, Level: "allocated", Phase: info.phase,
 			Formula: info.formula, Source: info.source})
 	}
 	alloc := totals[peak]
 	reserved := t.ov.Reserved(alloc)
-	comps = t.ov.appendComponents(comps, alloc)
+	comps = t.ov.appendRows(comps, alloc, s.job.Explain)
 	device := t.ov.Device(reserved)
 	if t.st.optim.paged {
 		pb := units.FromFloat(t.st.optim.states)
@@ -187,9 +191,9 @@ func (s *setup) assemble(t *trainParts) Result {
 			Formula: rowInfo[rowOptim].formula + " (paged: CUDA unified memory, not in torch's allocator)",
 			Source:  "bitsandbytes optim/optimizer.py get_state_buffer, functional.py get_paged (MODEL.md §2.4, §10)"})
 	}
-	phases := buf.phases[:0]
+	phases := make([]Phase, numPhases)
 	for ph := range numPhases {
-		phases = append(phases, Phase{Name: phaseNames[ph], Bytes: totals[ph]})
+		phases[ph] = Phase{Name: phaseNames[ph], Bytes: totals[ph]}
 	}
 	res := Result{
 		Model:           s.m.ID,
@@ -212,13 +216,6 @@ func (s *setup) assemble(t *trainParts) Result {
 		s.explain(t, &rows, peak, res.PerGPU.Components)
 	}
 	return res
-}
-
-// trainResultBuf backs the Components and Phases slices of one result
-// with a single allocation.
-type trainResultBuf struct {
-	comps  [numRows + 6]Component
-	phases [numPhases]Phase
 }
 
 // activeParams is the parameter count one token uses: routed experts

@@ -80,14 +80,34 @@ func (s *setup) activations() actTotals {
 	// Per-layer inventories by layer type, summed over recording layers.
 	encoderOnly := !st.Causal && s.m.Encoder == nil && st.Norm == model.LayerNorm
 	var sum, first, last layerAct
+	// Layers repeat a few types: compute each (type, trains) inventory once.
+	var cache [4]struct {
+		lt    model.LayerType
+		train bool
+		a     layerAct
+		ok    bool
+	}
 	for i := L - t.nrec; i < L; i++ {
+		lt := layerTypeAt(st, i)
+		train := s.method == MethodFull || (s.trainable.lo <= i && i <= s.trainable.hi)
 		var a layerAct
-		r.trainW = s.method == MethodFull || (s.trainable.lo <= i && i <= s.trainable.hi)
-		if encoderOnly {
-			r.postLN = true
-			a = encoderPostLN(st, &r)
-		} else {
-			a = decoderLayer(st, layerTypeAt(st, i), &r)
+		hit := false
+		for k := range cache {
+			if e := &cache[k]; e.ok && e.lt == lt && e.train == train {
+				a, hit = e.a, true
+				break
+			}
+		}
+		if !hit {
+			r.trainW = train
+			if encoderOnly {
+				r.postLN = true
+				a = encoderPostLN(st, &r)
+			} else {
+				a = decoderLayer(st, lt, &r)
+			}
+			e := &cache[i%len(cache)]
+			e.lt, e.train, e.a, e.ok = lt, train, a, true
 		}
 		sum = sum.add(a)
 		if i == L-t.nrec {
@@ -96,6 +116,7 @@ func (s *setup) activations() actTotals {
 		last = a
 		t.layer = max(t.layer, a.bytes(n, kvLen)*scale)
 	}
+	r.trainW = s.method == MethodFull
 	t.perTok = layerAct{sum.lin * scale, sum.quad * scale}
 	full := sum.bytes(n, kvLen) * scale
 	t.trans = layerBackwardTransient(st, &r).bytes(n, kvLen)

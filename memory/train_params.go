@@ -245,7 +245,8 @@ func (s *setup) forEachTrainable(fn func(tensorGroup)) {
 	}
 }
 
-// trParams are the parameter counts the states are computed from.
+// trParams are the parameter counts and per-tensor sums the states are
+// computed from, gathered in one pass over the trainable tensors.
 type trParams struct {
 	total     int64   // all parameters of the model
 	trainable float64 // trainable parameters (base + adapters)
@@ -253,6 +254,13 @@ type trParams struct {
 	linear    float64 // parameters of Linear weights (autocast cache, §2.2)
 	maxTensor float64 // elements of the largest trainable tensor
 	maxLinear float64 // elements of the largest quantizable Linear weight (dequantization)
+
+	gradBytes    float64 // gradients of all trainable tensors
+	masterBytes  float64 // fp32 master copy of trainable base parameters
+	adapterBytes float64 // adapter weights in the adapter dtype
+	optStates    float64 // optimizer persistent state
+	stateNumel   float64 // bytes of one full-size state over all trainable tensors (foreach transient)
+	maxState     float64 // bytes of one full-size state of the largest tensor
 }
 
 // countParams sums the model inventory and the trainable set.
@@ -269,13 +277,23 @@ func (s *setup) countParams() trParams {
 			}
 		}
 	}
+	hf := s.framework == FrameworkHF
 	s.forEachTrainable(func(g tensorGroup) {
-		n := g.count * g.numel()
+		numel := g.numel()
+		n := g.count * numel
 		p.trainable += n
+		p.maxTensor = max(p.maxTensor, numel)
 		if g.adapter {
 			p.adapters += n
+			p.adapterBytes += n * s.adapter.BytesPerElement()
+		} else if s.master {
+			p.masterBytes += 4 * n
 		}
-		p.maxTensor = max(p.maxTensor, g.numel())
+		p.gradBytes += n * s.gradElemBytes(g.adapter)
+		eb := s.stateElemBytes(g.adapter)
+		p.optStates += g.count * s.opt.groupState(g, eb, hf)
+		p.stateNumel += n * eb
+		p.maxState = max(p.maxState, numel*eb)
 	})
 	return p
 }

@@ -98,35 +98,35 @@ type setup struct {
 	warnings          []string
 }
 
-// newSetup validates job against m and fills every default.
-func newSetup(m *model.Model, job Job) (*setup, error) {
-	s := &setup{m: m, job: job}
+// init validates job against m and fills every default.
+func (s *setup) init(m *model.Model, job Job) error {
+	*s = setup{m: m, job: job}
 	var err error
 	if s.c, err = resolveConstants(job.Constants); err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.resolveFramework(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.resolveMethod(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.resolvePrecision(); err != nil {
-		return nil, err
+		return err
 	}
 	if s.opt, err = lookupOptimizer(job.Optimizer); err != nil {
-		return nil, fmt.Errorf("--optimizer: %w", err)
+		return fmt.Errorf("--optimizer: %w", err)
 	}
 	if err := s.resolveBatch(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.resolveActivationKnobs(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.resolveTrainable(); err != nil {
-		return nil, err
+		return err
 	}
-	return s, nil
+	return nil
 }
 
 // resolveFramework reads Framework and Software.

@@ -31,16 +31,10 @@ func (s *setup) modelStates(p *trParams) rankStates {
 		mod := &s.m.Modules[i]
 		r.weights += s.moduleWeightBytes(mod)
 	}
-	s.forEachTrainable(func(g tensorGroup) {
-		n := g.count * g.numel()
-		if g.adapter {
-			r.adapters += n * s.adapter.BytesPerElement()
-		} else if s.master {
-			r.master += 4 * n
-		}
-		r.grads += n * s.gradElemBytes(g.adapter)
-	})
-	r.adapters += s.frozenLoRAParams() * s.adapter.BytesPerElement()
+	r.adapters, r.master, r.grads = p.adapterBytes, p.masterBytes, p.gradBytes
+	if s.lora.variant == "lora-fa" {
+		r.adapters += s.frozenLoRAParams() * s.adapter.BytesPerElement()
+	}
 	if s.method == MethodFull || s.method == MethodFrozen {
 		for i := range s.m.Modules {
 			mod := &s.m.Modules[i]
