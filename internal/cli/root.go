@@ -86,6 +86,7 @@ and what nvidia-smi shows.`,
 		newConstantsCmd(f, g),
 		newOptimizersCmd(f, g),
 		newInspectCmd(f, g),
+		newGPUsCmd(f, g), newFitCmd(f, g), newPlanCmd(f, g),
 		newProbeCmd(f, g), newCalibrateCmd(f, g),
 	)
 	for _, c := range root.Commands() {

@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/gpumem/gpumem/gpu"
+	"github.com/gpumem/gpumem/report"
+	"github.com/gpumem/gpumem/units"
+)
+
+type gpusOptions struct {
+	Filter   string
+	GPUsFile string
+}
+
+func newGPUsCmd(f *Factory, g *globalOptions) *cobra.Command {
+	opts := &gpusOptions{}
+	cmd := &cobra.Command{
+		Use:     "gpus [FILTER]",
+		GroupID: "models",
+		Short:   "List the GPU catalog: usable memory, architecture and number formats",
+		Long: `List the GPUs gpumem plans for. MEMORY is the total the driver reports for one device
+(nvidia-smi's "Total", rocm-smi's "VRAM Total Memory", hl-smi's memory.total), which is
+what a job's device peak is compared with, not the marketing size. Any name or alias
+works with --gpu, as do the names nvidia-smi prints ("NVIDIA H100 80GB HBM3").
+
+--gpus-file adds boards or corrects figures from a JSON or YAML file in the same
+format as 'gpumem gpus --format json'; use memory_mib for the MiB nvidia-smi shows.`,
+		Example: `  gpumem gpus
+  gpumem gpus h100
+  gpumem gpus --gpus-file site-gpus.yaml --format json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if opts.Filter != "" {
+					return usageErrorf("filter given twice: --filter %q and argument %q", opts.Filter, args[0])
+				}
+				opts.Filter = args[0]
+			}
+			cat, err := loadGPUCatalog(opts.GPUsFile)
+			if err != nil {
+				return err
+			}
+			rows := filterGPUs(cat.All(), opts.Filter)
+			ro := g.renderOptions(f)
+			if ro.Format == report.JSON {
+				return report.WriteJSON(f.IO.Out, rows)
+			}
+			return gpuTable(rows, ro).Render(f.IO.Out, ro.Format)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Filter, "filter", "", "keep GPUs whose name, alias, vendor or architecture contains this text")
+	addGPUsFileFlag(cmd.Flags(), &opts.GPUsFile)
+	return cmd
+}
+
+// addGPUsFileFlag declares --gpus-file, shared by the commands that look GPUs up.
+func addGPUsFileFlag(fs *pflag.FlagSet, dst *string) {
+	fs.StringVar(dst, "gpus-file", "", "JSON or YAML file of extra GPUs merged over the built-in catalog")
+}
+
+// loadGPUCatalog returns the built-in catalog, merged with path if given.
+func loadGPUCatalog(path string) (*gpu.Catalog, error) {
+	if path == "" {
+		return gpu.Default(), nil
+	}
+	cat, err := gpu.LoadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--gpus-file: %w", err)
+	}
+	return cat, nil
+}
+
+func filterGPUs(all []gpu.GPU, filter string) []gpu.GPU {
+	filter = strings.ToLower(filter)
+	out := []gpu.GPU{}
+	for _, g := range all {
+		hay := strings.ToLower(strings.Join(append([]string{g.Name, g.Vendor, g.Arch}, g.Aliases...), " "))
+		if filter == "" || strings.Contains(hay, filter) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+func gpuTable(gs []gpu.GPU, ro report.Options) *report.TableData {
+	t := &report.TableData{
+		Headers: []string{"gpu", "memory", "MiB", "nominal", "arch", "cc", "formats", "aliases"},
+		Aligns:  []report.Align{report.Left, report.Right, report.Right, report.Right, report.Left, report.Left, report.Left, report.Left},
+	}
+	for _, g := range gs {
+		formats := []string{"fp16"}
+		for _, f := range []struct {
+			ok   bool
+			name string
+		}{{g.BF16, "bf16"}, {g.FP8, "fp8"}, {g.FP4, "fp4"}} {
+			if f.ok {
+				formats = append(formats, f.name)
+			}
+		}
+		t.AddRow(g.Name, ro.Bytes(g.Memory), fmt.Sprint(int64(g.Memory/units.MiB)), fmt.Sprintf("%d GB", g.NominalGB),
+			g.Arch, g.ComputeCapability, strings.Join(formats, " "), strings.Join(g.Aliases, ", "))
+	}
+	t.AddFooter(fmt.Sprintf("%d GPUs", len(gs)), "", "", "", "", "", "", "")
+	return t
+}
