@@ -534,3 +534,36 @@ func TestRedirectDropsTokenOffHub(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseRef checks that every accepted reference maps to cache paths
+// inside the cache folder.
+func FuzzParseRef(f *testing.F) {
+	for _, s := range []string{"org/name", "org/name@main", "gpt2", "../../etc", "org/name@refs/pr/1", "a/b@" + testCommit, `a\b`, "org/name@..", "x/y@a/../../b"} {
+		f.Add(s, "config.json")
+	}
+	f.Add("org/name", "../../x")
+	f.Fuzz(func(t *testing.T, s, file string) {
+		ref, err := ParseRef(s)
+		if err != nil {
+			return
+		}
+		root := filepath.Join(string(filepath.Separator), "cache")
+		c := Cache{Dir: root}
+		dir, err := c.RepoDir(ref.Repo)
+		if err != nil {
+			t.Fatalf("accepted %q but RepoDir failed: %v", s, err)
+		}
+		if filepath.Dir(dir) != root || !strings.HasPrefix(filepath.Base(dir), "models--") {
+			t.Fatalf("%q: repo dir %q", s, dir)
+		}
+		if ref.Revision != "" {
+			ref := filepath.Join(dir, "refs", filepath.FromSlash(ref.Revision))
+			if rel, err := filepath.Rel(dir, ref); err != nil || strings.HasPrefix(rel, "..") {
+				t.Fatalf("%q: ref path %q leaves the repo folder", s, ref)
+			}
+		}
+		if snap, _, err := c.paths(ref.Repo, testCommit, file); err == nil && !strings.HasPrefix(snap, filepath.Join(dir, "snapshots", testCommit)+string(filepath.Separator)) {
+			t.Fatalf("file %q: snapshot path %q leaves the snapshot", file, snap)
+		}
+	})
+}

@@ -268,3 +268,23 @@ func TestParseIndex(t *testing.T) {
 		t.Errorf("got total %d shards %v", idx.TotalSize, idx.Shards())
 	}
 }
+
+func FuzzParseIndex(f *testing.F) {
+	f.Add([]byte(`{"metadata":{"total_size":104},"weight_map":{"a":"model-00001-of-00002.safetensors","b":"model-00002-of-00002.safetensors"}}`))
+	f.Add([]byte(`{"weight_map":{"a":"../x"}}`))
+	f.Add([]byte(`{"metadata":{"total_size":1e30},"weight_map":{"a":"b"}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		idx, err := ParseIndex(data)
+		if err != nil {
+			return
+		}
+		if idx.TotalSize < 0 || len(idx.Shards()) == 0 {
+			t.Fatalf("accepted index %+v", idx)
+		}
+		for _, s := range idx.Shards() {
+			if CheckFileName(s) != nil || filepath.Base(s) != s {
+				t.Fatalf("accepted shard name %q", s)
+			}
+		}
+	})
+}
