@@ -86,8 +86,10 @@ and what nvidia-smi shows.`,
 		newConstantsCmd(f, g),
 		newOptimizersCmd(f, g),
 		newInspectCmd(f, g),
+		newServeCmd(f, g),
 		newGPUsCmd(f, g), newFitCmd(f, g), newPlanCmd(f, g),
 		newProbeCmd(f, g), newCalibrateCmd(f, g),
+		newServePlanCmd(f, g),
 	)
 	for _, c := range root.Commands() {
 		c.SetFlagErrorFunc(root.FlagErrorFunc())

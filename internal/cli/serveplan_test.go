@@ -81,3 +81,14 @@ func TestServePlanUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestServePlanRegistered(t *testing.T) {
+	out, errOut, code := runCommand(t, "serve-plan", "gpt2", "--gpu", "H100", "--max-gpus", "1", "--format", "json")
+	if code != 0 || !strings.Contains(out, `"kv_tokens"`) {
+		t.Errorf("gpumem serve-plan: code %d, stderr %q, out %.200q", code, errOut, out)
+	}
+	_, errOut, code = runCommand(t, "serve-plan", "gpt2")
+	if code != ExitUsage || !strings.Contains(errOut, "--gpu") {
+		t.Errorf("serve-plan without a GPU: code %d, stderr %q; want a usage error naming --gpu", code, errOut)
+	}
+}
