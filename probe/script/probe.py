@@ -154,6 +154,8 @@ def build_model(torch, transformers, config_path, job, dev, dtype, applied, warn
     if attn is None:
         raise ProbeError("bad_job", "attn %r: want eager, sdpa or flash" % job.get("attn"))
     applied["attn"] = attn
+    if attn == "flash_attention_2":
+        need("flash_attn", "FlashAttention-2 for attn flash")
     arch = (getattr(config, "architectures", None) or [None])[0]
     cls = getattr(transformers, arch, None) if arch else None
     if cls is None:
@@ -239,10 +241,21 @@ def apply_method(torch, model, job, dev, applied, warnings):
         raise ProbeError("unsupported", "peft_variant %r: the probe builds lora and dora" % variant)
     cfg = peft.LoraConfig(**kw)
     fp32_adapters = (job.get("adapter_dtype") or "fp32").lower() == "fp32"
-    model = peft.get_peft_model(model, cfg, autocast_adapter_dtype=fp32_adapters)
+    try:
+        model = peft.get_peft_model(model, cfg, autocast_adapter_dtype=fp32_adapters)
+    except TypeError:  # peft < 0.12 has no autocast_adapter_dtype and keeps the model dtype
+        model = peft.get_peft_model(model, cfg)
+        fp32_adapters = False
+        warnings.append("this peft keeps adapters in the model dtype (no autocast_adapter_dtype)")
     applied.update(lora_rank=kw["r"], lora_target_modules=targets or "peft default",
                    adapter_dtype="fp32" if fp32_adapters else "model dtype")
     return model
+
+
+# Hugging Face optim names of bitsandbytes optimizers and their classes.
+BNB_OPTIMIZERS = {"adamw_bnb_8bit": "AdamW8bit", "adamw_8bit": "AdamW8bit", "paged_adamw_8bit": "PagedAdamW8bit",
+                  "paged_adamw_32bit": "PagedAdamW32bit", "lion_8bit": "Lion8bit", "lion_32bit": "Lion32bit",
+                  "paged_lion_8bit": "PagedLion8bit", "paged_lion_32bit": "PagedLion32bit"}
 
 
 def make_optimizer(torch, params, job, applied):
@@ -260,12 +273,9 @@ def make_optimizer(torch, params, job, applied):
     if name == "adafactor":
         transformers = need("transformers", "Adafactor")
         return transformers.Adafactor(params, lr=lr, scale_parameter=False, relative_step=False, warmup_init=False)
-    bnb_names = {"adamw_bnb_8bit": "AdamW8bit", "adamw_8bit": "AdamW8bit", "paged_adamw_8bit": "PagedAdamW8bit",
-                 "paged_adamw_32bit": "PagedAdamW32bit", "lion_8bit": "Lion8bit", "lion_32bit": "Lion32bit",
-                 "paged_lion_8bit": "PagedLion8bit"}
-    if name in bnb_names:
+    if name in BNB_OPTIMIZERS:
         bnb = need("bitsandbytes", "8-bit and paged optimizers")
-        return getattr(bnb.optim, bnb_names[name])(params, lr=lr)
+        return getattr(bnb.optim, BNB_OPTIMIZERS[name])(params, lr=lr)
     raise ProbeError("unsupported", "optimizer %r: the probe knows adamw_torch, adamw_torch_fused, adamw_hf, sgd, adafactor and bitsandbytes 8-bit/paged optimizers" % name)
 
 
@@ -360,6 +370,19 @@ def infer(torch, model, config, job, dev, args, tracker, result, applied, warnin
             del past, tok
 
 
+def check_dependencies(job, mode):
+    """Fails before the model is built when a package the job needs is missing."""
+    if mode != "train":
+        return
+    method = method_of(job)
+    if method in ("lora", "qlora"):
+        need("peft", "LoRA adapters")
+    if method == "qlora":
+        need("bitsandbytes", "4-bit QLoRA layers")
+    if (job.get("optimizer") or "").lower() in BNB_OPTIMIZERS:
+        need("bitsandbytes", "8-bit and paged optimizers")
+
+
 def software(torch, transformers):
     sw = {"python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda or "",
           "transformers": transformers.__version__,
@@ -369,8 +392,10 @@ def software(torch, transformers):
         if m is not None:
             sw[mod] = getattr(m, "__version__", "")
     try:
-        sw["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                      capture_output=True, text=True, timeout=30).stdout.splitlines()[0].strip()
+        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                capture_output=True, text=True, timeout=30).stdout.splitlines()[0].strip()
+        if driver.replace(".", "").isdigit():
+            sw["driver"] = driver
     except (OSError, subprocess.SubprocessError, IndexError):
         pass
     return sw
@@ -379,11 +404,15 @@ def software(torch, transformers):
 def run(args, result, state):
     torch = need("torch", "PyTorch")
     transformers = need("transformers", "model classes")
+    major = int(torch.__version__.split(".")[0])
+    if major < 2:
+        raise ProbeError("unsupported", "torch %s: the probe needs torch >= 2.0 (it builds the model directly on the GPU)" % torch.__version__)
     if not torch.cuda.is_available():
         raise ProbeError("no_cuda", "torch.cuda.is_available() is False: CPU-only PyTorch build, no NVIDIA driver, or no visible GPU")
     with open(args.job) as f:
         job = json.load(f)
     mode = (job.get("mode") or "train").lower()
+    check_dependencies(job, mode)
     if mode == "serving":
         raise ProbeError("unsupported", "serving runs are measured on the engine itself: gpumem probe -- vllm serve ...")
     dev = torch.device("cuda", args.device)
@@ -402,7 +431,6 @@ def run(args, result, state):
                                  "how": "device memory of the process after CUDA init minus memory_reserved (%s)" % reader.source})
     applied, warnings = result["applied"], result["warnings"]
     method = method_of(job)
-    dtype = job_dtype(torch, job.get("dtype"), "bf16")
     if method == "qlora":
         bnb = need("bitsandbytes", "4-bit QLoRA layers")
         compute = job_dtype(torch, job.get("compute_dtype"), "bf16")
@@ -410,6 +438,7 @@ def run(args, result, state):
         quantize_4bit(torch, bnb, model, job, compute, applied)
         applied["dtype"] = "4bit/" + DTYPES[(job.get("compute_dtype") or "bf16").lower()]
     else:
+        dtype = job_dtype(torch, job.get("dtype"), "bf16")
         model, config = build_model(torch, transformers, args.config, job, dev, dtype, applied, warnings)
         applied["dtype"] = DTYPES[(job.get("dtype") or "bf16").lower()]
     base = torch.cuda.memory_allocated(dev)
