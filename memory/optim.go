@@ -98,7 +98,7 @@ var optimizerTable = []optimizerSpec{
 		Note: "Muon (KellerJordan/Muon:muon.py): momentum for hidden 2-D matrices; embeddings, lm_head, norms, biases use AdamW (2 states); Newton-Schulz transient per matrix"}, kind: optMuon},
 	{info: OptimizerInfo{Name: "shampoo", Aliases: []string{"distributed_shampoo"}, StateDtype: "fp32", Impl: "for-loop",
 		Note: "Shampoo (arXiv:1802.09568; Distributed Shampoo arXiv:2309.06497, max_preconditioner_dim 1024): per block L, R and their inverse roots + AdaGrad grafting + momentum"}, kind: optShampoo},
-	{info: OptimizerInfo{Name: "adam_mini", Aliases: []string{"adam-mini", "adammini"}, StateDtype: "fp32", Impl: "for-loop",
+	{info: OptimizerInfo{Name: "adam_mini", Aliases: []string{"adammini"}, StateDtype: "fp32", Impl: "for-loop",
 		Note: "Adam-mini (arXiv:2406.16793): full first moment, one second-moment scalar per head/neuron block"}, kind: optAdamMini},
 	{info: OptimizerInfo{Name: "lomo", Aliases: []string{"adalomo"}, StateDtype: "fp32", Impl: "fused",
 		Note: "LOMO/AdaLomo (arXiv:2306.09782): update fused into backward, no optimizer state (AdaLomo: factored second moment, ≈ 0)"}, kind: optNoState},

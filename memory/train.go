@@ -79,6 +79,7 @@ func (s *setup) rows(t *trainParts, out *[numRows]comp) {
 	out[rowCast] = comp{v: s.castPhases(t)}
 	out[rowActs] = comp{v: [numPhases]float64{a.fwd, a.fwd, a.top, a.bottom, 0}, always: true}
 	out[rowVision] = comp{v: [numPhases]float64{a.vision, a.vision, a.vision, a.vision, 0}}
+	out[rowEncoder] = comp{v: [numPhases]float64{a.encoder, a.encoder, a.encoder, a.encoder, 0}}
 	out[rowOut] = comp{v: [numPhases]float64{a.out, a.out, 0, 0, 0}}
 	out[rowMask] = comp{v: [numPhases]float64{a.mask, a.mask, a.mask, a.mask, 0}}
 	heldStep := 0.0
@@ -105,6 +106,7 @@ const (
 	rowCast
 	rowActs
 	rowVision
+	rowEncoder
 	rowOut
 	rowMask
 	rowLoss

@@ -8,18 +8,19 @@ import (
 
 // actTotals are the activation terms of the step phases, in bytes.
 type actTotals struct {
-	fwd    float64 // saved by the text layers at the end of forward (or their checkpoints)
-	top    float64 // alive while the first layer of backward runs (incl. its recompute)
-	bottom float64 // alive while the last recording layer's backward runs
-	trans  float64 // one layer's backward transient
-	layer  float64 // one (the largest) full layer inventory, all tokens
-	ckpt   float64 // one layer checkpoint (the layer input)
-	nrec   int     // text layers that record a graph
-	nckpt  int     // text layers holding a checkpoint
-	out    float64 // outside the layers: final norm + lm_head input + input ids
-	vision float64 // vision tower and projector, saved through forward and backward
-	mask   float64 // materialised attention mask (shared by all layers)
-	perTok layerAct
+	fwd     float64 // saved by the text layers at the end of forward (or their checkpoints)
+	top     float64 // alive while the first layer of backward runs (incl. its recompute)
+	bottom  float64 // alive while the last recording layer's backward runs
+	trans   float64 // one layer's backward transient
+	layer   float64 // one (the largest) full layer inventory, all tokens
+	ckpt    float64 // one layer checkpoint (the layer input)
+	nrec    int     // text layers that record a graph
+	nckpt   int     // text layers holding a checkpoint
+	out     float64 // outside the layers: final norm + lm_head input + input ids
+	vision  float64 // vision tower and projector, saved through forward and backward
+	encoder float64 // encoder stack of an encoder-decoder model
+	mask    float64 // materialised attention mask (shared by all layers)
+	perTok  layerAct
 }
 
 // regime builds the activation regime of the text stack.
@@ -123,7 +124,8 @@ func (s *setup) activations() actTotals {
 	t.ckpt = s.residual * float64(st.Hidden) * n
 	s.layerPhases(&t, full, first.bytes(n, kvLen)*scale, last.bytes(n, kvLen)*scale)
 	t.out = s.outsideActs(&r)
-	t.vision = s.visionActs(&r) + s.encoderActs(&r)
+	t.vision = s.visionActs(&r)
+	t.encoder = s.encoderActs(&r)
 	t.mask = s.maskBytes()
 	return t
 }

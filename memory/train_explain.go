@@ -26,6 +26,8 @@ var rowInfo = [numRows]struct{ name, phase, formula, source string }{
 		"MODEL.md §4.3 (HF inventories), §5.1 (checkpointing), §8 (MoE), §15.12 (post-LN encoders)"},
 	rowVision: {"vision_activations", "forward", "vision layers × inventory × images × patches (+ projector input)",
 		"MODEL.md §9"},
+	rowEncoder: {"encoder_activations", "forward", "encoder layers × inventory × source tokens (encoder-decoder models)",
+		"MODEL.md §4.3 applied to the encoder stack"},
 	rowOut: {"output_activations", "forward", "final norm + lm_head input (+ int64 ids) × tokens",
 		"MODEL.md §4.6"},
 	rowMask: {"attention_mask", "forward", "b × s² × bytes(compute) (4-D causal/padding mask)",
@@ -56,9 +58,10 @@ func (s *setup) explain(t *trainParts, rows *[numRows]comp, peak int, comps []Co
 		"autocast_weight_cache": fmt.Sprintf("2 B × Linear weights of recording layers = %s (lm_head %s)", gib(st.castCache), gib(st.castHead)),
 		"activations": fmt.Sprintf("%d recording layers, %.0f tokens (batch %d × seq %d): %.1f B/token/layer + %.1f B/token/key/layer (eager) × scale %.3g; checkpoints %d × %s; one layer %s",
 			a.nrec, N, s.batch, s.seqTotal, a.perTok.lin/float64(max(a.nrec, 1)), a.perTok.quad/float64(max(a.nrec, 1)), s.c[cActivationScale], a.nckpt, gib(a.ckpt), gib(a.layer)),
-		"vision_activations": fmt.Sprintf("%d images, vision tower trains: %v", s.images, s.trainable.vision || s.lora.vision),
-		"output_activations": fmt.Sprintf("final norm + lm_head input + ids over %.0f tokens", N),
-		"attention_mask":     fmt.Sprintf("%d × %d² × %v B", s.batch, s.seqTotal, s.compute.BytesPerElement()),
+		"vision_activations":  fmt.Sprintf("%d images, vision tower trains: %v", s.images, s.trainable.vision || s.lora.vision),
+		"encoder_activations": fmt.Sprintf("%d encoder layers over %.0f source tokens", encLayers(s), N),
+		"output_activations":  fmt.Sprintf("final norm + lm_head input + ids over %.0f tokens", N),
+		"attention_mask":      fmt.Sprintf("%d × %d² × %v B", s.batch, s.seqTotal, s.compute.BytesPerElement()),
 		"loss": fmt.Sprintf("%s over N=%.0f tokens, V=%d: peak %s, held in backward %s%s", lossName[s.loss], N, s.m.Text.Vocab,
 			gib(t.loss.peak), gib(t.loss.held), cond(t.loss.chunk > 0, fmt.Sprintf(", chunk %.0f tokens", t.loss.chunk), "")),
 		"backward_transient": fmt.Sprintf("one layer's backward over %.0f tokens = %s", N, gib(a.trans)),
@@ -94,4 +97,12 @@ func cond(ok bool, a, b string) string {
 		return a
 	}
 	return b
+}
+
+// encLayers is the encoder depth (0 without an encoder).
+func encLayers(s *setup) int {
+	if s.m.Encoder == nil {
+		return 0
+	}
+	return s.m.Encoder.Layers
 }

@@ -1,0 +1,255 @@
+package memory
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/units"
+)
+
+// phase returns the allocated total of a phase.
+func phase(t *testing.T, r Result, name string) units.Bytes {
+	t.Helper()
+	for _, p := range r.PerGPU.Phases {
+		if p.Name == name {
+			return p.Bytes
+		}
+	}
+	t.Fatalf("no phase %s", name)
+	return 0
+}
+
+// lossPhaseRow estimates job and returns the named row's bytes when the
+// loss phase is forced to be the peak by a fused optimizer.
+func lossPhase(t *testing.T, id string, job Job) Result {
+	t.Helper()
+	if job.Optimizer == "" {
+		job.Optimizer = "adamw_torch_fused"
+	}
+	return estimateOK(t, catalogModel(t, id), job)
+}
+
+func TestPartialTraining(t *testing.T) {
+	const id = "meta-llama/Llama-2-7b-hf"
+	m := catalogModel(t, id)
+	full := estimateOK(t, m, Job{SeqLen: 2048, Optimizer: "adamw_torch_fused"})
+	top := estimateOK(t, m, Job{SeqLen: 2048, Optimizer: "adamw_torch_fused", Trainable: []string{"top:4"}})
+	if want := int64(4 * 202383360); top.TrainableParams != want {
+		t.Errorf("top:4 trains %d params, want %d (4 layers)", top.TrainableParams, want)
+	}
+	if top.PerGPU.AllocatedPeakBytes >= full.PerGPU.AllocatedPeakBytes {
+		t.Error("training the top 4 layers is not below full training")
+	}
+	// Layers below the lowest trainable one record nothing (MODEL.md §4.3.5).
+	fwd := func(j Job) float64 {
+		var s setup
+		if err := s.init(m, j); err != nil {
+			t.Fatal(err)
+		}
+		return s.activations().fwd
+	}
+	a, f := fwd(Job{SeqLen: 2048, Trainable: []string{"top:4"}}), fwd(Job{SeqLen: 2048})
+	if r := a / f; r < 3.0/32 || r > 5.0/32 {
+		t.Errorf("top:4 forward activations are %.3f of full training's, want ≈ 4/32", r)
+	}
+	head := estimateOK(t, m, Job{SeqLen: 2048, Trainable: []string{"lm_head"}})
+	if head.TrainableParams != 131072000 || part(head, "activations") != 0 {
+		t.Errorf("lm_head only: %d params, activations %d; want 131072000 and none in the layers", head.TrainableParams, part(head, "activations"))
+	}
+	byCount := estimateOK(t, m, Job{SeqLen: 2048, Method: "frozen", TrainableParams: 1_000_000})
+	if byCount.TrainableParams != 1_000_000 || part(byCount, "activations") == 0 {
+		t.Errorf("count only: %d params, activations %d", byCount.TrainableParams, part(byCount, "activations"))
+	}
+	rng := estimateOK(t, m, Job{SeqLen: 2048, Trainable: []string{"layers:28-31"}})
+	if rng.TrainableParams != top.TrainableParams {
+		t.Errorf("layers:28-31 trains %d, top:4 %d", rng.TrainableParams, top.TrainableParams)
+	}
+}
+
+func TestVLMTraining(t *testing.T) {
+	const id = "Qwen/Qwen2-VL-7B-Instruct"
+	m := catalogModel(t, id)
+	proj := estimateOK(t, m, Job{SeqLen: 1024, Trainable: []string{"projector"}, ImagesPerSample: 2})
+	var want int64
+	for _, mod := range m.Modules {
+		if mod.Stack == "projector" || mod.Component == "projector" {
+			want += mod.Params
+		}
+	}
+	if proj.TrainableParams != want || want == 0 {
+		t.Errorf("projector-only trains %d, want %d", proj.TrainableParams, want)
+	}
+	noImg := estimateOK(t, m, Job{SeqLen: 1024, Optimizer: "adamw_torch_fused"})
+	img := estimateOK(t, m, Job{SeqLen: 1024, Optimizer: "adamw_torch_fused", ImagesPerSample: 2})
+	if phase(t, img, PhaseForward) <= phase(t, noImg, PhaseForward) {
+		t.Error("images did not add activations")
+	}
+	if part(img, "vision_activations") == 0 {
+		t.Error("full VLM training without vision-tower activations")
+	}
+	big := estimateOK(t, m, Job{SeqLen: 1024, Optimizer: "adamw_torch_fused", ImagesPerSample: 2, ImageSize: 896})
+	if phase(t, big, PhaseForward) <= phase(t, img, PhaseForward) {
+		t.Error("larger images did not add activations")
+	}
+}
+
+func TestActivationKnobsOrder(t *testing.T) {
+	const id = "meta-llama/Llama-3.1-8B"
+	base := Job{SeqLen: 4096, Attention: "flash", GradAccum: 2}
+	with := func(f func(*Job)) Job { j := base; f(&j); return j }
+	acts := func(j Job) units.Bytes { return part(lossPhase(t, id, j), "activations") }
+	loss := func(j Job) units.Bytes {
+		r := lossPhase(t, id, j)
+		return phase(t, r, PhaseLoss) - phase(t, r, PhaseForward)
+	}
+	plain := acts(base)
+	if c := acts(with(func(j *Job) { j.Compile = true })); c >= plain {
+		t.Errorf("compile %d >= plain %d", c, plain)
+	}
+	if o := acts(with(func(j *Job) { j.ActivationOffload = true })); o >= plain/4 {
+		t.Errorf("offload %d, want a few layers of %d", o, plain)
+	}
+	if e := acts(with(func(j *Job) { j.GradCheckpoint = "every-2" })); e >= plain || e <= acts(with(func(j *Job) { j.GradCheckpoint = "full" })) {
+		t.Errorf("every-2 checkpointing %d not between full and none", e)
+	}
+	hf := loss(base)
+	chunked := loss(with(func(j *Job) { j.FusedLoss = "chunked" }))
+	compiled := loss(with(func(j *Job) { j.FusedLoss = "chunked-compiled" }))
+	liger := loss(with(func(j *Job) { j.FusedLoss = "liger" }))
+	if !(liger < compiled && compiled < chunked && chunked < hf) {
+		t.Errorf("loss peaks liger %d < compiled %d < chunked %d < hf %d does not hold", liger, compiled, chunked, hf)
+	}
+}
+
+func TestLoRAVariantsActivations(t *testing.T) {
+	const id = "meta-llama/Llama-3.2-3B"
+	base := Job{SeqLen: 768, MicroBatch: 4, Method: "lora", LoRARank: 32}
+	acts := func(v string, drop float64) units.Bytes {
+		j := base
+		j.PEFTVariant, j.LoRADropout = v, drop
+		return part(lossPhase(t, id, j), "activations")
+	}
+	lora, dora, fa := acts("lora", 0), acts("dora", 0), acts("lora-fa", 0)
+	if !(fa < lora && lora < dora) {
+		t.Errorf("activations lora-fa %d < lora %d < dora %d does not hold", fa, lora, dora)
+	}
+	if d := acts("lora", 0.1); d <= lora {
+		t.Errorf("dropout 0.1 activations %d not above dropout 0 %d", d, lora)
+	}
+	// PEFT keeps bf16 adapters in fp32 (autocast_adapter_dtype); torchtune in bf16.
+	hf := lossPhase(t, id, base)
+	tt := base
+	tt.Framework = "torchtune"
+	tune := lossPhase(t, id, tt)
+	if part(hf, "adapter_weights") != 2*part(tune, "adapter_weights") {
+		t.Errorf("adapter weights hf %d, torchtune %d: want fp32 vs bf16", part(hf, "adapter_weights"), part(tune, "adapter_weights"))
+	}
+}
+
+func TestQLoRARecipes(t *testing.T) {
+	const id = "meta-llama/Llama-2-7b-hf"
+	hf := lossPhase(t, id, Job{SeqLen: 1024, Method: "qlora"})
+	dq := true
+	tune := lossPhase(t, id, Job{SeqLen: 1024, Method: "qlora", Framework: "torchtune", DoubleQuant: &dq})
+	lit := lossPhase(t, id, Job{SeqLen: 1024, Method: "qlora", Framework: "litgpt", DoubleQuant: &dq})
+	// HF keeps non-quantized params in fp32 after prepare_model_for_kbit_training.
+	if part(hf, "weights") <= part(tune, "weights") {
+		t.Errorf("HF QLoRA weights %d not above torchtune's %d (fp32 embeddings, norms, head)", part(hf, "weights"), part(tune, "weights"))
+	}
+	// litgpt quantizes the head as well.
+	if part(lit, "weights") >= part(tune, "weights") {
+		t.Errorf("litgpt QLoRA weights %d not below torchtune's %d (4-bit lm_head)", part(lit, "weights"), part(tune, "weights"))
+	}
+	if part(hf, "dequant_workspace") == 0 {
+		t.Error("QLoRA without a dequantization workspace")
+	}
+	old := lossPhase(t, id, Job{SeqLen: 1024, Method: "qlora", Software: []string{"bnb<0.43.2"}})
+	if part(old, "activations") <= part(hf, "activations") {
+		t.Error("bitsandbytes < 0.43.2 did not add the saved 4-bit inputs")
+	}
+	nodq := false
+	a := lossPhase(t, id, Job{SeqLen: 1024, Method: "qlora", DoubleQuant: &dq})
+	b := lossPhase(t, id, Job{SeqLen: 1024, Method: "qlora", DoubleQuant: &nodq})
+	if d := float64(part(b, "weights") - part(a, "weights")); d < 0.27*float64(units.GiB) || d > 0.29*float64(units.GiB) {
+		t.Errorf("double quantisation saves %.3f GiB, want ≈ 0.28 (MODEL.md §6.2: 0.377 − 0.096)", d/float64(units.GiB))
+	}
+}
+
+func TestOtherArchitectures(t *testing.T) {
+	tests := []struct {
+		id   string
+		job  Job
+		rows []string
+		not  []string
+	}{
+		{"google-bert/bert-large-uncased", Job{SeqLen: 512, MicroBatch: 4, Dtype: "fp32", ComputeDtype: "fp32", Attention: "eager", TaskHead: "sequence_classification", Optimizer: "adamw_torch_fused"},
+			[]string{"activations"}, []string{"loss"}},
+		{"google-t5/t5-base", Job{SeqLen: 512, MicroBatch: 8, Optimizer: "adamw_torch_fused"}, []string{"encoder_activations", "activations", "loss"}, nil},
+		{"Qwen/Qwen3-30B-A3B", Job{SeqLen: 4096, Method: "lora", LoRATargets: []string{"all-linear"}, GradCheckpoint: "full"}, []string{"activations", "adapter_weights"}, nil},
+		{"deepseek-ai/DeepSeek-V2-Lite", Job{SeqLen: 2048, Optimizer: "adamw_torch_fused", Attention: "flash"}, []string{"activations"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			r := estimateOK(t, catalogModel(t, tt.id), tt.job)
+			checkParts(t, r)
+			for _, name := range tt.rows {
+				if part(r, name) == 0 {
+					t.Errorf("%s missing at peak %s", name, r.PerGPU.PeakPhase)
+				}
+			}
+			for _, name := range tt.not {
+				if part(r, name) != 0 {
+					t.Errorf("%s present", name)
+				}
+			}
+		})
+	}
+	moe := estimateOK(t, catalogModel(t, "Qwen/Qwen3-30B-A3B"), Job{SeqLen: 512})
+	if moe.ActiveParams >= moe.TotalParams || moe.ActiveParams < moe.TotalParams/20 {
+		t.Errorf("MoE active params %d of %d", moe.ActiveParams, moe.TotalParams)
+	}
+}
+
+func TestExplainFillsFormulas(t *testing.T) {
+	m := catalogModel(t, "meta-llama/Llama-2-7b-hf")
+	plain := estimateOK(t, m, Job{SeqLen: 1024, Method: "lora"})
+	ex := estimateOK(t, m, Job{SeqLen: 1024, Method: "lora", Explain: true})
+	if len(plain.PerGPU.Components) != len(ex.PerGPU.Components) {
+		t.Fatal("explain changed the rows")
+	}
+	for i, c := range ex.PerGPU.Components {
+		if c.Bytes != plain.PerGPU.Components[i].Bytes {
+			t.Errorf("explain changed %s", c.Name)
+		}
+		if c.Level == "allocated" && !strings.ContainsAny(c.Formula, "0123456789") {
+			t.Errorf("%s formula %q has no inputs filled in", c.Name, c.Formula)
+		}
+	}
+}
+
+func FuzzTrainableSpec(f *testing.F) {
+	for _, s := range []string{"top:4", "layers:3-9", "bottom:1", "projector", "layers.5", "mlp.*.down", "top:x", "layers:9-3", ""} {
+		f.Add(s)
+	}
+	m, err := loadFuzzModel()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, entry string) {
+		r, err := Estimate(m, Job{SeqLen: 128, Trainable: []string{entry}})
+		if err != nil {
+			if !strings.Contains(err.Error(), "--trainable") && !strings.Contains(err.Error(), "--method") {
+				t.Errorf("error %q does not name the flag", err)
+			}
+			return
+		}
+		if r.TrainableParams < 0 || r.TrainableParams > r.TotalParams {
+			t.Errorf("%q: %d trainable of %d", entry, r.TrainableParams, r.TotalParams)
+		}
+		checkParts(t, r)
+	})
+}
+
+// loadFuzzModel is a small catalog model for fuzzing.
+func loadFuzzModel() (*model.Model, error) { return model.Lookup("HuggingFaceTB/SmolLM2-135M-Instruct") }
