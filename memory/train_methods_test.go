@@ -252,4 +252,6 @@ func FuzzTrainableSpec(f *testing.F) {
 }
 
 // loadFuzzModel is a small catalog model for fuzzing.
-func loadFuzzModel() (*model.Model, error) { return model.Lookup("HuggingFaceTB/SmolLM2-135M-Instruct") }
+func loadFuzzModel() (*model.Model, error) {
+	return model.Lookup("HuggingFaceTB/SmolLM2-135M-Instruct")
+}
