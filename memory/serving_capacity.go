@@ -105,17 +105,17 @@ func (in *inferenceInputs) profileRun(m *model.Model, setup servingSetup, r stag
 // kv_cache_interface.py max_memory_usage_bytes, MODEL.md §7.2).
 func (st servingStage) seqBytes(n int64, setup servingSetup, cross int64) units.Bytes {
 	bs := int64(setup.blockSize)
-	pages := func(tokens int64) int64 { return ceilDiv(max(tokens, 0), bs) * bs }
+	pages := func(tokens int64) int64 { return units.MulInt(ceilDiv(max(tokens, 0), bs), bs) }
 	k := st.kv
 	b := units.MulInt(k.full, pages(n))
+	total := units.Bytes(b)
 	if k.sliding > 0 {
-		b += units.MulInt(k.sliding, pages(min(int64(k.window)-1+int64(setup.maxBatched), n))+bs)
+		total = units.Add(total, units.Bytes(units.MulInt(k.sliding, pages(min(int64(k.window)-1+int64(setup.maxBatched), n))+bs)))
 	}
 	if k.chunked > 0 {
-		b += units.MulInt(k.chunked, pages(min(int64(k.chunk)+int64(setup.maxBatched), n)))
+		total = units.Add(total, units.Bytes(units.MulInt(k.chunked, pages(min(int64(k.chunk)+int64(setup.maxBatched), n)))))
 	}
-	b += units.MulInt(k.cross, pages(cross))
-	return units.Bytes(max(b, 0))
+	return units.Add(total, units.Bytes(units.MulInt(k.cross, pages(cross))))
 }
 
 // servingResult builds the Result and its ServingResult.
