@@ -1,6 +1,8 @@
 package memory
 
 import (
+	"fmt"
+
 	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/units"
 )
@@ -217,6 +219,9 @@ func (s *setup) assemble(t *trainParts) Result {
 	if s.job.Explain {
 		s.explain(t, &rows, peak, res.PerGPU.Components)
 	}
+	if limit := s.gpuMemory(t); limit > 0 && device > limit {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("device peak %s exceeds the GPU's %s", units.FormatIEC(device), units.FormatIEC(limit)))
+	}
 	return res
 }
 
@@ -233,4 +238,13 @@ func activeParams(m *model.Model) int64 {
 		n += mod.Params
 	}
 	return n
+}
+
+// gpuMemory is the memory of the job's GPU: Job.GPUMemory, else the
+// known GPU kind's; 0 when neither is known.
+func (s *setup) gpuMemory(t *trainParts) units.Bytes {
+	if s.job.GPUMemory > 0 {
+		return s.job.GPUMemory
+	}
+	return t.ov.GPU.Memory
 }

@@ -126,6 +126,9 @@ func (s *setup) init(m *model.Model, job Job) error {
 	if err := s.resolveTrainable(); err != nil {
 		return err
 	}
+	if j := s.job; j.Engine != "" || j.NumGPUs > 1 || j.ZeRO > 0 || j.TP > 1 || j.PP > 1 || j.CP > 1 || j.EP > 1 || j.Nodes > 1 {
+		s.warn("distributed training (engine, sharding, tensor/pipeline/context parallelism) is not modelled yet: the estimate is for one process holding the whole model")
+	}
 	return nil
 }
 

@@ -270,4 +270,15 @@ func TestTrainingWarnings(t *testing.T) {
 	if !strings.Contains(strings.Join(r.Warnings, "\n"), "--seq-len not given") {
 		t.Errorf("default sequence length not warned: %q", r.Warnings)
 	}
+	r = estimateOK(t, m, Job{SeqLen: 4096, GPU: "A10G", Engine: "deepspeed", ZeRO: 2, NumGPUs: 8})
+	joined = strings.Join(r.Warnings, "\n")
+	for _, want := range []string{"exceeds the GPU's 22.00 GiB", "distributed training"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("warnings %q lack %q", joined, want)
+		}
+	}
+	r = estimateOK(t, m, Job{SeqLen: 512, Method: "qlora", GPU: "H100-SXM"})
+	if len(r.Warnings) != 0 {
+		t.Errorf("fitting single-GPU QLoRA warned: %q", r.Warnings)
+	}
 }
