@@ -1,0 +1,33 @@
+// Package web serves gpumem over HTTP: a JSON API whose responses are the
+// JSON the command line prints with --format json, and an embedded page
+// (plain HTML, JavaScript and CSS, no build step) that drives it.
+//
+// # Routes
+//
+//	GET  /api/estimate?model=llama3-8b&seq_len=4096   memory.Result, as gpumem estimate --format json
+//	POST /api/estimate {"model": "llama3-8b", "seq_len": 4096, ...}
+//	GET  /api/params?model=llama3-8b                  report.ParamsReport, as gpumem params --format json
+//	GET  /api/models?filter=qwen                      the catalog, as gpumem models --format json
+//	GET  /api/gpus?filter=h100                        the GPU catalog, as gpumem gpus --format json
+//	GET  /api/plan, POST /api/plan                    [PlanReport]: fit, largest batch and sequence per GPU
+//	GET  /                                            the page
+//
+// Query keys and JSON keys are the JSON names of [memory.Job] fields
+// (seq_len, per_device_batch, method, ...); dashes are accepted for
+// underscores, so seq-len works too.
+//
+// # Errors
+//
+// Bad input is answered with HTTP 400 and a JSON body
+// {"error": "...", "field": "..."} naming the offending key; a body over
+// the limit gets 413, an unknown route 404 and a wrong method 405, all
+// with the same JSON shape. A panic in a handler becomes a 500 with a
+// generic message and a log line; stack traces never reach the client.
+//
+// # Hardening
+//
+// [NewHTTPServer] sets read, write and idle timeouts; [Serve] shuts down
+// gracefully when its context ends. Responses carry a Content-Security-Policy
+// that allows only the server's own origin, X-Content-Type-Options: nosniff
+// and no CORS headers, and cross-origin browser POSTs are rejected.
+package web

@@ -1,0 +1,186 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/report"
+)
+
+// maxModelRef bounds the length of a model reference.
+const maxModelRef = 512
+
+// EstimateRequest is the body of POST /api/estimate: the model and the
+// job's options at the top level, under the JSON names of [memory.Job].
+type EstimateRequest struct {
+	// Model is a catalog id or alias, or a Hub id when the server resolves them.
+	Model string `json:"model"`
+	memory.Job
+}
+
+var errEmptyBody = errors.New("empty body")
+
+// decodeBody decodes the JSON body of r into dst, rejecting unknown keys,
+// trailing data and bodies over the server's limit.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) error {
+	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = errEmptyBody
+		}
+		return decodeError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return decodeError(err)
+		}
+		return badRequest("", "request body: want one JSON object, got more data after it")
+	}
+	return nil
+}
+
+// estimateRequest reads the model and job of a GET or POST request.
+func (s *Server) estimateRequest(w http.ResponseWriter, r *http.Request) (EstimateRequest, error) {
+	var req EstimateRequest
+	if r.Method == http.MethodPost {
+		if err := s.decodeBody(w, r, &req); err != nil {
+			return req, err
+		}
+	} else {
+		q := r.URL.Query()
+		job, err := jobFromQuery(q, "model")
+		if err != nil {
+			return req, err
+		}
+		req = EstimateRequest{Model: q.Get("model"), Job: job}
+	}
+	return req, validateJob(req.Job)
+}
+
+func (s *Server) handleEstimate(w http.ResponseWriter, r *http.Request) {
+	req, err := s.estimateRequest(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	m, err := s.model(r.Context(), req.Model)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := memory.Estimate(m, req.Job)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) handleParams(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if err := onlyKeys(q, "model"); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	m, err := s.model(r.Context(), q.Get("model"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, report.NewParamsReport(m))
+}
+
+// ModelRow is one catalog entry as gpumem models --format json prints it.
+type ModelRow struct {
+	ID           string   `json:"id"`
+	Aliases      []string `json:"aliases"`
+	ModelType    string   `json:"model_type"`
+	Architecture string   `json:"architecture"`
+	TotalParams  int64    `json:"total_params"`
+}
+
+// ModelRows lists the catalog entries whose id, alias, model type or
+// architecture contains filter (case-insensitive), as gpumem models does.
+func ModelRows(filter string) []ModelRow {
+	filter = strings.ToLower(filter)
+	rows := []ModelRow{}
+	for _, e := range model.Catalog() {
+		hay := strings.ToLower(strings.Join(append([]string{e.ID, e.ModelType, e.Architecture}, e.Aliases...), " "))
+		if filter != "" && !strings.Contains(hay, filter) {
+			continue
+		}
+		rows = append(rows, ModelRow{ID: e.ID, Aliases: e.Aliases, ModelType: e.ModelType, Architecture: e.Architecture, TotalParams: e.TotalParams})
+	}
+	return rows
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if err := onlyKeys(q, "filter"); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, ModelRows(q.Get("filter")))
+}
+
+func (s *Server) handleGPUs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if err := onlyKeys(q, "filter"); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, filterGPUs(s.opts.GPUs.All(), q.Get("filter")))
+}
+
+// onlyKeys rejects query keys other than allowed.
+func onlyKeys(q map[string][]string, allowed ...string) error {
+	for k := range q {
+		if !contains(allowed, k) {
+			return badRequest(k, "unknown query key %q (want %s)", k, strings.Join(allowed, ", "))
+		}
+	}
+	return nil
+}
+
+// model resolves ref. Catalog models are parsed once and kept: estimates
+// only read them, and the page asks for the same model on every change.
+func (s *Server) model(ctx context.Context, ref string) (*model.Model, error) {
+	ref = strings.TrimSpace(ref)
+	switch {
+	case ref == "":
+		return nil, badRequest("model", "model: missing; give a catalog id or alias such as llama3-8b (GET /api/models lists them)")
+	case len(ref) > maxModelRef:
+		return nil, badRequest("model", "model: reference longer than %d characters", maxModelRef)
+	}
+	key := strings.ToLower(ref)
+	s.mu.RLock()
+	m, ok := s.models[key]
+	s.mu.RUnlock()
+	if ok {
+		return m, nil
+	}
+	m, err := model.Lookup(ref)
+	if err == nil {
+		s.mu.Lock()
+		if len(s.models) < maxCachedModels {
+			s.models[key] = m
+		}
+		s.mu.Unlock()
+		return m, nil
+	}
+	if s.opts.Resolve != nil && errors.Is(err, model.ErrNotFound) {
+		m, err = s.opts.Resolve(ctx, ref)
+	}
+	if err != nil {
+		return nil, badRequest("model", "model %q: %v", ref, err)
+	}
+	return m, nil
+}

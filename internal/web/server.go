@@ -1,0 +1,200 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpumem/gpumem/gpu"
+	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/report"
+)
+
+//go:embed static
+var staticFiles embed.FS
+
+// DefaultMaxBodyBytes is the largest request body the API reads: a job
+// is a few hundred bytes, so 64 KiB leaves room without inviting abuse.
+const DefaultMaxBodyBytes = 64 << 10
+
+// Server timeouts (see [NewHTTPServer]). Estimates take microseconds, so
+// the limits guard against slow clients, not slow work.
+const (
+	ReadHeaderTimeout = 5 * time.Second
+	ReadTimeout       = 10 * time.Second
+	WriteTimeout      = 30 * time.Second
+	IdleTimeout       = 120 * time.Second
+	ShutdownTimeout   = 10 * time.Second
+)
+
+// maxCachedModels bounds the resolved-model cache.
+const maxCachedModels = 256
+
+// ResolveFunc turns a model reference from a request (a catalog id or
+// alias, a Hub id, a path) into a model description.
+type ResolveFunc func(ctx context.Context, ref string) (*model.Model, error)
+
+// Options configure a [Server]. The zero value serves the embedded model
+// and GPU catalogs only.
+type Options struct {
+	// Resolve resolves the model of a request. Nil means catalog ids and
+	// aliases only ([model.Lookup]); the command line passes its own
+	// resolver so Hub ids work as they do for gpumem estimate.
+	Resolve ResolveFunc
+	// GPUs is the GPU catalog (nil: [gpu.Default]).
+	GPUs *gpu.Catalog
+	// Logger receives access and error logs (nil: discard).
+	Logger *slog.Logger
+	// MaxBodyBytes limits request bodies (0: [DefaultMaxBodyBytes]).
+	MaxBodyBytes int64
+}
+
+// Server answers the API and serves the page. Create it with [New]; it is
+// safe for concurrent use.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	handler http.Handler
+
+	mu     sync.RWMutex
+	models map[string]*model.Model // catalog models by reference
+}
+
+// New returns a server with opts.
+func New(opts Options) *Server {
+	if opts.GPUs == nil {
+		opts.GPUs = gpu.Default()
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	s := &Server{opts: opts, log: opts.Logger, models: map[string]*model.Model{}}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.handler = s.routes()
+	return s
+}
+
+// Handler returns the HTTP handler of all routes with the middleware
+// applied (security headers, access log, panic recovery, same-origin
+// checks).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	api := []struct {
+		path    string
+		methods []string
+		h       http.HandlerFunc
+	}{
+		{"/api/estimate", []string{"GET", "POST"}, s.handleEstimate},
+		{"/api/params", []string{"GET"}, s.handleParams},
+		{"/api/models", []string{"GET"}, s.handleModels},
+		{"/api/gpus", []string{"GET"}, s.handleGPUs},
+		{"/api/plan", []string{"GET", "POST"}, s.handlePlan},
+	}
+	for _, a := range api {
+		for _, m := range a.methods {
+			mux.HandleFunc(m+" "+a.path, a.h)
+		}
+		mux.Handle(a.path, methodNotAllowed(s, a.methods))
+	}
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeJSON(w, http.StatusNotFound, &Error{Message: fmt.Sprintf("no API route %s", r.URL.Path)})
+	})
+	static, err := fs.Sub(staticFiles, "static")
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
+	files := http.FileServerFS(static)
+	notAllowed := methodNotAllowed(s, []string{"GET", "HEAD"})
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			notAllowed.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Cache-Control", "no-cache")
+		files.ServeHTTP(w, r)
+	}))
+
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.writeJSON(w, http.StatusForbidden, &Error{Message: "cross-origin requests are not allowed; use the page served by this server"})
+	}))
+	return s.recoverPanics(s.accessLog(securityHeaders(cop.Handler(mux))))
+}
+
+func methodNotAllowed(s *Server, methods []string) http.Handler {
+	allow := strings.Join(methods, ", ")
+	if strings.Contains(allow, "GET") && !strings.Contains(allow, "HEAD") {
+		allow = strings.Replace(allow, "GET", "GET, HEAD", 1)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		s.writeJSON(w, http.StatusMethodNotAllowed, &Error{Message: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow)})
+	})
+}
+
+// writeJSON writes v with status, as the CLI's --format json writes it.
+func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	if err := report.WriteJSON(&buf, v); err != nil {
+		s.log.Error("encode response", "err", err)
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"error": "internal server error"}` + "\n")
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// NewHTTPServer returns an http.Server for h with the package's timeouts.
+func NewHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		WriteTimeout:      WriteTimeout,
+		IdleTimeout:       IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// Serve serves s on ln until ctx ends, then shuts down gracefully: it stops
+// accepting connections and waits up to [ShutdownTimeout] for requests in
+// flight. It returns nil after a shutdown caused by ctx.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := NewHTTPServer(s.Handler(), s.log)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down", "addr", ln.Addr().String())
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
