@@ -72,6 +72,27 @@ func (v Var) field(j *memory.Job) (*int, error) {
 	return nil, fmt.Errorf("search: unknown mode %q", mode)
 }
 
+// Flag returns the command-line flag v stands for in mode, for messages:
+// "per-device-batch", "batch-size", "max-num-seqs", "seq-len",
+// "prompt-len" or "max-model-len".
+func (v Var) Flag(mode memory.Mode) string {
+	flags := map[Var][3]string{
+		MicroBatch: {"per-device-batch", "batch-size", "max-num-seqs"},
+		SeqLen:     {"seq-len", "prompt-len", "max-model-len"},
+	}
+	f, ok := flags[v]
+	if !ok {
+		return string(v)
+	}
+	switch mode {
+	case memory.Inference:
+		return f[1]
+	case memory.Serving:
+		return f[2]
+	}
+	return f[0]
+}
+
 // Found is the answer of an inverse search.
 type Found struct {
 	// Var is the variable searched and Value the answer: the largest
@@ -113,7 +134,7 @@ func (p *probe) at(n int) (memory.Result, bool, string) {
 		return r, false, err.Error()
 	}
 	if ok, why := within(r, p.budget); !ok {
-		return r, false, fmt.Sprintf("%s=%d %s", p.v, n, why)
+		return r, false, fmt.Sprintf("--%s %d: %s", p.v.Flag(p.job.Mode), n, why)
 	}
 	return r, true, ""
 }
@@ -131,7 +152,7 @@ func MaxFit(est EstimateFunc, job memory.Job, v Var, lo, hi int, budget units.By
 	p := &probe{est: est, job: job, v: v, budget: budget}
 	best, ok, why := p.at(lo)
 	if !ok {
-		return Found{Var: v, Limit: hi, Evaluations: p.evals}, fmt.Errorf("search %s: %w: %s", v, ErrNoFit, why)
+		return Found{Var: v, Limit: hi, Evaluations: p.evals}, fmt.Errorf("search --%s: %w: %s", v.Flag(job.Mode), ErrNoFit, why)
 	}
 	good, bad, stop := lo, 0, ""
 	for n := lo; bad == 0 && good < hi; {

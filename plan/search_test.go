@@ -118,6 +118,23 @@ func TestMaxFitNoFit(t *testing.T) {
 	}
 }
 
+func TestVarFlag(t *testing.T) {
+	if got := MicroBatch.Flag(memory.Serving); got != "max-num-seqs" {
+		t.Errorf("serving batch flag %q", got)
+	}
+	if got := SeqLen.Flag(""); got != "seq-len" {
+		t.Errorf("training sequence flag %q", got)
+	}
+	if got := SeqLen.Flag(memory.Inference); got != "prompt-len" {
+		t.Errorf("inference sequence flag %q", got)
+	}
+	est := linear{a: 10 * units.GiB, b: units.GiB}.estimate
+	_, err := MaxFit(est, memory.Job{Mode: memory.Inference}, MicroBatch, 1, 8, 5*units.GiB)
+	if err == nil || !strings.Contains(err.Error(), "search --batch-size: does not fit: --batch-size 1: needs 10.00 GiB > budget 5.00 GiB") {
+		t.Errorf("error %v does not name the flag", err)
+	}
+}
+
 func TestVarFieldsByMode(t *testing.T) {
 	tests := []struct {
 		mode memory.Mode

@@ -470,7 +470,7 @@ func (l Layout) Valid() string {
 		}
 	case EngineDDP, EngineFSDP:
 		if l.NumGPUs < 2 || parallel || ep > 1 {
-			return l.Engine + " needs 2+ GPUs and no model parallelism"
+			return "ddp and fsdp need 2+ GPUs and no model parallelism"
 		}
 		if l.Engine == EngineDDP && l.Offload != OffloadNone && l.Offload != "" {
 			return "ddp does not offload"
@@ -503,7 +503,7 @@ func (l Layout) Valid() string {
 			return "ep does not divide the GPUs of a pipeline stage"
 		}
 	default:
-		return "unknown engine " + l.Engine
+		return "unknown engine"
 	}
 	return ""
 }

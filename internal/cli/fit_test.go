@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/plan"
 )
 
@@ -50,7 +51,7 @@ func TestFitFailIfNoFit(t *testing.T) {
 	if code != ExitNoFit {
 		t.Fatalf("exit %d, want %d\n%s", code, ExitNoFit, out)
 	}
-	if !strings.Contains(out, "does not fit") || strings.ContainsRune(out, '█') || !strings.Contains(out, "#") {
+	if !strings.Contains(out, "does not fit") || strings.ContainsRune(out, '█') || !strings.Contains(out, "#") || !strings.Contains(out, "--zero 3") {
 		t.Errorf("output:\n%s", out)
 	}
 	_, _, code = runCommand(t, "fit", "llama2-7b", "--gpu", "t4,b200", "--seq-len", "2048", "--fail-if-no-fit")
@@ -98,6 +99,39 @@ func TestFitSweep(t *testing.T) {
 	data, err := os.ReadFile(svg)
 	if err != nil || !strings.Contains(string(data), "<svg") || !strings.Contains(string(data), "L4 (22.49 GiB)") {
 		t.Errorf("plot file: %v, %d bytes", err, len(data))
+	}
+}
+
+func TestFitServing(t *testing.T) {
+	out, errOut, code := runCommand(t, "fit", "llama3-8b", "--mode", "serving", "--gpu", "h100", "--max-model-len", "8192")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"serving on H100-SXM", "longest max_model_len that fits:", "KV cache pool:", "concurrent sequences of 8192 tokens", "tensor parallel"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestShards(t *testing.T) {
+	for _, tc := range []struct {
+		job  memory.Job
+		want bool
+	}{
+		{memory.Job{}, false},
+		{memory.Job{Engine: "ddp"}, false},
+		{memory.Job{Engine: "deepspeed"}, false},
+		{memory.Job{Engine: "deepspeed", ZeRO: 1}, true},
+		{memory.Job{Engine: "fsdp", FSDPStrategy: "no_shard"}, false},
+		{memory.Job{Engine: "fsdp"}, true},
+		{memory.Job{Engine: "fsdp2"}, true},
+		{memory.Job{Engine: "megatron", TP: 8}, false},
+		{memory.Job{Engine: "megatron", ZeRO: 1}, true},
+	} {
+		if got := shards(tc.job); got != tc.want {
+			t.Errorf("shards(%s zero %d %s) = %v", tc.job.Engine, tc.job.ZeRO, tc.job.FSDPStrategy, got)
+		}
 	}
 }
 
