@@ -27,7 +27,8 @@
 // offline. [Client.Open] returns a [File], an [io.ReaderAt] whose reads
 // are HTTP Range requests, so the safetensors and GGUF parsers can read
 // weight headers without downloading the weights. [Client.Get] reads any
-// small file.
+// small file, and [Client.Info] resolves a revision to its commit and
+// lists the repository's files.
 //
 // # Errors and retries
 //

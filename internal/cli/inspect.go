@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -131,6 +132,9 @@ func inspectLocal(ctx context.Context, opts *inspectOptions, path string, dir bo
 			res.Warnings = append(res.Warnings, fmt.Sprintf("config.json: %v", err))
 		}
 		ck, err := safetensors.ReadCheckpoint(ctx, safetensors.DirOpener(path), safetensors.Options{})
+		if errors.Is(err, fs.ErrNotExist) {
+			return inspectLocalGGUF(ctx, opts, path, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("inspect %s: %w", path, err)
 		}
@@ -154,6 +158,49 @@ func inspectLocal(ctx context.Context, opts *inspectOptions, path string, dir bo
 	}
 	res.addCheckpoint(&safetensors.Checkpoint{Files: []safetensors.FileHeader{{Name: filepath.Base(path), Header: h}}, Tensors: h.Tensors}, false)
 	return res, nil
+}
+
+// inspectLocalGGUF inspects the one GGUF model (possibly split) of a
+// folder without safetensors weights; notFound is returned when there is none.
+func inspectLocalGGUF(ctx context.Context, opts *inspectOptions, dir string, notFound error) (*inspection, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	models := ggufModels(names)
+	switch {
+	case len(models) == 0:
+		return nil, fmt.Errorf("inspect %s: no safetensors or GGUF weights (.bin and .pt checkpoints are not read): %w", dir, notFound)
+	case len(models) > 1:
+		return nil, usageErrorf("%s holds %d GGUF models; pick one with --file: %s", dir, len(models), strings.Join(models, ", "))
+	}
+	return inspectLocal(ctx, opts, filepath.Join(dir, models[0]), false)
+}
+
+// ggufModels returns the GGUF models among file names, one name per
+// model: a split model is named by its first shard.
+func ggufModels(names []string) []string {
+	var models []string
+	seen := map[string]bool{}
+	for _, name := range names {
+		if !isGGUF(name) {
+			continue
+		}
+		key := name
+		if parts := gguf.SplitNames(path.Base(name)); parts != nil {
+			key = path.Join(path.Dir(name), parts[0])
+		}
+		if !seen[key] {
+			seen[key] = true
+			models = append(models, key)
+		}
+	}
+	sort.Strings(models)
+	return models
 }
 
 // inspectHub inspects a Hub repository: its config and weight headers,
@@ -213,29 +260,16 @@ func (r *inspection) findHubGGUF(ctx context.Context, c *hub.Client, ref hub.Ref
 	if err != nil {
 		return hubError(notFound)
 	}
-	var models []string
-	seen := map[string]bool{}
-	for _, name := range info.Files {
-		if !isGGUF(name) {
-			continue
-		}
-		key := name
-		if parts := gguf.SplitNames(name); parts != nil {
-			key = parts[0]
-		}
-		if !seen[key] {
-			seen[key] = true
-			models = append(models, key)
-		}
-	}
+	models := ggufModels(info.Files)
 	switch {
 	case len(models) == 0:
 		return hubError(notFound)
 	case len(models) > 1:
-		if len(models) > 12 {
+		n := len(models)
+		if n > 12 {
 			models = append(models[:12], "...")
 		}
-		return usageErrorf("%s has no safetensors weights but %d GGUF files; pick one with --file: %s", ref, len(seen), strings.Join(models, ", "))
+		return usageErrorf("%s has no safetensors weights but %d GGUF models; pick one with --file: %s", ref, n, strings.Join(models, ", "))
 	}
 	pinned := ref
 	pinned.Revision = info.Commit

@@ -487,3 +487,23 @@ func TestProgressOnlyOnTerminal(t *testing.T) {
 		t.Errorf("piped output %q, want none", piped.String())
 	}
 }
+
+func TestInspectLocalGGUFFolder(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "m-00001-of-00002.gguf"), ggufBytes(1), 0o644)
+	os.WriteFile(filepath.Join(dir, "m-00002-of-00002.gguf"), ggufBytes(2), 0o644)
+	out, errOut, code := runWithEnv(t, nil, "inspect", dir, "--format", "json")
+	var got inspection
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.GGUF == nil || len(got.Files) != 2 {
+		t.Fatalf("split folder: exit %d, %s %s", code, out, errOut)
+	}
+	os.WriteFile(filepath.Join(dir, "other.gguf"), ggufBytes(0), 0o644)
+	if _, errOut, code := runWithEnv(t, nil, "inspect", dir); code != 2 || !strings.Contains(errOut, "2 GGUF models") {
+		t.Errorf("two models: exit %d, %s", code, errOut)
+	}
+	empty := t.TempDir()
+	os.WriteFile(filepath.Join(empty, "pytorch_model.bin"), []byte("x"), 0o644)
+	if _, errOut, code := runWithEnv(t, nil, "inspect", empty); code != 1 || !strings.Contains(errOut, ".bin and .pt checkpoints are not read") {
+		t.Errorf("no weights: exit %d, %s", code, errOut)
+	}
+}
