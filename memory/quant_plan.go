@@ -47,11 +47,32 @@ func planWeights(m *model.Model, job Job) (weightPlan, error) {
 		d, _ := ParseDType(jobFmt.Name)
 		return weightPlan{quant: jobFmt, rest: d, origin: "--dtype"}, nil
 	}
-	rest, err := floatDtypeOr(job.ComputeDtype, BF16, "--compute-dtype")
+	rest, err := runtimeQuantRest(m, job, jobFmt)
 	if err != nil {
 		return weightPlan{}, err
 	}
 	return weightPlan{quant: jobFmt, rest: rest, origin: "--dtype " + jobFmt.Name}, nil
+}
+
+// runtimeQuantRest is the dtype of the tensors a load-time quantizer leaves
+// alone: --compute-dtype when it is a 16-bit type (QLoRA-style recipes load
+// in the dtype they compute in), else the checkpoint's fp16/bf16 (with
+// bitsandbytes, transformers overrides an unset torch_dtype to fp16), else
+// bf16. An fp32 --compute-dtype is the dtype of bitsandbytes' 4-bit matmuls
+// only (BitsAndBytesConfig's default); it does not widen the other tensors.
+func runtimeQuantRest(m *model.Model, job Job, f WeightFormat) (DType, error) {
+	rest := BF16
+	if d, err := ParseDType(m.TorchDtype); err == nil && (d.Name == FP16.Name || d.Name == BF16.Name) {
+		rest = d
+	}
+	c, err := floatDtypeOr(job.ComputeDtype, rest, "--compute-dtype")
+	if err != nil {
+		return DType{}, err
+	}
+	if c.Bits == 16 || (f.Layout != LayoutBnb4 && f.Layout != LayoutInt8Row) {
+		return c, nil
+	}
+	return rest, nil
 }
 
 // planCheckpoint is planWeights for a pre-quantized checkpoint.
