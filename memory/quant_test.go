@@ -160,3 +160,22 @@ func TestModuleMatches(t *testing.T) {
 		}
 	}
 }
+
+func TestBnbComputeDtypeWidensOnlyTheDequantizedCopy(t *testing.T) {
+	// transformers' BitsAndBytesConfig default: fp32 compute, other tensors
+	// in 16 bits; the prefill dequantizes the largest Linear (11008×4096 in
+	// Llama-2-7B) to 16 bits and casts it to fp32: 6 B per element.
+	const linear, rest = 6_476_005_376, 6_738_415_616 - 6_476_005_376
+	r := mustEstimate(t, testModel(llama2_7b), Job{Mode: Inference, Dtype: "fp4", ComputeDtype: "fp32", PromptLen: 64})
+	if got, want := component(t, r, "weights").Bytes, units.Bytes(linear/2+linear/64*4+2*rest); got != want {
+		t.Errorf("weights %d, want %d (non-quantized tensors in 16 bits)", got, want)
+	}
+	act := component(t, r, "activations")
+	if !strings.Contains(act.Formula, "11008×4096 × 6B") {
+		t.Errorf("activations formula %q, want the 6-byte dequantized copy of the largest Linear", act.Formula)
+	}
+	r16 := mustEstimate(t, testModel(llama2_7b), Job{Mode: Inference, Dtype: "fp4", ComputeDtype: "bf16", PromptLen: 64})
+	if d := act.Bytes - component(t, r16, "activations").Bytes; d != units.Bytes(4*11008*4096) {
+		t.Errorf("fp32 - bf16 compute = %d bytes, want the 4-byte fp32 copy %d", d, 4*11008*4096)
+	}
+}
