@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -30,13 +29,6 @@ type fitOptions struct {
 	FailIfNoFit bool
 	ASCII       bool
 }
-
-// Search limits of the single-GPU report.
-const (
-	maxBatchSearched  = 4096
-	maxSeqLenSearched = 1 << 22
-	minSeqLenSearched = 16
-)
 
 func newFitCmd(f *Factory, g *globalOptions) *cobra.Command {
 	opts := &fitOptions{}
@@ -192,49 +184,10 @@ func fitRun(f *Factory, g *globalOptions, o *fitOptions, m *model.Model) error {
 	return nil
 }
 
-// searchAnswer is one inverse-search answer as fit prints it.
-type searchAnswer struct {
-	Value     int         `json:"value"`
-	NeedBytes units.Bytes `json:"need_bytes,omitempty"`
-	Limit     int         `json:"limit"`
-	Stop      string      `json:"stop,omitempty"`
-	Error     string      `json:"error,omitempty"`
-	// NoFit is true when even the smallest value does not fit.
-	NoFit bool `json:"no_fit,omitempty"`
-}
-
-func answer(found plan.Found, err error) *searchAnswer {
-	a := &searchAnswer{Value: found.Value, Limit: found.Limit, Stop: found.Stop}
-	if err != nil {
-		a.Value, a.Error, a.NoFit = 0, err.Error(), errors.Is(err, plan.ErrNoFit)
-		return a
-	}
-	a.NeedBytes = plan.Need(found.Result)
-	return a
-}
-
-// fitReport is `gpumem fit --format json` for one GPU.
-type fitReport struct {
-	GPU       gpu.GPU       `json:"gpu"`
-	Fit       plan.Fit      `json:"fit"`
-	Result    memory.Result `json:"result"`
-	MaxBatch  *searchAnswer `json:"max_batch"`
-	MaxSeqLen *searchAnswer `json:"max_seq_len"`
-	MinGPUs   *searchAnswer `json:"min_gpus"`
-}
-
 func fitOne(f *Factory, ro report.Options, o *fitOptions, m *model.Model, est plan.EstimateFunc, job memory.Job, g gpu.GPU) error {
-	res, err := est(plan.OnGPU(job, g))
+	rep, err := plan.Assess(est, job, g, o.MaxGPUs)
 	if err != nil {
 		return err
-	}
-	rep := fitReport{GPU: g, Fit: plan.Check(res, g), Result: res}
-	rep.MaxBatch = answer(plan.MaxBatch(est, job, g, maxBatchSearched))
-	rep.MaxSeqLen = answer(plan.MaxSeqLen(est, job, g, minSeqLenSearched, maxSeqLenSearched))
-	if job.Mode == memory.Inference || job.Mode == memory.Serving {
-		rep.MinGPUs = answer(plan.MinTP(est, job, g, o.MaxGPUs))
-	} else {
-		rep.MinGPUs = answer(plan.MinGPUs(est, job, g, o.MaxGPUs))
 	}
 	if ro.Format == report.JSON {
 		err = report.WriteJSON(f.IO.Out, rep)
@@ -247,7 +200,7 @@ func fitOne(f *Factory, ro report.Options, o *fitOptions, m *model.Model, est pl
 	return err
 }
 
-func writeFitOne(w io.Writer, ro report.Options, o *fitOptions, m *model.Model, job memory.Job, rep fitReport, width int) error {
+func writeFitOne(w io.Writer, ro report.Options, o *fitOptions, m *model.Model, job memory.Job, rep plan.Assessment, width int) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s, %s on %s (%s): %s\n", m.ID, modeName(job), rep.GPU.Name, ro.Bytes(rep.GPU.Memory), fitSentence(rep.Fit, ro))
 	if ro.Format == report.Markdown {
@@ -328,7 +281,7 @@ func fitSentence(fit plan.Fit, ro report.Options) string {
 	return s
 }
 
-func answerText(a *searchAnswer, ro report.Options, unit string) string {
+func answerText(a *plan.Answer, ro report.Options, unit string) string {
 	if a.Error != "" {
 		if a.NoFit {
 			return "none (" + a.Error + ")"

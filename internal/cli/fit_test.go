@@ -28,7 +28,7 @@ func TestFitJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var rep fitReport
+	var rep plan.Assessment
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("not JSON: %v", err)
 	}
@@ -37,7 +37,7 @@ func TestFitJSON(t *testing.T) {
 	}
 	// The batch answer is larger with a shorter sequence.
 	out2, _, _ := runCommand(t, "fit", "--model", "Qwen/Qwen2.5-0.5B", "--gpu", "l4", "--seq-len", "256", "--format", "json")
-	var rep2 fitReport
+	var rep2 plan.Assessment
 	if err := json.Unmarshal([]byte(out2), &rep2); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,84 @@
+package plan
+
+import (
+	"errors"
+
+	"github.com/gpumem/gpumem/gpu"
+	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/units"
+)
+
+// Search limits of [Assess]: wide enough that hitting one means "at
+// least this much", small enough that each search takes a few dozen
+// estimates.
+const (
+	AssessMaxBatch  = 4096
+	AssessMinSeqLen = 16
+	AssessMaxSeqLen = 1 << 22
+)
+
+// Answer is an inverse-search answer in the form front ends print it.
+type Answer struct {
+	// Value is the answer: the largest (or, for GPU counts, smallest)
+	// value that fits; 0 when none does.
+	Value int `json:"value"`
+	// NeedBytes is the per-GPU device peak at Value.
+	NeedBytes units.Bytes `json:"need_bytes,omitempty"`
+	// Limit is the search limit; Value == Limit means "at least".
+	Limit int `json:"limit"`
+	// Stop says why the next value does not fit.
+	Stop string `json:"stop,omitempty"`
+	// Error is the search's error, if it found nothing.
+	Error string `json:"error,omitempty"`
+	// NoFit is true when even the smallest value does not fit.
+	NoFit bool `json:"no_fit,omitempty"`
+}
+
+// NewAnswer summarizes a search's result and error.
+func NewAnswer(found Found, err error) *Answer {
+	a := &Answer{Value: found.Value, Limit: found.Limit, Stop: found.Stop}
+	if err != nil {
+		a.Value, a.Error, a.NoFit = 0, err.Error(), errors.Is(err, ErrNoFit)
+		return a
+	}
+	a.NeedBytes = Need(found.Result)
+	return a
+}
+
+// Assessment is how one job does on one GPU kind, and what would fit.
+type Assessment struct {
+	GPU gpu.GPU `json:"gpu"`
+	// Fit compares the job's device peak on this GPU with its memory.
+	Fit Fit `json:"fit"`
+	// Result is the estimate of the job on this GPU.
+	Result memory.Result `json:"result"`
+	// MaxBatch is the largest per-device batch (max_num_seqs when
+	// serving) that fits.
+	MaxBatch *Answer `json:"max_batch"`
+	// MaxSeqLen is the longest sequence (prompt when inferring,
+	// max_model_len when serving) that fits.
+	MaxSeqLen *Answer `json:"max_seq_len"`
+	// MinGPUs is the fewest GPUs of this kind that fit: more data-parallel
+	// GPUs for training, a larger tensor-parallel size for inference.
+	MinGPUs *Answer `json:"min_gpus"`
+}
+
+// Assess estimates job on g, checks the fit, and runs the three inverse
+// searches (batch, sequence length, GPU count up to maxGPUs). The error
+// is the estimator's on the job as given; search failures are reported
+// in their answers.
+func Assess(est EstimateFunc, job memory.Job, g gpu.GPU, maxGPUs int) (Assessment, error) {
+	res, err := est(OnGPU(job, g))
+	if err != nil {
+		return Assessment{GPU: g}, err
+	}
+	a := Assessment{GPU: g, Fit: Check(res, g), Result: res}
+	a.MaxBatch = NewAnswer(MaxBatch(est, job, g, AssessMaxBatch))
+	a.MaxSeqLen = NewAnswer(MaxSeqLen(est, job, g, AssessMinSeqLen, AssessMaxSeqLen))
+	if job.Mode == memory.Inference || job.Mode == memory.Serving {
+		a.MinGPUs = NewAnswer(MinTP(est, job, g, maxGPUs))
+	} else {
+		a.MinGPUs = NewAnswer(MinGPUs(est, job, g, maxGPUs))
+	}
+	return a, nil
+}
