@@ -212,3 +212,24 @@ func FuzzReadRuns(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseProfile(f *testing.F) {
+	f.Add(defaultProfile)
+	f.Add([]byte(`{"schema":"gpumem-calibration/1","name":"x","gpu":"H100-SXM","constants":{"fragmentation":0.1,"misc_overhead_mib":300}}`))
+	f.Add([]byte(`{"schema":"gpumem-calibration/1","constants":{"activation_scale":1e309}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := ParseProfile(data, "fuzz.json")
+		if err != nil {
+			return
+		}
+		// An accepted profile applies cleanly to an empty job and the
+		// estimator accepts the result.
+		job := memory.Job{}
+		if err := p.Apply(&job); err != nil {
+			t.Fatalf("accepted profile does not apply: %v", err)
+		}
+		if _, err := memory.RuntimeOverheads(job); err != nil {
+			t.Fatalf("applied profile rejected by the estimator: %v", err)
+		}
+	})
+}

@@ -17,13 +17,16 @@ type recorder struct {
 	mu       sync.Mutex
 	peaks    map[int]*GPUPeak // by GPU index
 	timeline []Sample
-	errs     []string
-	progress *progress
-	log      *json.Encoder
+	// stride keeps every stride-th sample in the timeline once it has
+	// been thinned; seen counts the samples taken.
+	stride, seen int
+	errs         []string
+	progress     *progress
+	log          *json.Encoder
 }
 
 func newRecorder(opts Options, start time.Time) *recorder {
-	r := &recorder{opts: opts, start: start, peaks: make(map[int]*GPUPeak)}
+	r := &recorder{opts: opts, start: start, peaks: make(map[int]*GPUPeak), stride: 1}
 	if opts.ProgressTTY && opts.Progress != nil {
 		r.progress = &progress{w: opts.Progress}
 	}
@@ -84,7 +87,7 @@ func (r *recorder) sample(pid int) {
 func (r *recorder) record(s Sample) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.timeline = append(r.timeline, s)
+	r.keep(s)
 	for _, g := range s.GPUs {
 		p := r.peaks[g.Index]
 		if p == nil {
@@ -106,6 +109,29 @@ func (r *recorder) record(s Sample) {
 	if r.progress != nil {
 		r.progress.update(s, r.sortedPeaks())
 	}
+}
+
+// keep adds s to the timeline. A timeline that reaches MaxTimeline
+// samples is thinned to every other one, and from then on only every
+// stride-th sample is kept, so a days-long run stays bounded. Peaks and
+// the log see every sample.
+func (r *recorder) keep(s Sample) {
+	r.seen++
+	if (r.seen-1)%r.stride != 0 {
+		return
+	}
+	if len(r.timeline) >= r.opts.MaxTimeline {
+		kept := r.timeline[:0]
+		for i := 0; i < len(r.timeline); i += 2 {
+			kept = append(kept, r.timeline[i])
+		}
+		r.timeline = kept
+		r.stride *= 2
+		if (r.seen-1)%r.stride != 0 {
+			return
+		}
+	}
+	r.timeline = append(r.timeline, s)
 }
 
 func (r *recorder) addError(msg string) {
@@ -140,7 +166,7 @@ func (r *recorder) report() Report {
 	defer r.mu.Unlock()
 	return Report{
 		GPUs:         r.sortedPeaks(),
-		Samples:      len(r.timeline),
+		Samples:      r.seen,
 		SampleErrors: append([]string(nil), r.errs...),
 		Timeline:     append([]Sample(nil), r.timeline...),
 	}

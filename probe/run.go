@@ -18,6 +18,9 @@ const (
 	DefaultInterval   = 500 * time.Millisecond
 	DefaultKillGrace  = 10 * time.Second
 	DefaultStderrTail = 4096
+	// DefaultMaxTimeline bounds the samples a report's timeline keeps
+	// (about 1.4 hours at the default interval).
+	DefaultMaxTimeline = 10000
 	// sampleTimeout bounds one nvidia-smi reading; a hung driver must not
 	// stall the probe.
 	sampleTimeout = 15 * time.Second
@@ -66,6 +69,10 @@ type Options struct {
 	// StderrTail is how many bytes of the command's stderr the report
 	// keeps (default [DefaultStderrTail]).
 	StderrTail int
+	// MaxTimeline bounds the report's timeline (default
+	// [DefaultMaxTimeline]); a longer run keeps an evenly thinned
+	// timeline, while peaks and Log see every sample.
+	MaxTimeline int
 	// Now returns the current time (default time.Now).
 	Now func() time.Time
 }
@@ -82,6 +89,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StderrTail <= 0 {
 		o.StderrTail = DefaultStderrTail
+	}
+	if o.MaxTimeline <= 1 {
+		o.MaxTimeline = DefaultMaxTimeline
 	}
 	if o.Proc == nil {
 		o.Proc = os.DirFS("/proc")
@@ -106,11 +116,12 @@ type Report struct {
 	StderrTail string `json:"stderr_tail,omitempty"`
 	// GPUs is the peak per device, in index order.
 	GPUs []GPUPeak `json:"gpus"`
-	// Samples is how many readings succeeded.
+	// Samples is how many readings succeeded (the timeline may keep fewer).
 	Samples int `json:"samples"`
 	// SampleErrors lists distinct reading failures (at most a few).
 	SampleErrors []string `json:"sample_errors,omitempty"`
-	// Timeline is every successful sample, in order.
+	// Timeline is the successful samples in order, thinned evenly beyond
+	// Options.MaxTimeline.
 	Timeline []Sample `json:"timeline,omitempty"`
 }
 

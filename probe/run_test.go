@@ -317,3 +317,25 @@ func TestTailBuffer(t *testing.T) {
 		t.Errorf("cut tail = %q, want it to start at a line boundary", got)
 	}
 }
+
+func TestTimelineThinning(t *testing.T) {
+	r := newRecorder(Options{MaxTimeline: 8}.withDefaults(), time.Unix(0, 0))
+	for i := 0; i < 100; i++ {
+		r.record(Sample{ElapsedMS: int64(i), GPUs: []GPUUsage{{Index: 0, ProcessBytes: units.Bytes(i)}}})
+	}
+	rep := r.report()
+	if rep.Samples != 100 || len(rep.Timeline) > 8 || len(rep.Timeline) < 4 {
+		t.Fatalf("samples %d, timeline %d: want 100 and between 4 and 8", rep.Samples, len(rep.Timeline))
+	}
+	// Evenly spaced from the first sample on.
+	step := rep.Timeline[1].ElapsedMS - rep.Timeline[0].ElapsedMS
+	for i, s := range rep.Timeline {
+		if s.ElapsedMS != int64(i)*step {
+			t.Errorf("timeline[%d] at %d ms, want %d", i, s.ElapsedMS, int64(i)*step)
+		}
+	}
+	// The peak sees every sample.
+	if p := rep.GPUs[0]; p.PeakBytes != 99 || p.PeakAtMS != 99 {
+		t.Errorf("peak %+v, want the last sample's 99", p)
+	}
+}

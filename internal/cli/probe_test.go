@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gpumem/gpumem/calibrate"
 	"github.com/gpumem/gpumem/model"
@@ -209,4 +211,29 @@ func probeContains(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+func TestProbeForwardsSignals(t *testing.T) {
+	fakeGPU(t, "idle")
+	sigs := make(chan os.Signal, 1)
+	old := probeSignals
+	probeSignals = func() (<-chan os.Signal, func()) { return sigs, func() {} }
+	t.Cleanup(func() { probeSignals = old })
+	dir := t.TempDir()
+	t.Setenv("D", dir)
+	go func() {
+		for i := 0; i < 1000; i++ {
+			if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
+				sigs <- syscall.SIGTERM
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	script := `trap 'echo TERM > "$D/sig"; exit 43' TERM; echo ready > "$D/ready"; while :; do sleep 0.05; done`
+	_, errOut, code := runCommand(t, "probe", "--interval", "20ms", "--", "sh", "-c", script)
+	got, _ := os.ReadFile(filepath.Join(dir, "sig"))
+	if code != 43 || strings.TrimSpace(string(got)) != "TERM" || !strings.Contains(errOut, "command exited with status 43") {
+		t.Errorf("exit %d, command saw %q, stderr %q; want 43 after SIGTERM", code, got, errOut)
+	}
 }
