@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -108,6 +109,8 @@ func decodeError(err error) *Error {
 		return badRequest(field, "%s: want %s, got %s", field, jsonKind(ute.Type.Kind().String()), ute.Value)
 	case errors.As(err, &se):
 		return badRequest("", "request body: malformed JSON at byte %d: %v", se.Offset, err)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("", "request body: malformed JSON: it ends before the object is complete")
 	case errors.Is(err, errEmptyBody):
 		return badRequest("", "request body: want a JSON object, got nothing")
 	}

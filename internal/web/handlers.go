@@ -62,7 +62,7 @@ func (s *Server) estimateRequest(w http.ResponseWriter, r *http.Request) (Estima
 		}
 		req = EstimateRequest{Model: q.Get("model"), Job: job}
 	}
-	return req, validateJob(req.Job)
+	return req, validateJob(&req.Job)
 }
 
 func (s *Server) handleEstimate(w http.ResponseWriter, r *http.Request) {

@@ -107,7 +107,7 @@ func (s *Server) planRequest(w http.ResponseWriter, r *http.Request) (PlanReques
 	if len(req.GPUs) > maxPlanGPUs {
 		return req, badRequest("gpus", "gpus: at most %d GPU kinds, got %d", maxPlanGPUs, len(req.GPUs))
 	}
-	return req, validateJob(req.Job)
+	return req, validateJob(&req.Job)
 }
 
 func (s *Server) handlePlan(w http.ResponseWriter, r *http.Request) {

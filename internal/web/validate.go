@@ -2,6 +2,7 @@ package web
 
 import (
 	"math"
+	"strings"
 
 	"github.com/gpumem/gpumem/memory"
 )
@@ -10,11 +11,18 @@ import (
 // beyond any real job, small enough that products of counts stay exact.
 const maxCount = 1 << 30
 
-// validateJob checks what the estimators would otherwise reject with a
+// validateJob normalises the mode and checks what the estimators would otherwise reject with a
 // less precise message, naming the JSON key at fault.
-func validateJob(j memory.Job) error {
-	switch j.Mode {
-	case "", memory.Train, memory.Inference, memory.Serving:
+func validateJob(j *memory.Job) error {
+	// Read the mode as gpumem estimate --mode does, so the job printed
+	// back is the same.
+	switch strings.ToLower(string(j.Mode)) {
+	case "", "train", "training":
+		j.Mode = memory.Train
+	case "inference", "infer":
+		j.Mode = memory.Inference
+	case "serving", "serve":
+		j.Mode = memory.Serving
 	default:
 		return badRequest("mode", "mode: unknown mode %q (want train, inference or serving)", j.Mode)
 	}

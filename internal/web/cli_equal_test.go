@@ -1,0 +1,221 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpumem/gpumem/internal/cli"
+	"github.com/gpumem/gpumem/internal/web"
+)
+
+// runCLI runs the gpumem command line with args and returns stdout.
+func runCLI(t *testing.T, args ...string) []byte {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	f := &cli.Factory{
+		IO:         &cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+		Getenv:     func(string) string { return "" },
+		HTTPClient: &http.Client{Timeout: time.Second},
+		Now:        time.Now,
+	}
+	if code := cli.Main(context.Background(), args, f); code != 0 {
+		t.Fatalf("gpumem %s: exit code %d, stderr: %s", strings.Join(args, " "), code, errOut.String())
+	}
+	return out.Bytes()
+}
+
+// do sends one request through the server's handler.
+func do(t *testing.T, h http.Handler, method, target, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	var req *http.Request
+	if body != "" {
+		req = httptest.NewRequest(method, target, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+	} else {
+		req = httptest.NewRequest(method, target, nil)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// estimateCases are jobs given three ways: CLI flags, API query and API
+// JSON body. All three must print the same bytes.
+var estimateCases = []struct {
+	name  string
+	args  []string
+	query string
+	body  string
+}{
+	{"full fine-tuning", []string{"--seq-len", "4096"}, "model=llama3-8b&seq_len=4096", `{"model":"llama3-8b","seq_len":4096}`},
+	{"lora all-linear flash checkpointed",
+		[]string{"--method", "lora", "--lora-rank", "16", "--lora-target-modules", "all-linear", "--attn", "flash", "--grad-checkpoint", "full", "--seq-len", "4096"},
+		"model=llama3-8b&method=lora&lora_rank=16&lora_target_modules=all-linear&attn=flash&grad_checkpoint=full&seq_len=4096",
+		`{"model":"llama3-8b","method":"lora","lora_rank":16,"lora_target_modules":["all-linear"],"attn":"flash","grad_checkpoint":"full","seq_len":4096}`},
+	{"qlora paged 8-bit",
+		[]string{"--method", "qlora", "--optimizer", "paged_adamw_8bit", "--seq-len", "2048", "--per-device-batch", "2"},
+		"model=llama3-8b&method=qlora&optimizer=paged_adamw_8bit&seq_len=2048&per_device_batch=2",
+		`{"model":"llama3-8b","method":"qlora","optimizer":"paged_adamw_8bit","seq_len":2048,"per_device_batch":2}`},
+	{"zero-3 on 8 GPUs with constants",
+		[]string{"--engine", "deepspeed", "--zero", "3", "--num-gpus", "8", "--seq-len", "4096", "--set", "fragmentation=0.1"},
+		"model=llama3-8b&engine=deepspeed&zero=3&num_gpus=8&seq_len=4096&constants.fragmentation=0.1",
+		`{"model":"llama3-8b","engine":"deepspeed","zero":3,"num_gpus":8,"seq_len":4096,"constants":{"fragmentation":0.1}}`},
+	{"inference with a KV cache",
+		[]string{"--mode", "inference", "--batch-size", "8", "--prompt-len", "4096", "--gen-len", "1024"},
+		"model=llama3-8b&mode=inference&batch=8&prompt_len=4096&gen_len=1024",
+		`{"model":"llama3-8b","mode":"inference","batch":8,"prompt_len":4096,"gen_len":1024}`},
+	{"vllm serving on H100",
+		[]string{"--mode", "serving", "--gpu", "H100-SXM", "--max-model-len", "8192", "--gpu-memory-utilization", "0.85", "--packed=false"},
+		"model=llama3-8b&mode=serving&gpu=H100-SXM&max_model_len=8192&gpu_memory_utilization=0.85&packed=false",
+		`{"model":"llama3-8b","mode":"serving","gpu":"H100-SXM","max_model_len":8192,"gpu_memory_utilization":0.85,"packed":false}`},
+}
+
+func TestEstimateMatchesCLI(t *testing.T) {
+	h := web.New(web.Options{}).Handler()
+	for _, tc := range estimateCases {
+		t.Run(tc.name, func(t *testing.T) {
+			model := "llama3-8b"
+			want := runCLI(t, append([]string{"estimate", "--model", model, "--format", "json"}, tc.args...)...)
+			get := do(t, h, "GET", "/api/estimate?"+tc.query, "")
+			if get.Code != http.StatusOK {
+				t.Fatalf("GET: status %d, body %s", get.Code, get.Body)
+			}
+			if got := get.Body.Bytes(); !bytes.Equal(got, want) {
+				t.Errorf("GET /api/estimate?%s differs from the CLI:\nAPI: %s\nCLI: %s", tc.query, got, want)
+			}
+			post := do(t, h, "POST", "/api/estimate", tc.body)
+			if post.Code != http.StatusOK {
+				t.Fatalf("POST: status %d, body %s", post.Code, post.Body)
+			}
+			if got := post.Body.Bytes(); !bytes.Equal(got, want) {
+				t.Errorf("POST %s differs from the CLI:\nAPI: %s\nCLI: %s", tc.body, got, want)
+			}
+			if ct := get.Header().Get("Content-Type"); ct != "application/json; charset=utf-8" {
+				t.Errorf("Content-Type = %q", ct)
+			}
+		})
+	}
+}
+
+func TestListsAndParamsMatchCLI(t *testing.T) {
+	h := web.New(web.Options{}).Handler()
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		target string
+	}{
+		{"params dense", []string{"params", "llama3-8b"}, "/api/params?model=llama3-8b"},
+		{"params moe by hub id", []string{"params", "Qwen/Qwen3-30B-A3B"}, "/api/params?model=Qwen%2FQwen3-30B-A3B"},
+		{"params vlm", []string{"params", "qwen2-vl-7b"}, "/api/params?model=qwen2-vl-7b"},
+		{"models all", []string{"models"}, "/api/models"},
+		{"models filtered", []string{"models", "--filter", "MoE"}, "/api/models?filter=MoE"},
+		{"models none", []string{"models", "--filter", "no-such-model"}, "/api/models?filter=no-such-model"},
+		{"gpus all", []string{"gpus"}, "/api/gpus"},
+		{"gpus filtered", []string{"gpus", "--filter", "hopper"}, "/api/gpus?filter=hopper"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := runCLI(t, append(tc.args, "--format", "json")...)
+			rec := do(t, h, "GET", tc.target, "")
+			if rec.Code != http.StatusOK {
+				t.Fatalf("status %d, body %s", rec.Code, rec.Body)
+			}
+			if got := rec.Body.Bytes(); !bytes.Equal(got, want) {
+				t.Errorf("GET %s differs from the CLI:\nAPI: %s\nCLI: %s", tc.target, got, want)
+			}
+		})
+	}
+}
+
+// TestPlanMatchesFit checks each GPU entry of /api/plan against what
+// gpumem fit --gpu X --format json prints for the same job: the same fit
+// and the same searches, key for key.
+func TestPlanMatchesFit(t *testing.T) {
+	h := web.New(web.Options{}).Handler()
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		query url.Values
+	}{
+		{"lora on H100", []string{"--method", "lora", "--seq-len", "4096"}, url.Values{"method": {"lora"}, "seq_len": {"4096"}}},
+		{"full on L4", []string{"--seq-len", "1024"}, url.Values{"seq_len": {"1024"}}},
+		{"inference on A100", []string{"--mode", "inference", "--batch-size", "4", "--prompt-len", "2048", "--gen-len", "256"},
+			url.Values{"mode": {"inference"}, "batch": {"4"}, "prompt_len": {"2048"}, "gen_len": {"256"}}},
+	} {
+		for _, g := range []string{"H100-SXM", "L4", "A100-SXM-80GB"} {
+			t.Run(tc.name+"/"+g, func(t *testing.T) {
+				cliOut := runCLI(t, append([]string{"fit", "llama3-8b", "--gpu", g, "--format", "json"}, tc.args...)...)
+				q := url.Values{"model": {"llama3-8b"}, "gpus": {g}}
+				for k, v := range tc.query {
+					q[k] = v
+				}
+				rec := do(t, h, "GET", "/api/plan?"+q.Encode(), "")
+				if rec.Code != http.StatusOK {
+					t.Fatalf("status %d, body %s", rec.Code, rec.Body)
+				}
+				var want map[string]json.RawMessage
+				if err := json.Unmarshal(cliOut, &want); err != nil {
+					t.Fatal(err)
+				}
+				var got struct {
+					GPUs []map[string]json.RawMessage `json:"gpus"`
+				}
+				if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+					t.Fatal(err)
+				}
+				if len(got.GPUs) != 1 {
+					t.Fatalf("got %d GPU entries, want 1", len(got.GPUs))
+				}
+				for _, k := range []string{"gpu", "fit", "max_batch", "max_seq_len", "min_gpus"} {
+					if !bytes.Equal(compact(t, got.GPUs[0][k]), compact(t, want[k])) {
+						t.Errorf("%s: API %s, CLI %s", k, got.GPUs[0][k], want[k])
+					}
+				}
+				post := do(t, h, "POST", "/api/plan", planBody(t, q))
+				if !bytes.Equal(post.Body.Bytes(), rec.Body.Bytes()) {
+					t.Errorf("POST /api/plan differs from GET:\nPOST: %s\nGET: %s", post.Body, rec.Body)
+				}
+			})
+		}
+	}
+}
+
+func compact(t *testing.T, raw json.RawMessage) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		t.Fatalf("compact %s: %v", raw, err)
+	}
+	return b.Bytes()
+}
+
+// planBody turns plan query values into the equivalent JSON body.
+func planBody(t *testing.T, q url.Values) string {
+	t.Helper()
+	body := map[string]any{}
+	for k, v := range q {
+		switch k {
+		case "model", "mode", "method":
+			body[k] = v[0]
+		case "gpus":
+			body[k] = v
+		default:
+			var n int
+			if err := json.Unmarshal([]byte(v[0]), &n); err != nil {
+				t.Fatalf("%s=%s: %v", k, v[0], err)
+			}
+			body[k] = n
+		}
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
