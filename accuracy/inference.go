@@ -1,9 +1,9 @@
 package accuracy
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
+	"path"
 	"slices"
 	"strings"
 
@@ -18,10 +18,6 @@ const (
 	TargetMedian = 0.05
 	TargetP90    = 0.12
 )
-
-// maxMeasurementsSize bounds the measurements file read by
-// [LoadInferenceRecords] before it is decoded.
-const maxMeasurementsSize = 64 << 20
 
 // Metric kinds of a record: which number of an estimate it is compared with.
 const (
@@ -55,111 +51,83 @@ type InferenceRecord struct {
 	Parts map[string]float64 `json:"parts,omitempty"`
 }
 
-// rawRecord is the subset of a measurements-dev.json record read here.
-type rawRecord struct {
-	ID    string          `json:"id"`
-	Mode  string          `json:"mode"`
-	Other map[string]any  `json:"other_measurements"`
-	Job   rawInferenceJob `json:"job"`
-}
-
-// rawInferenceJob is the normalized job object of a record.
-type rawInferenceJob struct {
-	ConfigID     *string  `json:"config_id"`
-	Mode         string   `json:"mode"`
-	Serving      bool     `json:"serving"`
-	Dtype        *string  `json:"dtype"`
-	Batch        *int     `json:"batch"`
-	PromptLen    *int     `json:"prompt_len"`
-	GenLen       *int     `json:"gen_len"`
-	SeqLen       *int     `json:"seq_len"`
-	KVCacheDtype *string  `json:"kv_cache_dtype"`
-	MaxModelLen  *int     `json:"max_model_len"`
-	GPUMemUtil   *float64 `json:"gpu_memory_utilization"`
-	TP           *int     `json:"tp"`
-	PP           *int     `json:"pp"`
-	Attn         *string  `json:"attn"`
-	GPU          *string  `json:"gpu"`
-	GPUMemoryGiB *float64 `json:"gpu_memory_gib"`
-	MetricKind   string   `json:"metric_kind"`
-	ValueBytes   float64  `json:"value_bytes"`
-	Scoreable    bool     `json:"scoreable"`
-	Reliability  string   `json:"reliability"`
-	QuantFormat  *string  `json:"quant_format"`
-	SoftwareNote *string  `json:"software_note"`
+func init() {
+	RegisterMapper(string(memory.Inference), InferenceJob)
+	RegisterMapper(string(memory.Serving), InferenceJob)
 }
 
 // LoadInferenceRecords reads the inference and serving records of a
-// measurements file (a JSON array of records) and maps each onto a
-// memory.Job. Training records are skipped.
+// measurements file (see [Parse]) and maps each onto a memory.Job with
+// [InferenceJob]. Training records are skipped.
 func LoadInferenceRecords(data []byte) ([]InferenceRecord, error) {
-	if len(data) > maxMeasurementsSize {
-		return nil, fmt.Errorf("measurements: %d bytes is larger than the %d-byte limit", len(data), maxMeasurementsSize)
-	}
-	var raws []rawRecord
-	if err := json.Unmarshal(data, &raws); err != nil {
-		return nil, fmt.Errorf("measurements: want a JSON array of records: %w", err)
+	recs, err := Parse(data)
+	if err != nil {
+		return nil, err
 	}
 	var out []InferenceRecord
-	for i, r := range raws {
-		if r.Mode != "inference" && r.Mode != "serving" && r.Job.Mode != "inference" && r.Job.Mode != "serving" {
-			continue
-		}
-		rec, err := inferenceRecord(r)
+	for _, r := range recs {
+		job, err := InferenceJob(r)
 		if err != nil {
-			return nil, fmt.Errorf("measurements: record %d (%s): %w", i, r.ID, err)
+			continue // a training record
 		}
-		out = append(out, rec)
+		j := r.Job
+		out = append(out, InferenceRecord{
+			ID: r.ID, ConfigID: configID(j), Job: job, Metric: j.MetricKind, Value: units.Bytes(j.ValueBytes),
+			Scoreable: j.Scoreable, Reliable: j.Reliability != "low", Parts: vllmParts(r.Other),
+		})
 	}
 	return out, nil
 }
 
-// inferenceRecord maps one raw record.
-func inferenceRecord(r rawRecord) (InferenceRecord, error) {
-	j := r.Job
-	if r.ID == "" {
-		return InferenceRecord{}, fmt.Errorf("missing id")
+// configID is the record's catalog id: config_id, else the org__name of
+// config_path.
+func configID(j RecordJob) string {
+	if j.ConfigID != "" || j.ConfigPath == "" {
+		return j.ConfigID
 	}
-	if math.IsNaN(j.ValueBytes) || j.ValueBytes < 0 || j.ValueBytes >= math.MaxInt64 {
-		return InferenceRecord{}, fmt.Errorf("job.value_bytes %v: want a non-negative byte count", j.ValueBytes)
-	}
-	rec := InferenceRecord{
-		ID: r.ID, ConfigID: deref(j.ConfigID), Metric: j.MetricKind, Value: units.Bytes(j.ValueBytes),
-		Scoreable: j.Scoreable, Reliable: j.Reliability != "low", Parts: vllmParts(r.Other),
-	}
-	rec.Job = inferenceJob(j, r.Mode == "serving" || j.Serving)
-	return rec, nil
+	return strings.Replace(strings.TrimSuffix(path.Base(j.ConfigPath), ".json"), "__", "/", 1)
 }
 
-// inferenceJob builds the memory.Job of a record.
-func inferenceJob(j rawInferenceJob, serving bool) memory.Job {
+// InferenceJob maps an inference or serving record onto a memory.Job: HF
+// generate for inference records, vLLM for serving records (whose KV pool
+// is sized from --max-model-len, not from a prompt); quant_format picks the
+// bitsandbytes kind and compute dtype or the GPTQ/AWQ layout, and the
+// software note selects the transformers < 4.36 tuple cache and the
+// full-sequence logits of transformers < 4.45 (MODEL.md §15.2, §15.16).
+// It is the mapper registered for the "inference" and "serving" modes.
+func InferenceJob(r Record) (memory.Job, error) {
+	j := r.Job
+	serving := r.Mode == "serving" || j.Serving || j.Mode == string(memory.Serving)
+	if !serving && j.Mode != string(memory.Inference) && r.Mode != string(memory.Inference) {
+		return memory.Job{}, fmt.Errorf("%s: job.mode %q is not inference or serving", r.ID, j.Mode)
+	}
 	job := memory.Job{
-		Mode: memory.Inference, Dtype: deref(j.Dtype), Batch: derefInt(j.Batch), PromptLen: derefInt(j.PromptLen),
-		GenLen: derefInt(j.GenLen), KVCacheDtype: deref(j.KVCacheDtype), MaxModelLen: derefInt(j.MaxModelLen),
-		TP: derefInt(j.TP), PP: derefInt(j.PP), Attention: deref(j.Attn), GPU: deref(j.GPU),
+		Mode: memory.Inference, Dtype: j.Dtype, Batch: derefInt(j.Batch), PromptLen: derefInt(j.PromptLen),
+		GenLen: derefInt(j.GenLen), KVCacheDtype: j.KVCacheDtype, MaxModelLen: derefInt(j.MaxModelLen),
+		TP: max(j.TP, 0), PP: max(j.PP, 0), Attention: j.Attn, GPU: j.GPU, AllowLong: true,
 	}
 	if job.PromptLen == 0 && job.GenLen == 0 {
 		job.SeqLen = derefInt(j.SeqLen)
 	}
-	if j.GPUMemUtil != nil {
-		job.GPUMemoryUtilization = *j.GPUMemUtil
+	if u := j.GPUMemUtil; u != nil && *u > 0 && *u <= 1 {
+		job.GPUMemoryUtilization = *u
 	}
-	if j.GPUMemoryGiB != nil && *j.GPUMemoryGiB > 0 {
-		job.GPUMemory = units.FromFloat(*j.GPUMemoryGiB * float64(units.GiB))
+	if g := j.GPUMemoryGiB; g != nil && *g > 0 && *g < 1<<20 {
+		job.GPUMemory = units.FromFloat(*g * float64(units.GiB))
 	}
 	if serving {
 		job.Mode, job.InferenceEngine = memory.Serving, "vllm"
 		job.PromptLen, job.GenLen, job.SeqLen = 0, 0, 0
 	}
-	applyQuantFormat(&job, deref(j.QuantFormat))
-	sw := strings.ToLower(deref(j.SoftwareNote))
+	applyQuantFormat(&job, j.QuantFormat)
+	sw := strings.ToLower(j.SoftwareNote)
 	if strings.Contains(sw, "tuple kv cache") {
 		job.Software = append(job.Software, "transformers<4.36")
 	}
 	if strings.Contains(sw, "full-sequence logits") {
 		job.Software = append(job.Software, "transformers<4.45")
 	}
-	return job
+	return job, nil
 }
 
 // applyQuantFormat refines the dtype from a record's quant_format text:
@@ -202,13 +170,6 @@ func vllmParts(other map[string]any) map[string]float64 {
 		return nil
 	}
 	return out
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 func derefInt(p *int) int {

@@ -75,7 +75,7 @@ func TestVLLMProfilerSplit(t *testing.T) {
 
 func TestLoadInferenceRecordsMapping(t *testing.T) {
 	data := `[
-	 {"id": "train-row", "mode": "train_full", "job": {"mode": "train", "value_bytes": 1}},
+	 {"id": "train-row", "mode": "train_full", "job": {"mode": "train", "metric_kind": "allocated", "value_bytes": 1}},
 	 {"id": "gptq", "mode": "inference", "job": {"mode": "inference", "config_id": "m", "dtype": "int4", "batch": 2,
 	  "prompt_len": 512, "gen_len": 64, "metric_kind": "device", "value_bytes": 1073741824, "scoreable": true,
 	  "reliability": "ok", "quant_format": "gptq int4, group size 128",
@@ -83,7 +83,7 @@ func TestLoadInferenceRecordsMapping(t *testing.T) {
 	 {"id": "bnb", "mode": "inference", "job": {"mode": "inference", "dtype": "int4", "seq_len": 80, "metric_kind": "allocated",
 	  "value_bytes": 5, "reliability": "low", "quant_format": "bitsandbytes 4-bit fp4, no double quantization, fp32 compute"}},
 	 {"id": "vllm", "mode": "serving", "other_measurements": {"weights_GiB": 14.99, "kv_cache_tokens": 476000},
-	  "job": {"mode": "inference", "serving": true, "max_model_len": 8192, "seq_len": 8192, "gpu_memory_utilization": 0.95,
+	  "job": {"mode": "inference", "serving": true, "config_path": "hf-configs/meta-llama__Llama-3.1-8B.json", "max_model_len": 8192, "seq_len": 8192, "gpu_memory_utilization": 0.95,
 	  "gpu_memory_gib": 79.19, "tp": 2, "metric_kind": "kv_pool", "value_bytes": 7}}
 	]`
 	recs, err := LoadInferenceRecords([]byte(data))
@@ -102,17 +102,18 @@ func TestLoadInferenceRecordsMapping(t *testing.T) {
 		t.Errorf("bnb record mapped to %+v", b)
 	}
 	if v.Job.Mode != memory.Serving || v.Job.InferenceEngine != "vllm" || v.Job.SeqLen != 0 || v.Job.TP != 2 ||
-		v.Job.GPUMemoryUtilization != 0.95 || v.Parts["weights"] != 14.99 || v.Parts["kv_tokens"] != 476000 {
+		v.Job.GPUMemoryUtilization != 0.95 || v.Parts["weights"] != 14.99 || v.Parts["kv_tokens"] != 476000 ||
+		v.ConfigID != "meta-llama/Llama-3.1-8B" {
 		t.Errorf("vllm record mapped to %+v", v)
 	}
 }
 
 func TestLoadInferenceRecordsBadInput(t *testing.T) {
 	tests := []struct{ name, data, want string }{
-		{"not json", `{"id":`, "JSON array"},
-		{"object", `{"id": "x"}`, "JSON array"},
-		{"negative value", `[{"id": "x", "mode": "inference", "job": {"value_bytes": -5}}]`, "value_bytes"},
-		{"no id", `[{"mode": "inference", "job": {"value_bytes": 5}}]`, "missing id"},
+		{"not json", `{"id":`, "measurements"},
+		{"object", `{"id": "x"}`, "measurements"},
+		{"negative value", `[{"id": "x", "mode": "inference", "job": {"mode": "inference", "metric_kind": "allocated", "value_bytes": -5}}]`, "negative"},
+		{"no id", `[{"mode": "inference", "job": {"mode": "inference", "metric_kind": "allocated", "value_bytes": 5}}]`, "missing id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -121,6 +122,29 @@ func TestLoadInferenceRecordsBadInput(t *testing.T) {
 				t.Errorf("error = %v, want one mentioning %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestInferenceMapperRegistered(t *testing.T) {
+	// The training engineer's Run scores the inference records through the
+	// mapper registered here: its inference rows agree with CheckInference.
+	recs, err := DevRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := Run(recs, Options{})
+	var scored int
+	for _, r := range rep.Rows {
+		if r.Mode != "inference" || !r.Scored {
+			continue
+		}
+		scored++
+		if math.Abs(r.ErrorPct) > 100*TargetP90 {
+			t.Errorf("%s: %+.1f %%", r.ID, r.ErrorPct)
+		}
+	}
+	if scored < 8 {
+		t.Errorf("Run scored %d inference rows, want 8", scored)
 	}
 }
 
@@ -143,16 +167,16 @@ func TestSummarizeInference(t *testing.T) {
 
 func FuzzLoadInferenceRecords(f *testing.F) {
 	f.Add([]byte(`[]`))
-	f.Add([]byte(`[{"id": "a", "mode": "inference", "job": {"batch": 2, "prompt_len": 3, "value_bytes": 10, "metric_kind": "allocated"}}]`))
-	f.Add([]byte(`[{"id": "v", "mode": "serving", "other_measurements": {"weights_GiB": 1e308}, "job": {"serving": true, "tp": -3, "value_bytes": 1e18}}]`))
-	f.Add([]byte(`[{"id": "q", "mode": "inference", "job": {"quant_format": "bitsandbytes nf4, bf16 compute", "gpu_memory_gib": 1e300}}]`))
+	f.Add([]byte(`[{"id": "a", "mode": "inference", "job": {"mode": "inference", "batch": 2, "prompt_len": 3, "value_bytes": 10, "metric_kind": "allocated"}}]`))
+	f.Add([]byte(`[{"id": "v", "mode": "serving", "other_measurements": {"weights_GiB": 1e308}, "job": {"mode": "inference", "serving": true, "tp": -3, "value_bytes": 1000000000000000000, "metric_kind": "kv_pool"}}]`))
+	f.Add([]byte(`[{"id": "q", "mode": "inference", "job": {"mode": "inference", "metric_kind": "device", "quant_format": "bitsandbytes nf4, bf16 compute", "gpu_memory_gib": 1e300, "gpu_memory_utilization": -1}}]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		recs, err := LoadInferenceRecords(data)
 		if err != nil {
 			return
 		}
 		for _, r := range recs {
-			if r.Value < 0 || r.Job.Batch < 0 || r.Job.TP < 0 || r.Job.GPUMemory < 0 {
+			if r.Value < 0 || r.Job.Batch < 0 || r.Job.TP < 0 || r.Job.GPUMemory < 0 || r.Job.GPUMemoryUtilization < 0 || r.Job.GPUMemoryUtilization > 1 {
 				t.Errorf("record %s mapped to negative values: %+v", r.ID, r)
 			}
 		}
