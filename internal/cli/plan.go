@@ -226,10 +226,14 @@ func writePlan(w io.Writer, ro report.Options, o *planOptions, m *model.Model, p
 		Title:   fmt.Sprintf("%s on up to %d x %s (%s): %d of %d estimated layouts fit", m.ID, o.MaxGPUs, p.GPU, ro.Bytes(p.MemoryBytes), p.Feasible, p.Evaluated),
 		Headers: lower(headers),
 	}
-	for range headers {
-		t.Aligns = append(t.Aligns, report.Right)
+	for _, h := range headers {
+		switch h {
+		case "ENGINE", "CKPT", "OFFLOAD", "VERDICT", "METHOD":
+			t.Aligns = append(t.Aligns, report.Left)
+		default:
+			t.Aligns = append(t.Aligns, report.Right)
+		}
 	}
-	t.Aligns[2], t.Aligns[8], t.Aligns[9] = report.Left, report.Left, report.Left
 	for _, r := range rows {
 		t.AddRow(r...)
 	}
