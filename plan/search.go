@@ -156,7 +156,7 @@ func MaxFit(est EstimateFunc, job memory.Job, v Var, lo, hi int, budget units.By
 	}
 	good, bad, stop := lo, 0, ""
 	for n := lo; bad == 0 && good < hi; {
-		n = min(hi, 2*n)
+		n = double(n, hi)
 		r, ok, why := p.at(n)
 		if ok {
 			good, best = n, r
@@ -174,6 +174,14 @@ func MaxFit(est EstimateFunc, job memory.Job, v Var, lo, hi int, budget units.By
 		}
 	}
 	return Found{Var: v, Value: good, Result: best, Limit: hi, Stop: stop, Evaluations: p.evals}, nil
+}
+
+// double returns 2·n capped at hi, without overflowing.
+func double(n, hi int) int {
+	if n > hi/2 {
+		return hi
+	}
+	return 2 * n
 }
 
 // MaxBatch returns the largest per-device batch in [1, hi] that fits on g
@@ -230,7 +238,7 @@ func MinGPUs(est EstimateFunc, job memory.Job, g gpu.GPU, hi int) (Found, error)
 	}
 	bad, good, best, stop := 1, 0, memory.Result{}, why
 	for k := 1; good == 0 && k < kmax; {
-		k = min(kmax, 2*k)
+		k = double(k, kmax)
 		r, ok, why := at(k)
 		if ok {
 			good, best = k, r

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -36,6 +37,7 @@ func TestMaxFitMatchesClosedForm(t *testing.T) {
 		{70 * units.GiB, 17, 17},
 		{1000 * units.GiB, 1000, 330},
 		{units.MaxBytes, 1 << 20, 1 << 20},
+		{units.MaxBytes, math.MaxInt, math.MaxInt},
 	}
 	for _, tt := range tests {
 		got, err := MaxFit(est, memory.Job{SeqLen: 1}, MicroBatch, 1, tt.hi, tt.budget)

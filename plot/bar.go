@@ -13,7 +13,7 @@ import (
 // BarOptions configure [Breakdown].
 type BarOptions struct {
 	// Width is the number of terminal columns to use (default 80,
-	// minimum 20).
+	// at least 20 and at most 1000).
 	Width int
 	// ASCII draws with plain ASCII characters instead of Unicode blocks,
 	// for terminals and logs that cannot show them.
@@ -38,6 +38,7 @@ const (
 	unicodeEdge, asciiEdge = '│', '|'
 	defaultBarWidth        = 80
 	minBarWidth            = 20
+	maxBarWidth            = 1000
 )
 
 // Breakdown writes r's per-GPU components as one stacked bar, a summary
@@ -50,7 +51,7 @@ func Breakdown(w io.Writer, r memory.Result, o BarOptions) error {
 	if o.Width == 0 {
 		o.Width = defaultBarWidth
 	}
-	o.Width = max(o.Width, minBarWidth)
+	o.Width = min(max(o.Width, minBarWidth), maxBarWidth)
 	if o.Bytes == nil {
 		o.Bytes = units.FormatIEC
 	}

@@ -222,6 +222,9 @@ func (c Chart) bounds() (xmin, xmax, ymax float64, err error) {
 		return 0, 0, 0, ErrNoData
 	}
 	for _, l := range c.Limits {
+		if l.Bytes <= 0 {
+			return 0, 0, 0, fmt.Errorf("plot limit %q: size %d, want a positive number of bytes", l.Name, l.Bytes)
+		}
 		ymax = max(ymax, l.Bytes.GiBf())
 	}
 	if xmax == xmin {

@@ -119,6 +119,7 @@ func TestChartErrors(t *testing.T) {
 		{"zero on log", Chart{LogX: true, Series: []Series{{Name: "s", X: []int{0}, Bytes: []units.Bytes{1}}}}, SVG, nil},
 		{"negative", Chart{Series: []Series{{Name: "s", X: []int{1}, Bytes: []units.Bytes{-1}}}}, SVG, nil},
 		{"format", Chart{Series: []Series{{Name: "s", X: []int{1}, Bytes: []units.Bytes{1}}}}, Format("gif"), nil},
+		{"bad limit", Chart{Series: []Series{{Name: "s", X: []int{1}, Bytes: []units.Bytes{1}}}, Limits: []Limit{{"L", 0}}}, SVG, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
