@@ -92,6 +92,10 @@ func resolveInference(m *model.Model, job Job) (*inferenceInputs, error) {
 	if in.engine, err = parseEngine(job); err != nil {
 		return nil, err
 	}
+	if in.engine == engineHF && plan.quant.Layout == LayoutMXFP4 {
+		in.warnings = append(in.warnings, "transformers keeps MXFP4 weights packed only when its triton MXFP4 kernels can run; "+
+			"otherwise it dequantizes them to bf16 on load (about 3.8× the expert weights)")
+	}
 	if err := in.resolveTokens(m, job); err != nil {
 		return nil, err
 	}

@@ -9,9 +9,11 @@ import (
 // ServingPlanRow is one parallel layout of [ServingPlan] and the vLLM
 // capacity it gives.
 type ServingPlanRow struct {
-	TP   int `json:"tp"`
-	PP   int `json:"pp"`
-	EP   int `json:"ep"`
+	// TP, PP and EP are the tensor-, pipeline- and expert-parallel sizes.
+	TP int `json:"tp"`
+	PP int `json:"pp"`
+	EP int `json:"ep"`
+	// GPUs is TP × PP.
 	GPUs int `json:"gpus"`
 	// Serving is the capacity of the layout (nil when Error is set).
 	Serving *ServingResult `json:"serving,omitempty"`

@@ -92,9 +92,11 @@ func dtypeRow(m *model.Model, job Job, name string) (DtypeRow, error) {
 // ParallelRow is one row of [ParallelTable]: one tensor/pipeline/expert
 // parallel layout and the memory of its most loaded GPU.
 type ParallelRow struct {
-	TP   int `json:"tp"`
-	PP   int `json:"pp"`
-	EP   int `json:"ep"`
+	// TP, PP and EP are the tensor-, pipeline- and expert-parallel sizes.
+	TP int `json:"tp"`
+	PP int `json:"pp"`
+	EP int `json:"ep"`
+	// GPUs is TP × PP.
 	GPUs int `json:"gpus"`
 	// WeightsBytes is the weights on the most loaded GPU.
 	WeightsBytes units.Bytes `json:"weights_bytes"`
