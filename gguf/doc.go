@@ -33,9 +33,13 @@
 // mixed-quantization file (Q4_K_M keeps some tensors in Q6_K) is sized
 // exactly. The KV cache follows llama.cpp's per-layer K and V tensors,
 // including per-layer KV head counts, layers without a cache (hybrid
-// recurrent models) and multi-head latent attention. Sliding-window
-// layers are counted at the full context (an upper bound), and compute
-// buffers and the CUDA context are not included; [Memory.Notes] says so.
+// recurrent models) and multi-head latent attention. Sliding-window and
+// chunked layers keep window + ubatch cells, as llama.cpp allocates them,
+// for the architectures whose layout llama.cpp fixes (Gemma 2 and 3,
+// Command R7B, gpt-oss, Llama 4) or whose file states a pattern; for any
+// other file with a sliding window every layer is counted at the full
+// context, an upper bound. Compute buffers and the CUDA context are not
+// included. [Memory.Notes] says which of these apply.
 //
 // Usage:
 //

@@ -18,7 +18,15 @@ type Options struct {
 	// CacheTypeK and CacheTypeV are the KV-cache types (--cache-type-k,
 	// --cache-type-v): f16 (default), bf16, f32, q8_0, q4_0, ...
 	CacheTypeK, CacheTypeV string
+	// UBatch is the physical batch size (--ubatch-size, default 512); a
+	// sliding-window layer keeps window + UBatch cells.
+	UBatch int
+	// SWAFull keeps full-size caches on sliding-window layers (--swa-full).
+	SWAFull bool
 }
+
+// defaultUBatch is llama.cpp's default n_ubatch (common/common.h).
+const defaultUBatch = 512
 
 // TypeTotal is the weight total of one tensor type.
 type TypeTotal struct {
@@ -45,6 +53,10 @@ type Memory struct {
 	ContextSize int `json:"context_size"`
 	Layers      int `json:"layers"`
 	KVLayers    int `json:"kv_layers"`
+	// SWALayers counts the sliding-window (or chunked) layers and
+	// SWACells the cells each of them keeps; 0 when none.
+	SWALayers int `json:"swa_layers,omitempty"`
+	SWACells  int `json:"swa_cells,omitempty"`
 	// CacheTypeK and CacheTypeV are the KV-cache types used.
 	CacheTypeK string `json:"cache_type_k"`
 	CacheTypeV string `json:"cache_type_v"`
@@ -131,6 +143,10 @@ func (m *Memory) kvCache(f *File, opts Options) error {
 	if err != nil {
 		return err
 	}
+	swa, err := m.slidingWindow(f, opts)
+	if err != nil {
+		return err
+	}
 	for il := range m.Layers {
 		if kDims[il] == 0 && vDims[il] == 0 {
 			continue
@@ -144,8 +160,12 @@ func (m *Memory) kvCache(f *File, opts Options) error {
 		if err != nil {
 			return fmt.Errorf("V cache of layer %d: %w", il, err)
 		}
-		m.KCacheBytes = units.Add(m.KCacheBytes, units.Bytes(units.MulInt(kRow, int64(m.ContextSize))))
-		m.VCacheBytes = units.Add(m.VCacheBytes, units.Bytes(units.MulInt(vRow, int64(m.ContextSize))))
+		cells := int64(m.ContextSize)
+		if swa != nil && swa[il] {
+			cells = int64(m.SWACells)
+		}
+		m.KCacheBytes = units.Add(m.KCacheBytes, units.Bytes(units.MulInt(kRow, cells)))
+		m.VCacheBytes = units.Add(m.VCacheBytes, units.Bytes(units.MulInt(vRow, cells)))
 	}
 	m.KVCacheBytes = units.Add(m.KCacheBytes, m.VCacheBytes)
 	m.kvNotes(f)
@@ -248,8 +268,11 @@ func headDims(f *File, layers int) (k, v []uint64, err error) {
 // kvNotes records the approximations the KV figure makes.
 func (m *Memory) kvNotes(f *File) {
 	arch := m.Architecture
-	if w, ok := f.Uint(arch + ".attention.sliding_window"); ok && w > 0 {
-		m.Notes = append(m.Notes, fmt.Sprintf("sliding-window layers (window %d) are counted at the full context, as llama.cpp allocates with --swa-full; without it they hold about window + batch cells, so the KV cache is an upper bound", w))
+	if w, ok := f.Uint(arch + ".attention.sliding_window"); ok && w > 0 && m.SWALayers == 0 {
+		m.Notes = append(m.Notes, fmt.Sprintf("the layout of the sliding-window layers (window %d) of %s is not known here, so every layer is counted at the full context: an upper bound", w, arch))
+	}
+	if m.SWALayers > 0 {
+		m.Notes = append(m.Notes, fmt.Sprintf("%d sliding-window layers keep %d cells each", m.SWALayers, m.SWACells))
 	}
 	if _, ok := f.Uint(arch + ".attention.kv_lora_rank"); ok {
 		m.Notes = append(m.Notes, "multi-head latent attention: each cell caches the compressed KV latent and the RoPE key")
@@ -257,4 +280,79 @@ func (m *Memory) kvNotes(f *File) {
 	if skipped := m.Layers - m.KVLayers; skipped > 0 {
 		m.Notes = append(m.Notes, fmt.Sprintf("%d layers keep no KV cache (recurrent layers); their recurrent state is not included", skipped))
 	}
+}
+
+// swaLayout is how llama.cpp interleaves sliding-window (or chunked)
+// layers with full-attention ones for an architecture: in each period
+// of layers all but the last are windowed (llama_hparams::set_swa_pattern
+// in src/llama-hparams.cpp). Window is the default window size when the
+// file has no attention.sliding_window key; fixedWindow ignores the key.
+type swaLayout struct {
+	period      uint64
+	window      uint64
+	fixedWindow bool
+}
+
+// swaLayouts lists the architectures whose layouts llama.cpp hard-codes
+// in llama_model::load_hparams (src/llama-model.cpp): Gemma 2 alternates
+// (window 4096 by default), Gemma 3 has five local layers per global
+// one, Command R7B (cohere2) three per global, gpt-oss alternates (its
+// period can be overridden by attention.sliding_window_pattern), and
+// Llama 4 has three chunked layers (8192-token chunks) per global one.
+var swaLayouts = map[string]swaLayout{
+	"gemma2":  {period: 2, window: 4096},
+	"gemma3":  {period: 6},
+	"cohere2": {period: 4},
+	"gpt-oss": {period: 2},
+	"llama4":  {period: 4, window: 8192, fixedWindow: true},
+}
+
+// kvPadding is the cell padding of llama.cpp's KV cache with flash
+// attention (llama_kv_cache::get_padding: 256, or 32 without it).
+const kvPadding = 256
+
+// slidingWindow returns which layers are windowed (nil when none) and
+// sets SWALayers and SWACells. A windowed layer keeps
+// min(context, pad(window + ubatch, 256)) cells, the size of the SWA
+// half of llama.cpp's llama_kv_cache_iswa (src/llama-kv-cache-iswa.cpp),
+// or the full context with --swa-full.
+func (m *Memory) slidingWindow(f *File, opts Options) ([]bool, error) {
+	arch := m.Architecture
+	layout, ok := swaLayouts[arch]
+	if p, has := f.Uint(arch + ".attention.sliding_window_pattern"); has && p > 0 {
+		layout.period, ok = p, true
+	}
+	if !ok {
+		return nil, nil
+	}
+	window := layout.window
+	if w, has := f.Uint(arch + ".attention.sliding_window"); has && !layout.fixedWindow {
+		window = w
+	}
+	if window == 0 || layout.period == 0 {
+		return nil, nil
+	}
+	if window > maxContext {
+		return nil, fmt.Errorf("%s.attention.sliding_window %d: out of range", arch, window)
+	}
+	ubatch := opts.UBatch
+	if ubatch <= 0 {
+		ubatch = defaultUBatch
+	}
+	if ubatch > maxContext {
+		return nil, fmt.Errorf("ubatch size %d: out of range", ubatch)
+	}
+	cells := alignUp(int64(window)+int64(ubatch), kvPadding)
+	if opts.SWAFull || cells > int64(m.ContextSize) {
+		cells = int64(m.ContextSize)
+	}
+	swa := make([]bool, m.Layers)
+	for il := range swa {
+		swa[il] = uint64(il)%layout.period < layout.period-1
+		if swa[il] {
+			m.SWALayers++
+		}
+	}
+	m.SWACells = int(cells)
+	return swa, nil
 }

@@ -451,3 +451,63 @@ func TestSplit(t *testing.T) {
 		t.Errorf("wrong count: %v", err)
 	}
 }
+
+func TestEstimateSlidingWindow(t *testing.T) {
+	// 12 layers, 1 KV head of 64 values for K and V: 256 bytes per cell
+	// per layer in f16.
+	const perCell = 2 * 64 * 2
+	base := func(arch string, extra ...kv) []kv {
+		return append([]kv{
+			{"general.architecture", arch},
+			{arch + ".block_count", uint32(12)},
+			{arch + ".context_length", uint32(32768)},
+			{arch + ".embedding_length", uint32(256)},
+			{arch + ".attention.head_count", uint32(4)},
+			{arch + ".attention.head_count_kv", uint32(1)},
+		}, extra...)
+	}
+	tests := []struct {
+		name      string
+		kvs       []kv
+		opts      Options
+		swaLayers int
+		swaCells  int
+	}{
+		// Gemma 3: layers 5 and 11 are global; window 1024 + ubatch 512 = 1536 cells.
+		{"gemma3", base("gemma3", kv{"gemma3.attention.sliding_window", uint32(1024)}), Options{}, 10, 1536},
+		{"gemma3 swa-full", base("gemma3", kv{"gemma3.attention.sliding_window", uint32(1024)}), Options{SWAFull: true}, 10, 32768},
+		{"gemma3 small context", base("gemma3", kv{"gemma3.attention.sliding_window", uint32(1024)}), Options{ContextSize: 1000}, 10, 1000},
+		{"gemma3 ubatch 2048", base("gemma3", kv{"gemma3.attention.sliding_window", uint32(1024)}), Options{UBatch: 2048}, 10, 3072},
+		// Gemma 2 without the key uses its default window 4096: pad(4608, 256) = 4608.
+		{"gemma2 default window", base("gemma2"), Options{}, 6, 4608},
+		// Llama 4 chunks are 8192 tokens whatever the key says.
+		{"llama4 chunked", base("llama4", kv{"llama4.attention.sliding_window", uint32(10)}), Options{}, 9, 8704},
+		// An explicit pattern overrides the table: period 4 → 9 windowed layers.
+		{"gpt-oss pattern key", base("gpt-oss", kv{"gpt-oss.attention.sliding_window", uint32(128)}, kv{"gpt-oss.attention.sliding_window_pattern", uint32(4)}), Options{}, 9, 768},
+		{"gemma3 without a window", base("gemma3"), Options{}, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			data := writeGGUF(t, tc.kvs, []tensor{{"w", []uint64{32}, 0}})
+			f, err := Read(bytes.NewReader(data), int64(len(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := Estimate(f, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.SWALayers != tc.swaLayers || m.SWACells != tc.swaCells {
+				t.Errorf("SWA layers %d cells %d, want %d, %d", m.SWALayers, m.SWACells, tc.swaLayers, tc.swaCells)
+			}
+			want := units.Bytes(perCell * (int64(12-tc.swaLayers)*int64(m.ContextSize) + int64(tc.swaLayers*tc.swaCells)))
+			if m.KVCacheBytes != want {
+				t.Errorf("KV = %d, want %d", m.KVCacheBytes, want)
+			}
+			full, _ := Estimate(f, Options{ContextSize: tc.opts.ContextSize, SWAFull: true})
+			if m.KVCacheBytes > full.KVCacheBytes {
+				t.Errorf("windowed KV %d exceeds the full-size KV %d", m.KVCacheBytes, full.KVCacheBytes)
+			}
+		})
+	}
+}

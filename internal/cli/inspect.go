@@ -34,6 +34,8 @@ type inspectOptions struct {
 	CtxSize    int
 	CacheTypeK string
 	CacheTypeV string
+	UBatch     int
+	SWAFull    bool
 }
 
 func newInspectCmd(f *Factory, g *globalOptions) *cobra.Command {
@@ -71,6 +73,9 @@ uses the cache only.`,
 			if opts.CtxSize < 0 {
 				return usageErrorf("--ctx-size %d: want a positive number of tokens", opts.CtxSize)
 			}
+			if opts.UBatch < 1 {
+				return usageErrorf("--ubatch-size %d: want a positive number of tokens", opts.UBatch)
+			}
 			return inspectRun(cmd.Context(), f, g, opts)
 		},
 	}
@@ -80,6 +85,8 @@ uses the cache only.`,
 	fl.IntVarP(&opts.CtxSize, "ctx-size", "c", 0, "GGUF: KV-cache size in tokens (default the model's context_length)")
 	fl.StringVar(&opts.CacheTypeK, "cache-type-k", "f16", "GGUF: KV-cache type for K (f16, bf16, f32, q8_0, q4_0, ...)")
 	fl.StringVar(&opts.CacheTypeV, "cache-type-v", "f16", "GGUF: KV-cache type for V")
+	fl.IntVarP(&opts.UBatch, "ubatch-size", "u", 512, "GGUF: physical batch size (sliding-window layers keep window + ubatch cells)")
+	fl.BoolVar(&opts.SWAFull, "swa-full", false, "GGUF: full-size KV cache on sliding-window layers, as llama.cpp --swa-full")
 	addHubFlags(fl, &opts.Hub)
 	return cmd
 }
@@ -356,7 +363,10 @@ func (r *inspection) addGGUFShards(names []string, opts *inspectOptions, open fu
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.Model, err)
 	}
-	m, err := gguf.Estimate(gf, gguf.Options{ContextSize: opts.CtxSize, CacheTypeK: opts.CacheTypeK, CacheTypeV: opts.CacheTypeV})
+	m, err := gguf.Estimate(gf, gguf.Options{
+		ContextSize: opts.CtxSize, CacheTypeK: opts.CacheTypeK, CacheTypeV: opts.CacheTypeV,
+		UBatch: opts.UBatch, SWAFull: opts.SWAFull,
+	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.Model, err)
 	}
@@ -425,6 +435,9 @@ func (r *inspection) writeGGUF(tw io.Writer, size func(int64) string) {
 	}
 	fmt.Fprintf(tw, "\nweights\t%s\n", size(int64(m.WeightsBytes)))
 	fmt.Fprintf(tw, "KV cache\t%s\t(%d tokens, %d layers, K %s, V %s)\n", size(int64(m.KVCacheBytes)), m.ContextSize, m.KVLayers, m.CacheTypeK, m.CacheTypeV)
+	if m.SWALayers > 0 {
+		fmt.Fprintf(tw, "sliding window\t%d layers\t(%d cells each)\n", m.SWALayers, m.SWACells)
+	}
 	fmt.Fprintf(tw, "total\t%s\n", size(int64(m.TotalBytes)))
 	for _, n := range m.Notes {
 		fmt.Fprintf(tw, "note\t%s\n", n)
