@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,11 +19,19 @@ import (
 
 const fast = 10 * time.Millisecond
 
+// waitFrames is a shell loop that lasts until the fake nvidia-smi has
+// been asked for frame n, so a command lives through a scenario's frames
+// however slowly the machine samples (at most about 20 s).
+func waitFrames(n int) string {
+	return `i=0; while n=$(cat "$FAKE_SMI_STATE" 2>/dev/null); [ "${n:-0}" -lt ` + strconv.Itoa(n) +
+		` ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done`
+}
+
 func TestRunPeaksOfProcessTree(t *testing.T) {
 	dir := fakeSMI(t, "tree", true)
 	// The command writes its PID and its child's for the fake nvidia-smi,
 	// then lives long enough for every frame to be replayed.
-	script := `echo $$ > "$D/child.pid"; sleep 30 & echo $! > "$D/grandchild.pid.tmp"; mv "$D/grandchild.pid.tmp" "$D/grandchild.pid"; sleep 1; kill $!; exit 0`
+	script := `echo $$ > "$D/child.pid"; sleep 30 & echo $! > "$D/grandchild.pid.tmp"; mv "$D/grandchild.pid.tmp" "$D/grandchild.pid"; ` + waitFrames(5) + `; kill $!; exit 0`
 	var logBuf bytes.Buffer
 	rep, err := Run(context.Background(), []string{"sh", "-c", script}, Options{
 		Interval: fast,
@@ -79,7 +88,7 @@ func TestRunPeaksOfProcessTree(t *testing.T) {
 
 func TestRunAllProcesses(t *testing.T) {
 	dir := fakeSMI(t, "tree", true)
-	script := `echo $$ > "$D/child.pid"; echo 1 > "$D/grandchild.pid"; sleep 1`
+	script := `echo $$ > "$D/child.pid"; echo 1 > "$D/grandchild.pid"; ` + waitFrames(5)
 	rep, err := Run(context.Background(), []string{"sh", "-c", script}, Options{
 		Interval: fast, AllProcesses: true, Env: append(os.Environ(), "D="+dir),
 	})
@@ -101,7 +110,7 @@ func TestRunMalformedNvidiaSMI(t *testing.T) {
 
 func TestRunMalformedLater(t *testing.T) {
 	fakeSMI(t, "malformed-later", false)
-	rep, err := Run(context.Background(), []string{"sleep", "0.5"}, Options{Interval: fast})
+	rep, err := Run(context.Background(), []string{"sh", "-c", waitFrames(5)}, Options{Interval: fast})
 	if err != nil {
 		t.Fatalf("Run: %v; readings before the bad one succeeded, want no error", err)
 	}
