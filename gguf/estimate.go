@@ -210,21 +210,16 @@ func cacheTypes(opts Options) (k, v Type, err error) {
 // headDims returns, per layer, the K and V widths of one KV cell:
 // n_embd_head_k·n_head_kv and n_embd_head_v·n_head_kv (llama.cpp
 // llama_hparams::n_embd_k_gqa / n_embd_v_gqa). A layer with no KV heads
-// (a recurrent layer of a hybrid model) keeps none. With multi-head
-// latent attention (DeepSeek-V2/V3: attention.kv_lora_rank) one cell
-// holds the compressed latent and the RoPE key, kv_lora_rank +
-// rope.dimension_count values, and no separate V (DeepSeek-V2,
-// arXiv:2405.04434 §2.1; MODEL.md §7.2).
+// (a recurrent layer of a hybrid model) keeps none. A file converted for
+// multi-head latent attention (DeepSeek-V2/V3, marked by
+// attention.key_length_mla) caches one head of the compressed latent and
+// the RoPE key, key_length = kv_lora_rank + rope dims, and no V at all:
+// llama.cpp's llama_kv_cache allocates V only when !hparams.is_mla()
+// (src/llama-kv-cache.cpp; DeepSeek-V2, arXiv:2405.04434 §2.1; MODEL.md
+// §7.2). Older DeepSeek files without that key run as plain multi-head
+// attention and cache full K and V.
 func headDims(f *File, layers int) (k, v []uint64, err error) {
 	arch := f.Architecture()
-	if rank, ok := f.Uint(arch + ".attention.kv_lora_rank"); ok && rank > 0 {
-		rope, _ := f.Uint(arch + ".rope.dimension_count")
-		k, v = make([]uint64, layers), make([]uint64, layers)
-		for i := range k {
-			k[i] = rank + rope
-		}
-		return k, v, nil
-	}
 	embd, ok := f.Uint(arch + ".embedding_length")
 	if !ok || embd == 0 {
 		return nil, nil, fmt.Errorf("%s.embedding_length: missing", arch)
@@ -261,8 +256,18 @@ func headDims(f *File, layers int) (k, v []uint64, err error) {
 			return nil, nil, fmt.Errorf("layer %d: head sizes out of range", i)
 		}
 		k[i], v[i] = kd*kvHeads[i], vd*kvHeads[i]
+		if isMLA(f) {
+			v[i] = 0
+		}
 	}
 	return k, v, nil
+}
+
+// isMLA reports whether the file runs with multi-head latent attention
+// (llama_hparams::is_mla: attention.key_length_mla is set).
+func isMLA(f *File) bool {
+	n, ok := f.Uint(f.Architecture() + ".attention.key_length_mla")
+	return ok && n > 0
 }
 
 // kvNotes records the approximations the KV figure makes.
@@ -274,8 +279,8 @@ func (m *Memory) kvNotes(f *File) {
 	if m.SWALayers > 0 {
 		m.Notes = append(m.Notes, fmt.Sprintf("%d sliding-window layers keep %d cells each", m.SWALayers, m.SWACells))
 	}
-	if _, ok := f.Uint(arch + ".attention.kv_lora_rank"); ok {
-		m.Notes = append(m.Notes, "multi-head latent attention: each cell caches the compressed KV latent and the RoPE key")
+	if isMLA(f) {
+		m.Notes = append(m.Notes, "multi-head latent attention: each cell caches the compressed KV latent and the RoPE key, with no separate V")
 	}
 	if skipped := m.Layers - m.KVLayers; skipped > 0 {
 		m.Notes = append(m.Notes, fmt.Sprintf("%d layers keep no KV cache (recurrent layers); their recurrent state is not included", skipped))

@@ -318,8 +318,12 @@ func TestEstimateLayouts(t *testing.T) {
 		{"hybrid per-layer heads", []kv{{"hyb.attention.head_count_kv", []uint32{0, 2, 0, 2}}}, 2 * 2 * 128 * 2 * 100, 2, "2 layers keep no KV cache"},
 		// Explicit key/value lengths (Gemma-style head_dim != embd/heads).
 		{"key and value length", []kv{{"hyb.attention.head_count_kv", uint32(1)}, {"hyb.attention.key_length", uint32(128)}, {"hyb.attention.value_length", uint32(96)}}, 4 * (128 + 96) * 2 * 100, 4, ""},
-		// MLA: 512 + 64 per cell per layer, no V.
-		{"MLA", []kv{{"hyb.attention.kv_lora_rank", uint32(512)}, {"hyb.rope.dimension_count", uint32(64)}}, 4 * 576 * 2 * 100, 4, "latent"},
+		// MLA (converted with key_length_mla): one head of 512 + 64, no V.
+		{"MLA", []kv{{"hyb.attention.kv_lora_rank", uint32(512)}, {"hyb.attention.key_length_mla", uint32(192)},
+			{"hyb.attention.head_count_kv", uint32(1)}, {"hyb.attention.key_length", uint32(576)}, {"hyb.attention.value_length", uint32(512)}}, 4 * 576 * 2 * 100, 4, "latent"},
+		// An older DeepSeek file without key_length_mla caches full K (192) and V (128) per head.
+		{"DeepSeek without MLA", []kv{{"hyb.attention.kv_lora_rank", uint32(512)}, {"hyb.attention.head_count_kv", uint32(4)},
+			{"hyb.attention.key_length", uint32(192)}, {"hyb.attention.value_length", uint32(128)}}, 4 * 4 * (192 + 128) * 2 * 100, 4, ""},
 		{"sliding window", []kv{{"hyb.attention.sliding_window", uint32(32)}}, 4 * 2 * 256 * 2 * 100, 4, "upper bound"},
 	}
 	for _, tc := range tests {
