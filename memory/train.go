@@ -157,8 +157,12 @@ func (s *setup) assemble(t *trainParts) Result {
 	s.rows(t, &rows)
 	var totals [numPhases]units.Bytes
 	for i := range rows {
+		v := &rows[i].v
+		if v[0] == 0 && v[1] == 0 && v[2] == 0 && v[3] == 0 && v[4] == 0 {
+			continue
+		}
 		for ph := range numPhases {
-			totals[ph] = units.Add(totals[ph], units.FromFloat(rows[i].v[ph]))
+			totals[ph] = units.Add(totals[ph], units.FromFloat(v[ph]))
 		}
 	}
 	peak := 0

@@ -81,6 +81,22 @@ func (s *setup) activations() actTotals {
 	// Per-layer inventories by layer type, summed over recording layers.
 	encoderOnly := !st.Causal && s.m.Encoder == nil && st.Norm == model.LayerNorm
 	var sum, first, last layerAct
+	if s.uniformLayers(L - t.nrec) {
+		// Fast path: every recording layer has the same type and trains
+		// alike (dense decoders, full or LoRA training).
+		r.trainW = s.method == MethodFull
+		var a layerAct
+		if encoderOnly {
+			r.postLN = true
+			a = encoderPostLN(st, &r)
+		} else {
+			a = decoderLayer(st, layerTypeAt(st, L-1), &r)
+		}
+		k := float64(t.nrec)
+		sum, first, last = layerAct{a.lin * k, a.quad * k}, a, a
+		t.layer = a.bytes(n, kvLen) * scale
+		return s.finishActs(&t, &r, sum, first, last, n, kvLen, scale)
+	}
 	// Layers repeat a few types: compute each (type, trains) inventory once.
 	var cache [4]struct {
 		lt    model.LayerType
@@ -118,16 +134,42 @@ func (s *setup) activations() actTotals {
 		t.layer = max(t.layer, a.bytes(n, kvLen)*scale)
 	}
 	r.trainW = s.method == MethodFull
+	return s.finishActs(&t, &r, sum, first, last, n, kvLen, scale)
+}
+
+// finishActs turns the summed layer inventories into the phase terms and
+// adds the terms outside the layers.
+func (s *setup) finishActs(t *actTotals, r *actRegime, sum, first, last layerAct, n, kvLen, scale float64) actTotals {
+	st := &s.m.Text
 	t.perTok = layerAct{sum.lin * scale, sum.quad * scale}
 	full := sum.bytes(n, kvLen) * scale
-	t.trans = layerBackwardTransient(st, &r).bytes(n, kvLen)
+	t.trans = layerBackwardTransient(st, r).bytes(n, kvLen)
 	t.ckpt = s.residual * float64(st.Hidden) * n
-	s.layerPhases(&t, full, first.bytes(n, kvLen)*scale, last.bytes(n, kvLen)*scale)
-	t.out = s.outsideActs(&r)
-	t.vision = s.visionActs(&r)
-	t.encoder = s.encoderActs(&r)
+	s.layerPhases(t, full, first.bytes(n, kvLen)*scale, last.bytes(n, kvLen)*scale)
+	t.out = s.outsideActs(r)
+	t.vision = s.visionActs(r)
+	t.encoder = s.encoderActs(r)
 	t.mask = s.maskBytes()
-	return t
+	return *t
+}
+
+// uniformLayers reports whether text layers from..L-1 share one layer
+// type and one trainability.
+func (s *setup) uniformLayers(from int) bool {
+	st := &s.m.Text
+	if s.method == MethodFrozen && s.trainable.lo <= s.trainable.hi {
+		return false
+	}
+	if len(st.LayerTypes) < st.Layers {
+		return st.MoE == nil || st.MoE.DenseLayers <= from
+	}
+	lts := st.LayerTypes[max(from, 0):st.Layers]
+	for i := range lts {
+		if lts[i] != lts[0] {
+			return false
+		}
+	}
+	return true
 }
 
 // layerPhases applies checkpointing and offload to the layer totals.

@@ -278,20 +278,32 @@ func (s *setup) countParams() trParams {
 		}
 	}
 	hf := s.framework == FrameworkHF
+	// Per-dtype widths, resolved once: [base, adapter].
+	adB := s.adapter.BytesPerElement()
+	gradB := [2]float64{s.gradElemBytes(false), s.gradElemBytes(true)}
+	stateB := [2]float64{s.stateElemBytes(false), s.stateElemBytes(true)}
+	master := s.master
+	opt := s.opt
 	s.forEachTrainable(func(g tensorGroup) {
 		numel := g.numel()
 		n := g.count * numel
+		k := 0
 		p.trainable += n
 		p.maxTensor = max(p.maxTensor, numel)
 		if g.adapter {
+			k = 1
 			p.adapters += n
-			p.adapterBytes += n * s.adapter.BytesPerElement()
-		} else if s.master {
+			p.adapterBytes += n * adB
+		} else if master {
 			p.masterBytes += 4 * n
 		}
-		p.gradBytes += n * s.gradElemBytes(g.adapter)
-		eb := s.stateElemBytes(g.adapter)
-		p.optStates += g.count * s.opt.groupState(g, eb, hf)
+		p.gradBytes += n * gradB[k]
+		eb := stateB[k]
+		if opt.kind == optDense {
+			p.optStates += opt.states * n * eb
+		} else {
+			p.optStates += g.count * opt.groupState(g, eb, hf)
+		}
 		p.stateNumel += n * eb
 		p.maxState = max(p.maxState, numel*eb)
 	})
