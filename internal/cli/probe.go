@@ -66,7 +66,10 @@ torch's allocated and reserved peaks per phase and component. It needs Python wi
 build of PyTorch, transformers, and peft or bitsandbytes for LoRA and QLoRA.
 
 --record appends the job, the estimate and the measurement to a runs file for
-'gpumem calibrate'.`,
+'gpumem calibrate'.
+
+The probe was written without access to a GPU: it is tested against stand-ins for
+nvidia-smi and PyTorch, not yet on real hardware.`,
 		Example: `  # measure a training launch and compare with the estimate of its job
   gpumem probe --model llama3-8b --seq-len 4096 --method lora -- torchrun --nproc-per-node 8 train.py
 
