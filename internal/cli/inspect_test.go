@@ -507,3 +507,13 @@ func TestInspectLocalGGUFFolder(t *testing.T) {
 		t.Errorf("no weights: exit %d, %s", code, errOut)
 	}
 }
+
+func TestResolveLocalPathWithAt(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "model@v2")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte(tinyConfig), 0o644)
+	out, errOut, code := runWithEnv(t, map[string]string{"HF_HUB_OFFLINE": "1"}, "params", dir, "--format", "json")
+	if code != 0 || !strings.Contains(out, fmt.Sprint(tinyParams)) {
+		t.Errorf("exit %d, %s %s", code, out, errOut)
+	}
+}

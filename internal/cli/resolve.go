@@ -44,7 +44,7 @@ func resolveModelWith(ctx context.Context, f *Factory, ref string, ho hubOptions
 	if ref == "" {
 		return nil, usageErrorf("no model given: pass --model (a catalog id or alias such as llama3-8b, a Hub id, or a path to config.json); 'gpumem models' lists the catalog")
 	}
-	if ho.Revision == "" && !strings.Contains(ref, "@") {
+	if ho.Revision == "" {
 		m, err := model.Load(ref)
 		if err == nil || !errors.Is(err, model.ErrNotFound) || !looksLikeHubID(ref) {
 			return m, err
