@@ -14,6 +14,8 @@ type servingStage struct {
 	kv      kvSpec
 	pool    units.Bytes
 	blocks  int64
+	// fits is whether weights, activations and non-torch memory fit the budget.
+	fits bool
 }
 
 // estimateServing sizes the KV pool the way vLLM's worker does
@@ -54,9 +56,13 @@ func (in *inferenceInputs) servingStage(m *model.Model, setup servingSetup, stag
 	if err != nil {
 		return servingStage{}, err
 	}
+	if in.encoderOnly {
+		spec = kvSpec{formula: "encoder-only model: no KV cache"}
+	}
 	st := servingStage{weights: w, kv: spec, act: in.profileRun(m, setup, r, s == len(stages)-1)}
 	used := units.Add(units.Add(w.total, st.act.bytes), vllmNonTorch)
-	if used < requested {
+	st.fits = used <= requested
+	if used < requested && !in.encoderOnly {
 		st.pool = requested - used
 	}
 	if page := units.MulInt(spec.perToken(), int64(setup.blockSize)); page > 0 {
@@ -124,33 +130,16 @@ func (in *inferenceInputs) servingResult(m *model.Model, job Job, setup servingS
 	if err != nil {
 		return Result{}, fmt.Errorf("serving estimate: %w", err)
 	}
-	sr := &ServingResult{
-		GPUMemoryBytes: setup.total, GPUMemoryUtilization: setup.util, RequestedBytes: requested,
-		WeightsBytes: st.weights.total, ActivationPeakBytes: st.act.bytes, NonTorchBytes: vllmNonTorch,
-		KVPoolBytes: st.pool, KVBytesPerToken: st.kv.perToken(), BlockSize: setup.blockSize,
-		KVBlocks: st.blocks, KVTokens: units.MulInt(st.blocks, int64(setup.blockSize)),
-		MaxModelLen: setup.maxModelLen, MaxNumSeqs: setup.maxSeqs, MaxNumBatchedTokens: setup.maxBatched, SeqLen: setup.seqLen,
-	}
+	sr := in.servingFigures(setup, requested, st)
 	if job.CUDAGraphs {
 		sr.CUDAGraphBytes = in.cudaGraphs(m, int64(min(setup.maxSeqs, vllmMaxCaptureSize))).Bytes
 	}
-	if per := st.seqBytes(int64(setup.seqLen), setup, in.crossTokens); per > 0 {
-		sr.MaxConcurrentSeqs = int64(st.pool) / int64(per)
-	}
-	sr.MaxModelLenFits = st.pool > 0 && st.seqBytes(int64(setup.maxModelLen), setup, in.crossTokens) <= st.pool
 	comps := in.servingComponents(m, setup, st, sr, o)
 	alloc := units.Add(units.Add(st.weights.total, st.pool), st.act.bytes)
 	reserved := units.Add(alloc, sr.CUDAGraphBytes)
 	device := units.Add(units.Add(reserved, vllmNonTorch), o.CUDAContext)
 	total, active := inferenceParamTotals(m)
-	warnings := append([]string(nil), in.warnings...)
-	if st.pool == 0 {
-		warnings = append(warnings, fmt.Sprintf("no memory left for the KV cache: weights %s + activations %s + non-torch %s exceed %.2f × %s",
-			units.FormatIEC(st.weights.total), units.FormatIEC(st.act.bytes), units.FormatIEC(vllmNonTorch), setup.util, units.FormatIEC(setup.total)))
-	} else if !sr.MaxModelLenFits {
-		warnings = append(warnings, fmt.Sprintf("one sequence of --max-model-len %d tokens needs %s of KV cache, more than the %s pool: vLLM refuses to start; lower --max-model-len or raise --gpu-memory-utilization",
-			setup.maxModelLen, units.FormatIEC(st.seqBytes(int64(setup.maxModelLen), setup, in.crossTokens)), units.FormatIEC(st.pool)))
-	}
+	warnings := append(append([]string(nil), in.warnings...), in.servingWarnings(m, setup, st, sr)...)
 	return Result{
 		Model: m.ID, Architecture: m.Architecture, TotalParams: total, ActiveParams: active, Job: job,
 		PerGPU: PerGPU{AllocatedPeakBytes: alloc, ReservedPeakBytes: reserved, DevicePeakBytes: device, PeakPhase: "serving",
@@ -160,6 +149,42 @@ func (in *inferenceInputs) servingResult(m *model.Model, job Job, setup servingS
 			}},
 		Serving: sr, Warnings: warnings,
 	}, nil
+}
+
+// servingFigures fills the capacity figures of the tightest stage.
+func (in *inferenceInputs) servingFigures(setup servingSetup, requested units.Bytes, st servingStage) *ServingResult {
+	sr := &ServingResult{
+		GPUMemoryBytes: setup.total, GPUMemoryUtilization: setup.util, RequestedBytes: requested,
+		WeightsBytes: st.weights.total, ActivationPeakBytes: st.act.bytes, NonTorchBytes: vllmNonTorch,
+		KVPoolBytes: st.pool, KVBytesPerToken: st.kv.perToken(), BlockSize: setup.blockSize,
+		KVBlocks: st.blocks, KVTokens: units.MulInt(st.blocks, int64(setup.blockSize)),
+		MaxModelLen: setup.maxModelLen, MaxNumSeqs: setup.maxSeqs, MaxNumBatchedTokens: setup.maxBatched, SeqLen: setup.seqLen,
+	}
+	if in.encoderOnly {
+		// No cache: the engine starts when weights and activations fit.
+		sr.MaxModelLenFits = st.fits
+		return sr
+	}
+	if per := st.seqBytes(int64(setup.seqLen), setup, in.crossTokens); per > 0 {
+		sr.MaxConcurrentSeqs = int64(st.pool) / int64(per)
+	}
+	sr.MaxModelLenFits = st.pool > 0 && st.seqBytes(int64(setup.maxModelLen), setup, in.crossTokens) <= st.pool
+	return sr
+}
+
+// servingWarnings explains a deployment that does not start or holds no cache.
+func (in *inferenceInputs) servingWarnings(m *model.Model, setup servingSetup, st servingStage, sr *ServingResult) []string {
+	switch {
+	case in.encoderOnly:
+		return []string{fmt.Sprintf("%s is an encoder-only model: vLLM runs it without a KV cache, so concurrency is bounded by --max-num-seqs and the activation budget", m.ID)}
+	case st.pool == 0:
+		return []string{fmt.Sprintf("no memory left for the KV cache: weights %s + activations %s + non-torch %s exceed %.2f × %s",
+			units.FormatIEC(st.weights.total), units.FormatIEC(st.act.bytes), units.FormatIEC(vllmNonTorch), setup.util, units.FormatIEC(setup.total))}
+	case !sr.MaxModelLenFits:
+		return []string{fmt.Sprintf("one sequence of --max-model-len %d tokens needs %s of KV cache, more than the %s pool: vLLM refuses to start; lower --max-model-len or raise --gpu-memory-utilization",
+			setup.maxModelLen, units.FormatIEC(st.seqBytes(int64(setup.maxModelLen), setup, in.crossTokens)), units.FormatIEC(st.pool))}
+	}
+	return nil
 }
 
 // servingComponents are the rows of a serving breakdown.

@@ -157,3 +157,18 @@ func TestServingPlan(t *testing.T) {
 		t.Errorf("no GPU: error %v", err)
 	}
 }
+
+func TestServingEncoderOnly(t *testing.T) {
+	d := llama2_7b
+	d.id = "encoder"
+	m := testModel(d)
+	m.Text.Causal = false
+	r := mustEstimate(t, m, Job{Mode: Serving, GPU: "H100", MaxModelLen: 512})
+	s := r.Serving
+	if s.KVBytesPerToken != 0 || s.KVPoolBytes != 0 || s.KVTokens != 0 || !s.MaxModelLenFits {
+		t.Errorf("encoder-only serving: %+v; want no cache and fits", *s)
+	}
+	if len(r.Warnings) == 0 || !strings.Contains(r.Warnings[0], "encoder-only") {
+		t.Errorf("warnings %q", r.Warnings)
+	}
+}
