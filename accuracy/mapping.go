@@ -108,6 +108,10 @@ func mapMethod(r Record, job *memory.Job) {
 		if j.LoRADropout != nil {
 			job.LoRADropout = *j.LoRADropout
 		}
+		if strings.Contains(j.PEFTVariant, "trainable_embeddings") {
+			// PEFT modules_to_save for the input and output embeddings.
+			job.Trainable = []string{"embedding", "lm_head"}
+		}
 		switch {
 		case strings.Contains(j.PEFTVariant, "dora"):
 			job.PEFTVariant = "dora"

@@ -255,3 +255,19 @@ func FuzzTrainableSpec(f *testing.F) {
 func loadFuzzModel() (*model.Model, error) {
 	return model.Lookup("HuggingFaceTB/SmolLM2-135M-Instruct")
 }
+
+func TestLoRAModulesToSave(t *testing.T) {
+	m := catalogModel(t, "meta-llama/Llama-2-7b-hf")
+	plain := estimateOK(t, m, Job{SeqLen: 1024, Method: "lora", LoRARank: 8})
+	save := estimateOK(t, m, Job{SeqLen: 1024, Method: "lora", LoRARank: 8, Trainable: []string{"embed_tokens", "lm_head"}})
+	if want := plain.TrainableParams + 2*131072000; save.TrainableParams != want {
+		t.Errorf("modules_to_save trains %d, want %d", save.TrainableParams, want)
+	}
+	// The trainable copies (bf16) sit next to the adapters.
+	if d := part(save, "adapter_weights") - part(plain, "adapter_weights"); d != 2*2*131072000 {
+		t.Errorf("modules_to_save copies add %d B, want %d", d, 2*2*131072000)
+	}
+	if _, err := Estimate(m, Job{SeqLen: 1024, Method: "lora", Trainable: []string{"top:0"}}); err == nil {
+		t.Error("bad modules_to_save entry accepted")
+	}
+}

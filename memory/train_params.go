@@ -47,6 +47,14 @@ func (s *setup) resolveTrainable() error {
 		}
 		t.lowest = s.lora.lowest
 		t.vision = s.lora.vision
+		// Trainable entries next to adapters are PEFT modules_to_save:
+		// fully trained copies of those modules (e.g. embed_tokens, lm_head).
+		if err := t.parse(s.job.Trainable, L); err != nil {
+			return err
+		}
+		if len(s.job.Trainable) > 0 {
+			t.resolveLowest(s.m)
+		}
 	case MethodFrozen:
 		if s.job.TrainableParams < 0 {
 			return fmt.Errorf("--trainable-params: want a positive count, got %d", s.job.TrainableParams)
@@ -231,7 +239,9 @@ func (s *setup) forEachTrainable(fn func(tensorGroup)) {
 	switch s.method {
 	case MethodLoRA, MethodQLoRA:
 		s.forEachAdapter(fn)
-		return
+		if len(s.job.Trainable) == 0 {
+			return
+		}
 	}
 	for i := range s.m.Modules {
 		mod := &s.m.Modules[i]

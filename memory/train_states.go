@@ -35,7 +35,17 @@ func (s *setup) modelStates(p *trParams) rankStates {
 	if s.lora.variant == "lora-fa" {
 		r.adapters += s.frozenLoRAParams() * s.adapter.BytesPerElement()
 	}
-	if s.method == MethodFull || s.method == MethodFrozen {
+	if (s.method == MethodLoRA || s.method == MethodQLoRA) && len(s.job.Trainable) > 0 {
+		// PEFT ModulesToSaveWrapper keeps the original module and a
+		// trainable copy: the copy is counted with the adapters.
+		for i := range s.m.Modules {
+			mod := &s.m.Modules[i]
+			if f := s.trainable.fraction(mod); f > 0 {
+				r.adapters += f * s.moduleWeightBytes(mod)
+			}
+		}
+	}
+	if s.method == MethodFull || s.method == MethodFrozen || len(s.job.Trainable) > 0 {
 		for i := range s.m.Modules {
 			mod := &s.m.Modules[i]
 			f := s.trainable.fraction(mod)
