@@ -227,6 +227,7 @@ func TestHubConfigFromEnv(t *testing.T) {
 		{"token and endpoint", map[string]string{"HF_TOKEN": " hf_env ", "HF_ENDPOINT": "https://mirror.example"}, "", "hf_env", "https://mirror.example", false},
 		{"token path", map[string]string{"HF_TOKEN_PATH": tokenPath}, "", "hf_fromfile", "", false},
 		{"offline false", map[string]string{"HF_HUB_OFFLINE": "0"}, "", "", "", false},
+		{"download timeout", map[string]string{"HF_HUB_DOWNLOAD_TIMEOUT": "2.5"}, "", "", "", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -237,7 +238,20 @@ func TestHubConfigFromEnv(t *testing.T) {
 			if cfg.CacheDir != filepath.FromSlash(tc.cache) || string(cfg.Token) != tc.token || cfg.Endpoint != tc.endpoint || cfg.Offline != tc.offline {
 				t.Errorf("got cache %q token %v endpoint %q offline %v", cfg.CacheDir, string(cfg.Token) == tc.token, cfg.Endpoint, cfg.Offline)
 			}
+			if tc.env["HF_HUB_DOWNLOAD_TIMEOUT"] != "" && cfg.Timeout != 2500*time.Millisecond {
+				t.Errorf("timeout = %v, want 2.5s", cfg.Timeout)
+			}
 		})
+	}
+	for _, bad := range []string{"soon", "-1", "0", "1e9"} {
+		if _, err := hubConfig(func(k string) string {
+			if k == "HF_HUB_DOWNLOAD_TIMEOUT" {
+				return bad
+			}
+			return ""
+		}); err == nil || !strings.Contains(err.Error(), "HF_HUB_DOWNLOAD_TIMEOUT") {
+			t.Errorf("HF_HUB_DOWNLOAD_TIMEOUT=%q: %v", bad, err)
+		}
 	}
 }
 

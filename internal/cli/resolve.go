@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -122,8 +124,8 @@ func newHubClient(f *Factory, ho hubOptions) (*hub.Client, error) {
 // huggingface_hub does (huggingface_hub: constants.py): HF_ENDPOINT,
 // HF_TOKEN (else the file at HF_TOKEN_PATH, default $HF_HOME/token),
 // HF_HOME (default $XDG_CACHE_HOME/huggingface, else
-// ~/.cache/huggingface), HF_HUB_CACHE (default $HF_HOME/hub) and
-// HF_HUB_OFFLINE.
+// ~/.cache/huggingface), HF_HUB_CACHE (default $HF_HOME/hub),
+// HF_HUB_OFFLINE and HF_HUB_DOWNLOAD_TIMEOUT (seconds per request).
 func hubConfig(getenv func(string) string) (hub.Config, error) {
 	home := firstEnv(getenv, "HF_HOME")
 	if home == "" {
@@ -143,6 +145,13 @@ func hubConfig(getenv func(string) string) (hub.Config, error) {
 		Token:    hub.Secret(strings.TrimSpace(firstEnv(getenv, "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"))),
 		CacheDir: firstEnv(getenv, "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"),
 		Offline:  isTrue(getenv("HF_HUB_OFFLINE")),
+	}
+	if v := getenv("HF_HUB_DOWNLOAD_TIMEOUT"); v != "" {
+		secs, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || secs <= 0 || secs > 3600 {
+			return cfg, fmt.Errorf("HF_HUB_DOWNLOAD_TIMEOUT=%q: want a number of seconds between 0 and 3600", v)
+		}
+		cfg.Timeout = time.Duration(secs * float64(time.Second))
 	}
 	if cfg.CacheDir == "" && home != "" {
 		cfg.CacheDir = hub.CacheDirFor(home)
