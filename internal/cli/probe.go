@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,10 +11,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpumem/gpumem/calibrate"
 	"github.com/gpumem/gpumem/hub"
@@ -34,7 +38,15 @@ type probeOptions struct {
 	Steps        int
 	Device       int
 	Calibration  string
+	JobFile      string
 	Command      []string
+}
+
+// probeOwnFlags are the probe's flags that do not describe the job.
+var probeOwnFlags = map[string]bool{
+	"synthetic": true, "interval": true, "log": true, "record": true, "all-processes": true, "python": true,
+	"warmup": true, "steps": true, "device": true, "calibration": true, "job": true, "model": true,
+	"format": true, "units": true,
 }
 
 // probeSignals registers the signals the probe forwards to the command
@@ -99,6 +111,7 @@ nvidia-smi and PyTorch, not yet on real hardware.`,
 	fs.IntVar(&o.Steps, "steps", probe.DefaultMeasuredSteps, "--synthetic: measured steps")
 	fs.IntVar(&o.Device, "device", 0, "--synthetic: CUDA device index")
 	fs.StringVar(&o.Calibration, "calibration", "", "apply this calibration profile to the estimate")
+	fs.StringVar(&o.JobFile, "job", "", "read the job from this JSON file (the memory.Job form 'gpumem estimate --format json' prints under \"job\") instead of job flags")
 	fs.SetInterspersed(false) // everything after the command's name is the command's
 	return cmd
 }
@@ -119,6 +132,26 @@ func (o *probeOptions) check(cmd *cobra.Command) error {
 	case o.Warmup < 0 || o.Steps < 1:
 		return usageErrorf("--warmup %d --steps %d: want warm-up >= 0 and at least one measured step", o.Warmup, o.Steps)
 	}
+	if o.JobFile != "" {
+		if o.est.Model == "" {
+			return usageErrorf("--job %s: pass --model as well (the job file describes the run, not the model)", o.JobFile)
+		}
+		var flags []string
+		cmd.Flags().Visit(func(fl *pflag.Flag) {
+			if !probeOwnFlags[fl.Name] {
+				flags = append(flags, "--"+fl.Name)
+			}
+		})
+		if len(flags) > 0 {
+			return usageErrorf("--job %s and job flags (%s): describe the job one way", o.JobFile, strings.Join(flags, " "))
+		}
+		job, err := readJobFile(o.JobFile)
+		if err != nil {
+			return err
+		}
+		o.est.Job = job
+		return applyCalibrationFile(o.Calibration, &o.est.Job)
+	}
 	if o.est.Model == "" {
 		return nil
 	}
@@ -126,6 +159,21 @@ func (o *probeOptions) check(cmd *cobra.Command) error {
 		return err
 	}
 	return applyCalibrationFile(o.Calibration, &o.est.Job)
+}
+
+// readJobFile reads a memory.Job from a JSON file; unknown keys are errors.
+func readJobFile(path string) (memory.Job, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return memory.Job{}, fmt.Errorf("--job: %w", err)
+	}
+	var job memory.Job
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&job); err != nil {
+		return memory.Job{}, fmt.Errorf("--job %s: %w", path, err)
+	}
+	return job, nil
 }
 
 // probeOutcome is what `gpumem probe --format json` prints.

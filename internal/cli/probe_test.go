@@ -237,3 +237,53 @@ func TestProbeForwardsSignals(t *testing.T) {
 		t.Errorf("exit %d, command saw %q, stderr %q; want 43 after SIGTERM", code, got, errOut)
 	}
 }
+
+func TestProbeJobFile(t *testing.T) {
+	fakeGPU(t, "tree")
+	dir := t.TempDir()
+	jobFile := filepath.Join(dir, "job.json")
+	if err := os.WriteFile(jobFile, []byte(`{"mode":"train","seq_len":256,"per_device_batch":2,"method":"lora","gpu":"H100-SXM"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wait := `while n=$(cat "$FAKE_SMI_STATE" 2>/dev/null); [ "${n:-0}" -lt 4 ]; do sleep 0.01; done`
+	out, errOut, code := runCommand(t, "probe", "--model", "smollm2-135m", "--job", jobFile, "--all-processes", "--interval", "10ms", "--format", "json", "--", "sh", "-c", wait)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	var got struct {
+		Measured struct {
+			DevicePeakBytes int64 `json:"device_peak_bytes"`
+		} `json:"measured"`
+		Estimate   struct{ Job map[string]any }                 `json:"estimate"`
+		Comparison struct{ Rows []struct{ Kind, Name string } } `json:"comparison"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	// Frame 3 of the tree scenario: GPU 0 at 9000 MiB.
+	if got.Measured.DevicePeakBytes != 9000<<20 || got.Estimate.Job["method"] != "lora" || got.Estimate.Job["seq_len"] != 256.0 {
+		t.Errorf("measured %d, estimated job %v", got.Measured.DevicePeakBytes, got.Estimate.Job)
+	}
+	if len(got.Comparison.Rows) != 1 || got.Comparison.Rows[0].Name != "device" {
+		t.Errorf("comparison rows %+v, want the device peak only", got.Comparison.Rows)
+	}
+
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"seq_len":256,"sequence":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"probe", "--model", "smollm2-135m", "--job", jobFile, "--seq-len", "512", "--", "true"}, ExitUsage, "--job " + jobFile + " and job flags (--seq-len)"},
+		{[]string{"probe", "--job", jobFile, "--", "true"}, ExitUsage, "pass --model as well"},
+		{[]string{"probe", "--model", "smollm2-135m", "--job", bad, "--", "true"}, ExitError, `unknown field "sequence"`},
+	} {
+		_, errOut, code := runCommand(t, tc.args...)
+		if code != tc.code || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, errOut, tc.code, tc.want)
+		}
+	}
+}
