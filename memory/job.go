@@ -100,7 +100,9 @@ type Job struct {
 	GPUMemory units.Bytes `json:"gpu_memory_bytes,omitempty"`
 	// Software names an older stack when measurements come from one:
 	// "torch1" (zero_grad keeps grads, eager module loading),
-	// "transformers<4.36" (tuple KV cache), "bnb<0.43.2" (4-bit inputs saved).
+	// "transformers<4.36" (tuple KV cache), "bnb<0.43.2" (4-bit inputs saved),
+	// "transformers<4.45" (logits of every prompt position upcast to fp32),
+	// "vllm<0.8" (V0 engine: smaller sampler warm-up in the profile run).
 	Software []string `json:"software,omitempty"`
 
 	// Constants overrides named empirical constants of the memory model

@@ -65,6 +65,11 @@ const (
 	// (vllm-project/vllm:vllm/v1/sample/sampler.py; the activation split of
 	// the v0.19 Llama-3.1-8B, Qwen2.5-7B and Qwen3-8B records).
 	vllmSamplerBytesPerLogit = 14
+	// vllmV0SamplerBytesPerLogit is the same for the V0 engine (vLLM
+	// before 0.8, Software "vllm<0.8"), whose profile run keeps only the fp32
+	// logits of max_num_seqs rows: 256 × 152064 × 4 B plus the hidden states
+	// of 2048 tokens reproduce the 0.19 GiB of the RTX 4090 TP=2 record.
+	vllmV0SamplerBytesPerLogit = 4
 )
 
 // vllmBatchDefaults are max_num_batched_tokens and max_num_seqs of
@@ -80,13 +85,15 @@ func vllmBatchDefaults(total units.Bytes, gpu string) (batched, seqs int) {
 
 // servingSetup are the resolved engine settings of a serving job.
 type servingSetup struct {
-	total       units.Bytes
-	util        float64
-	maxModelLen int
-	maxSeqs     int
-	maxBatched  int
-	blockSize   int
-	seqLen      int
+	// samplerBytes is the sampler warm-up per logit of the engine version.
+	samplerBytes float64
+	total        units.Bytes
+	util         float64
+	maxModelLen  int
+	maxSeqs      int
+	maxBatched   int
+	blockSize    int
+	seqLen       int
 }
 
 // resolveServing fills the vLLM settings from job and model.
@@ -98,6 +105,10 @@ func resolveServing(m *model.Model, job Job, in *inferenceInputs) (servingSetup,
 	s := servingSetup{total: total, util: job.GPUMemoryUtilization, maxModelLen: job.MaxModelLen, blockSize: orInt(job.BlockSize, vllmDefaultBlockSize)}
 	if s.util == 0 {
 		s.util = vllmDefaultUtilization
+	}
+	s.samplerBytes = vllmSamplerBytesPerLogit
+	if hasSoftware(job.Software, "vllm<0.8") {
+		s.samplerBytes = vllmV0SamplerBytesPerLogit
 	}
 	if s.maxModelLen == 0 {
 		s.maxModelLen = m.Text.MaxPositions

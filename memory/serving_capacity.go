@@ -94,11 +94,11 @@ func (in *inferenceInputs) profileRun(m *model.Model, setup servingSetup, r stag
 	}
 	if last && m.Text.Vocab > 0 {
 		hidden := 2 * float64(n) * float64(m.Text.Hidden) * in.act.BytesPerElement()
-		sampler := float64(setup.maxSeqs) * float64(m.Text.Vocab) * vllmSamplerBytesPerLogit
+		sampler := float64(setup.maxSeqs) * float64(m.Text.Vocab) * setup.samplerBytes
 		if b := units.FromFloat(hidden + sampler); b > best.bytes {
 			best = transient{bytes: b, formula: fmt.Sprintf(
-				"sampler warm-up max_num_seqs %d × vocab %d × %d B (bf16 logits, fp32 logits, scaled logits, probs) + hidden states 2·N·h (N = %d)",
-				setup.maxSeqs, m.Text.Vocab, vllmSamplerBytesPerLogit, n)}
+				"sampler warm-up max_num_seqs %d × vocab %d × %g B per logit + hidden states 2·N·h (N = %d)",
+				setup.maxSeqs, m.Text.Vocab, setup.samplerBytes, n)}
 		}
 	}
 	return best

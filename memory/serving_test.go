@@ -172,3 +172,19 @@ func TestServingEncoderOnly(t *testing.T) {
 		t.Errorf("warnings %q", r.Warnings)
 	}
 }
+
+func TestServingV0Sampler(t *testing.T) {
+	// vLLM issue #13061 (V0 engine, RTX 4090, TP 2, Qwen2.5-14B shapes):
+	// activation peak 0.19 GiB with max_num_seqs 256 and 2048 batched tokens.
+	q14 := denseShape{id: "Qwen/Qwen2.5-14B", layers: 48, hidden: 5120, heads: 40, kvHeads: 8, ffn: 13824, vocab: 152064, maxPos: 131072}
+	job := Job{GPUMemory: 24 * units.GiB, GPUMemoryUtilization: 0.98, TP: 2, MaxModelLen: 131072}
+	v1 := serve(t, q14, job)
+	job.Software = []string{"vllm<0.8"}
+	v0 := serve(t, q14, job)
+	if got := v0.ActivationPeakBytes.GiBf(); !within(got, 0.19, 0.1) {
+		t.Errorf("V0 activation peak %.3f GiB, want ≈ 0.19", got)
+	}
+	if v1.ActivationPeakBytes <= v0.ActivationPeakBytes {
+		t.Errorf("V1 sampler warm-up %v not above V0's %v", v1.ActivationPeakBytes, v0.ActivationPeakBytes)
+	}
+}
