@@ -28,8 +28,9 @@ type Space struct {
 	PP []int `json:"pp"`
 	CP []int `json:"cp"`
 	EP []int `json:"ep"`
-	// MicroBatches are tried in increasing order; once one does not fit,
-	// larger ones are not estimated (memory grows with the micro-batch).
+	// MicroBatches are the micro-batches tried. For each layout the
+	// largest that fits is found by bisection (memory grows with the
+	// micro-batch), so most are never estimated.
 	MicroBatches []int `json:"micro_batches"`
 	// GradCheckpoint values: none, selective, full.
 	GradCheckpoint []string `json:"grad_checkpoint"`
@@ -143,19 +144,21 @@ type Plan struct {
 	GPU         string      `json:"gpu"`
 	MemoryBytes units.Bytes `json:"gpu_memory_bytes"`
 	// Candidates are the best layouts that fit, best first: verdict fits
-	// before tight, then higher score, fewer GPUs, smaller peak.
+	// before tight, then higher score, fewer GPUs, smaller peak. Each
+	// layout appears once, with the largest micro-batch that fits (or the
+	// smallest, if even that is tight).
 	Candidates []Candidate `json:"candidates"`
-	// Feasible is the number of layouts that fit (Candidates holds the
-	// best of them).
+	// Feasible is the number of layouts with a micro-batch that fits
+	// (Candidates holds the best of them).
 	Feasible int `json:"feasible"`
 	// Evaluated is the number of estimates made.
 	Evaluated int `json:"evaluated"`
 	// Invalid is the number of combinations no engine runs (not estimated).
 	Invalid int `json:"invalid"`
-	// Pruned is the number of micro-batches not estimated because a
-	// smaller one already did not fit or was rejected by the estimator.
+	// Pruned is the number of layout and micro-batch pairs not estimated
+	// because bisection or a failure at the smallest micro-batch settled them.
 	Pruned int `json:"pruned"`
-	// TooBig is the number of estimated layouts that do not fit.
+	// TooBig is the number of estimates above the budget (tight or not fitting).
 	TooBig int `json:"too_big"`
 	// Skipped groups the estimator's errors by message (unsupported
 	// combinations), most frequent first.
@@ -224,30 +227,50 @@ type searchPart struct {
 // balances the workers, since neighbouring layouts cost about the same.
 // Sequence numbers are global (layout index · micro-batches + position),
 // which makes ties break the same way for any number of workers.
+//
+// For each layout only the largest micro-batch that fits is kept: a
+// smaller one of the same layout has the same costs and a lower score.
+// Memory grows with the micro-batch, so it is found by bisection over
+// the sorted list after the smallest fits.
 func searchChunk(est EstimateFunc, base memory.Job, g gpu.GPU, s Space, work []Layout, w, n int) searchPart {
 	part := searchPart{top: &best{keep: s.Keep}, skips: map[string]*Skip{}}
 	nmb := len(s.MicroBatches)
 	for k := w; k < len(work); k += n {
 		l := work[k]
-		for i, mb := range s.MicroBatches {
-			l.MicroBatch = mb
-			seq := k*nmb + i
-			part.evaluated++
+		evals := 0
+		eval := func(i int) (Fit, bool) {
+			l.MicroBatch = s.MicroBatches[i]
+			evals++
 			r, err := est(l.Apply(base))
 			if err != nil {
-				addSkip(part.skips, err.Error(), l, seq)
-				part.pruned += nmb - i - 1
-				break
+				addSkip(part.skips, err.Error(), l, k*nmb+i)
+				return Fit{}, false
 			}
 			f := Check(r, g)
-			if f.Verdict == DoesNotFit {
+			if f.Verdict != Fits {
 				part.tooBig++
-				part.pruned += nmb - i - 1
-				break
 			}
-			part.feasible++
-			part.top.offer(Candidate{Layout: l, NeedBytes: f.NeedBytes, Utilization: f.Utilization, Verdict: f.Verdict, Score: Score(l)}, seq)
+			return f, true
 		}
+		lo, hi := 0, nmb
+		f, ok := eval(0)
+		if ok && f.Verdict == Fits {
+			for hi-lo > 1 {
+				mid := lo + (hi-lo)/2
+				if fm, ok := eval(mid); ok && fm.Verdict == Fits {
+					lo, f = mid, fm
+				} else {
+					hi = mid
+				}
+			}
+		}
+		if ok && f.Verdict != DoesNotFit {
+			l.MicroBatch = s.MicroBatches[lo]
+			part.feasible++
+			part.top.offer(Candidate{Layout: l, NeedBytes: f.NeedBytes, Utilization: f.Utilization, Verdict: f.Verdict, Score: Score(l)}, k*nmb+lo)
+		}
+		part.evaluated += evals
+		part.pruned += nmb - evals
 	}
 	return part
 }

@@ -245,8 +245,8 @@ func writePlan(w io.Writer, ro report.Options, o *planOptions, m *model.Model, p
 		return err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nscore: relative throughput per GPU (1.0 = full fine-tuning on one GPU with no recompute or communication); %d layouts did not fit, %d not estimated after a smaller micro-batch failed, %d combinations no engine runs\n",
-		p.TooBig, p.Pruned, p.Invalid/max(len(o.spaceMicroBatches()), 1))
+	fmt.Fprintf(&b, "\nscore: relative throughput per GPU (1.0 = full fine-tuning on one GPU with no recompute or communication)\neach layout is shown with the largest micro-batch that fits; %d estimates, %d over the budget, %d combinations no engine runs\n",
+		p.Evaluated, p.TooBig, p.Invalid/max(len(o.spaceMicroBatches()), 1))
 	skipped := 0
 	for _, s := range p.Skipped {
 		skipped += s.Count
