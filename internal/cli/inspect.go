@@ -109,9 +109,13 @@ func inspectRun(ctx context.Context, f *Factory, g *globalOptions, opts *inspect
 		res *inspection
 		err error
 	)
-	if st, statErr := os.Stat(opts.Model); statErr == nil {
+	st, statErr := os.Stat(opts.Model)
+	switch {
+	case statErr == nil:
 		res, err = inspectLocal(ctx, opts, opts.Model, st.IsDir())
-	} else {
+	case looksLikeLocalPath(opts.Model):
+		return fmt.Errorf("inspect: %w", statErr)
+	default:
 		res, err = inspectHub(ctx, f, opts)
 	}
 	if err != nil {
@@ -256,6 +260,15 @@ func inspectHub(ctx context.Context, f *Factory, opts *inspectOptions) (*inspect
 	}
 	res.addCheckpoint(ck, tied)
 	return res, nil
+}
+
+// looksLikeLocalPath reports whether a missing MODEL was meant as a
+// local file or folder rather than a Hub id.
+func looksLikeLocalPath(ref string) bool {
+	lower := strings.ToLower(ref)
+	return strings.HasPrefix(ref, ".") || strings.HasPrefix(ref, "/") || strings.HasPrefix(ref, "~") ||
+		strings.Contains(ref, `\`) || strings.Count(ref, "/") > 1 ||
+		strings.HasSuffix(lower, ".gguf") || strings.HasSuffix(lower, ".safetensors") || strings.HasSuffix(lower, ".json")
 }
 
 func isGGUF(name string) bool { return strings.HasSuffix(strings.ToLower(name), ".gguf") }

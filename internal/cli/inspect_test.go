@@ -260,7 +260,7 @@ func TestResolveUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"inspect", "../../etc@main"}, "model id"},
+		{[]string{"inspect", "org/na..me@main"}, "model id"},
 		{[]string{"inspect", "org/tiny@a..b"}, "revision"},
 		{[]string{"inspect", "org/tiny@v1", "--revision", "v2"}, "revision given twice"},
 		{[]string{"inspect"}, "no model given"},
@@ -529,5 +529,14 @@ func TestResolveLocalPathWithAt(t *testing.T) {
 	out, errOut, code := runWithEnv(t, map[string]string{"HF_HUB_OFFLINE": "1"}, "params", dir, "--format", "json")
 	if code != 0 || !strings.Contains(out, fmt.Sprint(tinyParams)) {
 		t.Errorf("exit %d, %s %s", code, out, errOut)
+	}
+}
+
+func TestInspectMissingLocalPath(t *testing.T) {
+	for _, p := range []string{"./nope", "/no/such/model.gguf", "x.safetensors", "../../etc"} {
+		_, errOut, code := runWithEnv(t, map[string]string{"HF_HUB_OFFLINE": "1"}, "inspect", p)
+		if code != 1 || !strings.Contains(errOut, "no such file or directory") {
+			t.Errorf("%s: exit %d, %s", p, code, errOut)
+		}
 	}
 }
