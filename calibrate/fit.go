@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -143,7 +144,7 @@ func Fit(runs []Run, opts FitOptions) (Profile, error) {
 		p.Notes = append(p.Notes, fmt.Sprintf("GPU %q is not a kind gpumem knows: the profile applies to any GPU", kind))
 	}
 	if p.Name == "" {
-		p.Name = cmpOr(kind, "unknown GPU") + ", " + runs[0].Stack()
+		p.Name = cmp.Or(kind, "unknown GPU") + ", " + runs[0].Stack()
 	}
 	p.Fit.PerRun, p.Fit.Levels = evaluate(obs, v, opts.MinRuns)
 	return p, nil

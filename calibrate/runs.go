@@ -3,6 +3,7 @@ package calibrate
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -113,7 +114,7 @@ func (r Run) Kind() string {
 			return g.Name
 		}
 	}
-	return strings.TrimSpace(cmpOr(r.GPU, r.Job.GPU))
+	return strings.TrimSpace(cmp.Or(r.GPU, r.Job.GPU))
 }
 
 // Stack returns the run's software stack as "torch X, CUDA Y".
@@ -180,13 +181,6 @@ func checkOneGroup(runs []Run) error {
 	}
 	sort.Strings(groups)
 	return fmt.Errorf("runs mix GPU kinds or software stacks (%s): a profile is for one GPU kind and stack; select one with --gpu or split the file", strings.Join(groups, "; "))
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // AppendRun appends run as one line to the runs file at path, creating

@@ -3,6 +3,7 @@ package probe
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -111,7 +112,7 @@ func RunSynthetic(ctx context.Context, opts SyntheticOptions) (SyntheticRun, err
 	if len(opts.Config) == 0 {
 		return SyntheticRun{}, errors.New("synthetic probe: no config.json given")
 	}
-	python := cmpOr(opts.Python, "python3")
+	python := cmp.Or(opts.Python, "python3")
 	pyPath, err := exec.LookPath(python)
 	if err != nil {
 		if opts.Python != "" {
@@ -197,13 +198,6 @@ func indentTail(tail string) string {
 		lines = lines[len(lines)-15:]
 	}
 	return "  " + strings.Join(lines, "\n  ")
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // ParseSyntheticOutput finds the result line in the script's stdout (the
