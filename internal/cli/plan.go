@@ -223,7 +223,7 @@ func planRun(f *Factory, g *globalOptions, o *planOptions, space plan.Space, m *
 func writePlan(w io.Writer, ro report.Options, o *planOptions, m *model.Model, p plan.Plan) error {
 	headers, rows := plan.CandidateRows(p, ro.Bytes)
 	t := &report.TableData{
-		Title:   fmt.Sprintf("%s on up to %d x %s (%s): %d of %d estimated layouts fit", m.ID, o.MaxGPUs, p.GPU, ro.Bytes(p.MemoryBytes), p.Feasible, p.Evaluated),
+		Title:   fmt.Sprintf("%s on up to %d x %s (%s): %d layouts fit", m.ID, o.MaxGPUs, p.GPU, ro.Bytes(p.MemoryBytes), p.Feasible),
 		Headers: lower(headers),
 	}
 	for _, h := range headers {
