@@ -127,7 +127,26 @@ func InferenceJob(r Record) (memory.Job, error) {
 	if strings.Contains(sw, "full-sequence logits") {
 		job.Software = append(job.Software, "transformers<4.45")
 	}
+	if serving && isVLLMV0(r.Framework) {
+		job.Software = append(job.Software, "vllm<0.8")
+	}
 	return job, nil
+}
+
+// isVLLMV0 reports whether a record's framework text names vLLM's V0
+// engine: VLLM_USE_V1=0, a 0.x release before 0.8 (V1 became the default
+// in 0.8.0), or the V0 model_runner/worker startup log.
+func isVLLMV0(fw string) bool {
+	fw = strings.ToLower(fw)
+	if strings.Contains(fw, "vllm_use_v1=0") || strings.Contains(fw, "model_runner/worker log") {
+		return true
+	}
+	for _, v := range []string{"0.1.", "0.2.", "0.3.", "0.4.", "0.5.", "0.6.", "0.7."} {
+		if strings.Contains(fw, "vllm "+v) || strings.Contains(fw, "vllm v"+v) {
+			return true
+		}
+	}
+	return false
 }
 
 // applyQuantFormat refines the dtype from a record's quant_format text:
@@ -350,8 +369,11 @@ var InferenceFindings = map[string]string{
 		"it to fp32 (6 B per weight), which counted once closes the gap to 1 %",
 	"vllm019-qwen3-8b-pp3": "the value is the weights of one stage; the activation figure (0.96 GiB) is from a stage without the sampler, " +
 		"while the estimate reports the tightest stage (the last, with the sampler warm-up)",
-	"vllm-issue13061-r1-distill-qwen14b-tp2-4090": "an older vLLM (V0 engine) whose sampler warm-up is smaller than v0.19's; its token count " +
-		"(81,536 = 5,096 blocks) does not match its own 8.69 GiB pool at 96 KiB per token and per GPU, so the record is internally inconsistent",
+	"vllm-issue13061-r1-distill-qwen14b-tp2-4090": "a V0-engine log (its model_runner/worker format; V1 became the default in 0.8): " +
+		"with the V0 sampler warm-up the activation peak is 0.18 GiB against 0.19; the weights are 0.19 GiB (1.4 %) above the " +
+		"tensors, as V0 measured the load by device-memory difference; its token count (81,536 = 5,096 blocks) does not match " +
+		"its own 8.69 GiB pool at 96 KiB per token and per GPU, so the record is internally inconsistent; the pool comes out 7 % high " +
+		"because the record states the nominal 24 GiB (CUDA reports about 23.6 GiB for an RTX 4090) and the weights figure is low",
 	"tf-docs-bert-large-weights-only": "the value is NVML device memory and includes the 1343 MiB CUDA context of torch 1.x; " +
 		"weights alone (1288 MiB) match the estimate within 1 % (the pooler and classifier are not in the masked-LM config)",
 }
