@@ -143,6 +143,8 @@ func (s Summary) Compare(configParams int64) Comparison {
 		c.Notes = append(c.Notes, "packed quantized weights store several parameters per element; their logical count depends on the quantization config, so the totals are not compared")
 	} else if c.Unexplained != 0 {
 		c.Notes = append(c.Notes, fmt.Sprintf("%d parameter elements differ from the config count (checkpoint %d, config %d)", c.Unexplained, s.Params, configParams))
+	} else {
+		c.Notes = append(c.Notes, "the parameter tensors match the config count exactly")
 	}
 	return c
 }
