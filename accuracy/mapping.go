@@ -140,9 +140,25 @@ func mapActivationKnobs(r Record, job *memory.Job) {
 			job.GradCheckpoint = j.CheckpointMode
 		}
 	}
+	f := strings.ToLower(r.Framework)
+	if j.GradCheckpoint == nil && (strings.Contains(f, "llama-factory") || strings.Contains(f, "qwen finetune.py")) {
+		// Unstated: LLaMA-Factory enables gradient checkpointing unless
+		// disable_gradient_checkpointing is set; Qwen's finetune scripts
+		// pass --gradient_checkpointing.
+		job.GradCheckpoint = "full"
+	}
+	if strings.Contains(j.PEFTVariant, "unsloth") {
+		// Unsloth: offloaded gradient checkpointing and a chunked fused CE.
+		job.GradCheckpoint, job.ActivationOffload, job.FusedLoss = "full", true, "liger"
+	}
 	job.Compile = boolOr(j.Compile)
 	job.ActivationOffload = boolOr(j.ActOffload)
 	job.OptimizerInBwd = boolOr(j.OptInBwd)
+	if strings.Contains(f, "torchtune (may 2024)") && j.FusedLoss == nil {
+		// Before CEWithChunkedOutputLoss (mid-2024) torchtune upcast the
+		// full logits and used plain cross-entropy.
+		job.FusedLoss = "none"
+	}
 	if boolOr(j.FusedLoss) {
 		switch {
 		case job.Framework == memory.FrameworkTorchtune && job.Compile:

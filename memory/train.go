@@ -193,10 +193,15 @@ func (s *setup) assemble(t *trainParts) Result {
 	comps = t.ov.appendRows(comps, alloc, s.job.Explain)
 	device := t.ov.Device(reserved)
 	if t.st.optim.paged {
+		// Paged states live in CUDA unified memory: resident on the GPU
+		// while there is room, evicted to host memory beyond it.
 		pb := units.FromFloat(t.st.optim.states)
+		if limit := s.gpuMemory(t); limit > 0 {
+			pb = max(0, min(pb, limit-device))
+		}
 		device = units.Add(device, pb)
 		comps = append(comps, Component{Name: "optimizer_states", Bytes: pb, Level: "device", Phase: "persistent",
-			Formula: rowInfo[rowOptim].formula + " (paged: CUDA unified memory, not in torch's allocator)",
+			Formula: rowInfo[rowOptim].formula + " (paged: CUDA unified memory outside torch's allocator, resident up to the GPU's free memory)",
 			Source:  "bitsandbytes optim/optimizer.py get_state_buffer, functional.py get_paged (MODEL.md §2.4, §10)"})
 	}
 	phases := make([]Phase, numPhases)

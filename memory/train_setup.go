@@ -262,11 +262,22 @@ func (s *setup) resolveActivationKnobs() error {
 		return fmt.Errorf("--grad-checkpoint: unknown mode %q (want none, full, selective or every-N)", j.GradCheckpoint)
 	}
 	switch strings.ToLower(strings.TrimSpace(j.FusedLoss)) {
-	case "", "none", "false":
-		s.loss = lossHF
-		if s.framework == FrameworkLitGPT {
+	case "":
+		// Framework defaults: litgpt chunks lm_head and CE; torchtune
+		// recipes use CEWithChunkedOutputLoss (compiled with the model
+		// when compile is on); HF computes full logits.
+		switch {
+		case s.framework == FrameworkLitGPT:
 			s.loss = lossLitGPTChunked
+		case s.framework == FrameworkTorchtune && j.Compile:
+			s.loss = lossChunkedCompiled
+		case s.framework == FrameworkTorchtune:
+			s.loss = lossChunked
+		default:
+			s.loss = lossHF
 		}
+	case "none", "false":
+		s.loss = lossHF
 	case "liger", "flce", "true", "fused":
 		s.loss = lossLiger
 	case "chunked":
