@@ -271,3 +271,43 @@ func TestLoRAModulesToSave(t *testing.T) {
 		t.Error("bad modules_to_save entry accepted")
 	}
 }
+
+func TestFrameworkLossDefaults(t *testing.T) {
+	m := catalogModel(t, "meta-llama/Llama-3.1-8B")
+	lossOf := func(j Job) units.Bytes {
+		j.SeqLen, j.MicroBatch, j.GradCheckpoint, j.Optimizer = 2048, 2, "full", "adamw_torch_fused"
+		r := estimateOK(t, m, j)
+		return phase(t, r, PhaseLoss) - phase(t, r, PhaseForward)
+	}
+	hf := lossOf(Job{})
+	tune := lossOf(Job{Framework: "torchtune"})
+	tuneCompiled := lossOf(Job{Framework: "torchtune", Compile: true})
+	tunePlain := lossOf(Job{Framework: "torchtune", FusedLoss: "none"})
+	if !(tuneCompiled < tune && tune < hf && tunePlain == hf) {
+		t.Errorf("loss peaks: torchtune compiled %d < torchtune %d < hf %d, torchtune none %d == hf", tuneCompiled, tune, hf, tunePlain)
+	}
+}
+
+func TestPagedStatesResidency(t *testing.T) {
+	m := catalogModel(t, "meta-llama/Llama-2-7b-hf")
+	paged := func(gpu string) (units.Bytes, Result) {
+		r := estimateOK(t, m, Job{SeqLen: 1024, Optimizer: "paged_adamw_32bit", GPU: gpu, GradCheckpoint: "full"})
+		for _, c := range r.PerGPU.Components {
+			if c.Name == "optimizer_states" && c.Level == "device" {
+				return c.Bytes, r
+			}
+		}
+		t.Fatal("no paged optimizer row")
+		return 0, r
+	}
+	all, _ := paged("")
+	if want := units.Bytes(8 * 6738415616); all != want {
+		t.Errorf("paged states without a GPU limit %d, want %d", all, want)
+	}
+	some, r := paged("A100-40GB")
+	g, _ := LookupGPU("A100-40GB")
+	if some >= all || r.PerGPU.DevicePeakBytes > g.Memory {
+		t.Errorf("on a 40 GiB card paged states %d (of %d), device peak %d > %d", some, all, r.PerGPU.DevicePeakBytes, g.Memory)
+	}
+	checkParts(t, r)
+}
