@@ -48,6 +48,22 @@ func Estimate(w io.Writer, r memory.Result, o Options) error {
 		}
 		b.WriteString("\n")
 	}
+	if sv := r.Serving; sv != nil {
+		fmt.Fprintf(&b, "serving (vLLM budget): %.2f × %s = %s requested; weights %s, profiled activations %s, non-torch %s\n",
+			sv.GPUMemoryUtilization, o.Bytes(sv.GPUMemoryBytes), o.Bytes(sv.RequestedBytes), o.Bytes(sv.WeightsBytes),
+			o.Bytes(sv.ActivationPeakBytes), o.Bytes(sv.NonTorchBytes))
+		fmt.Fprintf(&b, "KV pool: %s = %d blocks of %d tokens = %d tokens (%d B per token)\n",
+			o.Bytes(sv.KVPoolBytes), sv.KVBlocks, sv.BlockSize, sv.KVTokens, sv.KVBytesPerToken)
+		fmt.Fprintf(&b, "concurrent sequences of %d tokens: %d", sv.SeqLen, sv.MaxConcurrentSeqs)
+		if sv.MaxModelLen > 0 {
+			verdict := "fits"
+			if !sv.MaxModelLenFits {
+				verdict = "does NOT fit: the engine would refuse to start"
+			}
+			fmt.Fprintf(&b, "; one sequence of --max-model-len %d %s", sv.MaxModelLen, verdict)
+		}
+		b.WriteString("\n")
+	}
 	if r.Host != nil {
 		fmt.Fprintf(&b, "host memory for offload: %s CPU RAM", o.Bytes(r.Host.CPUBytes))
 		if r.Host.NVMeBytes > 0 {

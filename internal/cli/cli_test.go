@@ -170,3 +170,26 @@ func TestListingCommands(t *testing.T) {
 		}
 	}
 }
+
+func TestEstimateTables(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"estimate", "llama2-7b", "--seq-len", "1024"}, []string{"weights", "optimizer_states", "allocated peak", "reserved peak", "device peak", "phases (allocated)"}},
+		{[]string{"estimate", "llama3.1-8b", "--mode", "serving", "--gpu", "h100", "--max-model-len", "32768", "--seq-len", "4096"}, []string{"KV pool:", "concurrent sequences of 4096 tokens", "--max-model-len 32768 fits"}},
+		{[]string{"estimate", "llama2-7b", "--seq-len", "1024", "--explain"}, []string{"how each component was computed", "source:"}},
+		{[]string{"estimate", "llama2-7b", "--seq-len", "1024", "--format", "markdown"}, []string{"| component |", "| **allocated peak** |"}},
+	} {
+		out, errOut, code := runCommand(t, tc.args...)
+		if code != 0 {
+			t.Errorf("%v: exit %d: %s", tc.args, code, errOut)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%v: output lacks %q:\n%s", tc.args, w, out)
+			}
+		}
+	}
+}
