@@ -3,6 +3,8 @@ package safetensors
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // Group is a total over the tensors sharing one key (a dtype or a kind).
@@ -160,4 +162,41 @@ func extraNote(k Kind, g Group) string {
 	default:
 		return fmt.Sprintf("%d packed elements in %d quantized weights (%d bytes)", g.Elements, g.Tensors, g.Bytes)
 	}
+}
+
+// LayersFrom totals the tensors of layers numbered first and above
+// (names containing ".layers.N." or ".h.N." with N >= first). A config's
+// num_hidden_layers excludes extra stored layers such as DeepSeek-V3's
+// multi-token-prediction layer (model.layers.61), so this explains part
+// of a difference found by [Summary.Compare].
+func LayersFrom(tensors []Tensor, first int) Group {
+	g := Group{Key: fmt.Sprintf("layers>=%d", first)}
+	for _, t := range tensors {
+		if n, ok := layerIndex(t.Name); ok && n >= first {
+			g.Tensors++
+			g.Elements = satAdd(g.Elements, t.Elements)
+			g.Bytes = satAdd(g.Bytes, t.Bytes)
+		}
+	}
+	return g
+}
+
+// layerIndex returns N of the first ".layers.N." or ".h.N." in name.
+func layerIndex(name string) (int, bool) {
+	for _, marker := range []string{".layers.", ".h."} {
+		i := strings.Index("."+name, marker)
+		if i < 0 {
+			continue
+		}
+		rest := ("." + name)[i+len(marker):]
+		j := strings.IndexByte(rest, '.')
+		if j <= 0 {
+			continue
+		}
+		n, err := strconv.Atoi(rest[:j])
+		if err == nil && n >= 0 {
+			return n, true
+		}
+	}
+	return 0, false
 }

@@ -288,3 +288,22 @@ func FuzzParseIndex(f *testing.F) {
 		}
 	})
 }
+
+func TestLayersFrom(t *testing.T) {
+	ts := tensors(t,
+		spec{"model.layers.0.mlp.up_proj.weight", "BF16", []int64{4, 4}},
+		spec{"model.layers.60.mlp.up_proj.weight", "BF16", []int64{4, 4}},
+		spec{"model.layers.61.eh_proj.weight", "BF16", []int64{4, 8}},
+		spec{"model.layers.61.shared_head.norm.weight", "BF16", []int64{4}},
+		spec{"h.12.attn.c_attn.weight", "F32", []int64{2, 2}},
+		spec{"model.embed_tokens.weight", "BF16", []int64{8, 4}},
+		spec{"model.layers.x.weight", "BF16", []int64{1}},
+	)
+	got := LayersFrom(ts, 61)
+	if got.Tensors != 2 || got.Elements != 36 || got.Bytes != 72 {
+		t.Errorf("LayersFrom(61) = %+v", got)
+	}
+	if got := LayersFrom(ts, 12); got.Tensors != 4 {
+		t.Errorf("LayersFrom(12) counted %d tensors, want 4 (layers 60, 61 ×2 and h.12)", got.Tensors)
+	}
+}

@@ -96,7 +96,9 @@ type inspection struct {
 	Model  string `json:"model"`
 	Commit string `json:"commit,omitempty"`
 	// ConfigParams is the parameter count from config.json, 0 when there is none.
-	ConfigParams int64                   `json:"config_params,omitempty"`
+	ConfigParams int64 `json:"config_params,omitempty"`
+	// configLayers is the text stack's num_hidden_layers, 0 when unknown.
+	configLayers int
 	Files        []string                `json:"files,omitempty"`
 	Summary      *safetensors.Summary    `json:"safetensors,omitempty"`
 	Comparison   *safetensors.Comparison `json:"comparison,omitempty"`
@@ -138,7 +140,7 @@ func inspectLocal(ctx context.Context, opts *inspectOptions, path string, dir bo
 	case dir:
 		var tied bool
 		if m, err := model.Load(path); err == nil {
-			res.ConfigParams, tied = m.TotalParams(), m.Text.TiedEmbeddings
+			res.ConfigParams, tied, res.configLayers = m.TotalParams(), m.Text.TiedEmbeddings, m.Text.Layers
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("config.json: %v", err))
 		}
@@ -244,7 +246,7 @@ func inspectHub(ctx context.Context, f *Factory, opts *inspectOptions) (*inspect
 	}
 	var tied bool
 	if m, err := model.ParseFS(snap, "."); err == nil {
-		res.ConfigParams, tied = m.TotalParams(), m.Text.TiedEmbeddings
+		res.ConfigParams, tied, res.configLayers = m.TotalParams(), m.Text.TiedEmbeddings, m.Text.Layers
 	} else {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("config.json: %v", err))
 	}
@@ -351,6 +353,9 @@ func (r *inspection) addCheckpoint(ck *safetensors.Checkpoint, tied bool) {
 	}
 	if r.ConfigParams > 0 {
 		c := s.Compare(r.ConfigParams)
+		if extra := safetensors.LayersFrom(ck.Tensors, r.configLayers); r.configLayers > 0 && c.Unexplained != 0 && extra.Tensors > 0 {
+			c.Notes = append(c.Notes, fmt.Sprintf("%d elements in %d tensors belong to layers numbered %d and up, beyond num_hidden_layers (e.g. multi-token-prediction layers the config does not count)", extra.Elements, extra.Tensors, r.configLayers))
+		}
 		r.Comparison = &c
 	}
 	r.Warnings = append(r.Warnings, ck.Warnings...)

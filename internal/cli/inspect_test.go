@@ -32,14 +32,17 @@ const tinyConfig = `{"architectures":["LlamaForCausalLM"],"model_type":"llama","
 
 const tinyParams = 6400 + 2*36992 + 64
 
+// stTensor names a BF16 tensor of a test checkpoint.
+type stTensor struct {
+	name  string
+	shape []int64
+}
+
 // tinyCheckpoint is a safetensors file matching tinyConfig, with one
 // rotary inv_freq buffer per layer as older checkpoints store.
-func tinyCheckpoint(t *testing.T) []byte {
+func tinyCheckpoint(t *testing.T, extra ...stTensor) []byte {
 	t.Helper()
-	type tensor struct {
-		name  string
-		shape []int64
-	}
+	type tensor = stTensor
 	ts := []tensor{{"model.embed_tokens.weight", []int64{100, 64}}, {"model.norm.weight", []int64{64}}}
 	for l := range 2 {
 		p := fmt.Sprintf("model.layers.%d.", l)
@@ -52,6 +55,7 @@ func tinyCheckpoint(t *testing.T) []byte {
 			tensor{p + "self_attn.rotary_emb.inv_freq", []int64{8}},
 		)
 	}
+	ts = append(ts, extra...)
 	header := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
 	var off int64
 	for _, tn := range ts {
@@ -538,5 +542,15 @@ func TestInspectMissingLocalPath(t *testing.T) {
 		if code != 1 || !strings.Contains(errOut, "no such file or directory") {
 			t.Errorf("%s: exit %d, %s", p, code, errOut)
 		}
+	}
+}
+
+func TestInspectExtraLayersNote(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte(tinyConfig), 0o644)
+	os.WriteFile(filepath.Join(dir, "model.safetensors"), tinyCheckpoint(t, stTensor{"model.layers.2.eh_proj.weight", []int64{64, 128}}), 0o644)
+	out, errOut, code := runWithEnv(t, nil, "inspect", dir)
+	if code != 0 || !strings.Contains(out, "8192 elements in 1 tensors belong to layers numbered 2 and up") {
+		t.Errorf("exit %d:\n%s%s", code, out, errOut)
 	}
 }
