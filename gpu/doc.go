@@ -29,13 +29,14 @@
 // correct a figure measured on its driver version:
 //
 //	gpus:
-//	  - name: RTX-A6000
+//	  - name: Lab-A100-MIG-3g
 //	    vendor: nvidia
-//	    memory_mib: 49140
+//	    memory_mib: 40192
 //	    arch: ampere
-//	    compute_capability: "8.6"
+//	    compute_capability: "8.0"
 //	    bf16: true
-//	    memory_source: nvidia-smi on our nodes
+//	    aliases: [mig-3g]
+//	    memory_source: nvidia-smi on a 3g.40gb MIG slice of our nodes
 //
 // [LoadDataTypes] reads custom storage formats (name → bytes per
 // parameter) from a data_types.json file.

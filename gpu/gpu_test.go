@@ -9,8 +9,8 @@ import (
 
 func TestBuiltinCatalogIsValid(t *testing.T) {
 	all := All()
-	if len(all) < 25 {
-		t.Fatalf("built-in catalog has %d GPUs, want at least 25", len(all))
+	if len(all) < 30 {
+		t.Fatalf("built-in catalog has %d GPUs, want at least 30", len(all))
 	}
 	for _, g := range all {
 		if g.Memory < 8*units.GiB || g.Memory > 512*units.GiB {
@@ -67,6 +67,11 @@ func TestLookup(t *testing.T) {
 		{"mi325x", "MI325X", 261824, 0, true, true},
 		{"HL-225", "Gaudi2", 98304, 0, true, true},
 		{"gaudi3", "Gaudi3", 131072, 0, true, true},
+		{"H100-96GB", "H100-96GB", 97871, 90, true, true},
+		{"NVIDIA H20", "H20", 97871, 90, true, true},
+		{"NVIDIA RTX A6000", "RTX-A6000", 49140, 86, false, true},
+		{"NVIDIA A40", "A40", 46068, 86, false, true},
+		{"NVIDIA A800-SXM4-80GB", "A800-SXM-80GB", 81920, 80, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,10 +116,10 @@ func TestLookupErrors(t *testing.T) {
 }
 
 func TestPrefixWithOneMemorySize(t *testing.T) {
-	// "h100-sx" is a prefix of H100-SXM only.
-	g, err := Lookup("h100-sx")
-	if err != nil || g.Name != "H100-SXM" {
-		t.Fatalf("Lookup(h100-sx) = %v, %v", g.Name, err)
+	// "h100-pc" is a prefix of H100-PCIe's name and alias only.
+	g, err := Lookup("h100-pc")
+	if err != nil || g.Name != "H100-PCIe" {
+		t.Fatalf("Lookup(h100-pc) = %v, %v", g.Name, err)
 	}
 }
 

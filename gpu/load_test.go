@@ -21,14 +21,14 @@ func writeFile(t *testing.T, name, content string) string {
 func TestLoadFileYAMLMergesOverBuiltins(t *testing.T) {
 	p := writeFile(t, "site.yaml", `
 gpus:
-  - name: RTX-A6000
+  - name: Site-Board-X
     vendor: nvidia
     nominal_gb: 48
     memory_mib: 49140
     arch: ampere
     compute_capability: "8.6"
     bf16: true
-    aliases: [a6000]
+    aliases: [sbx]
     memory_source: nvidia-smi on our nodes
   - name: H100-SXM
     vendor: nvidia
@@ -44,9 +44,9 @@ gpus:
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := c.Lookup("a6000")
+	g, err := c.Lookup("sbx")
 	if err != nil || g.Memory != 49140*units.MiB || g.SM() != 86 {
-		t.Fatalf("a6000 = %+v, %v", g, err)
+		t.Fatalf("sbx = %+v, %v", g, err)
 	}
 	// The override replaces the built-in, and the built-in aliases still
 	// resolve to it.

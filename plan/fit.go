@@ -15,9 +15,11 @@ import (
 //   - allocator fragmentation varies by 2–10 % of reserved memory between
 //     runs of the same job (MODEL.md §10, §15.5), and the estimate uses one
 //     value inside that range;
-//   - the driver total can exceed what CUDA lets a process allocate
-//     (an A100-80GB shows 81920 MiB in nvidia-smi, 79.15 GiB = 81050 MiB
-//     in PyTorch's out-of-memory message: 1.1 %);
+//   - the driver total nvidia-smi shows is 0.5–0.9 GiB above the total
+//     CUDA lets a process use (PyTorch's out-of-memory messages on an
+//     A100-80GB say 79.15 GiB of nvidia-smi's 80 GiB, 1.1 %; vLLM reports
+//     79.19 of 79.65 GiB on an H100-80GB, 0.6 %; torchtitan 95.04 GiB on a
+//     96 GB H100 whose board class shows 95.58 GiB);
 //   - NCCL, cuDNN autotuning and other libraries grow lazily during the
 //     first steps by tens to hundreds of MiB (MODEL.md §10).
 //

@@ -76,7 +76,7 @@ func TestFitRecommendationTable(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &recs); err != nil || code != 0 {
 		t.Fatalf("exit %d, %v", code, err)
 	}
-	if len(recs) < 25 {
+	if len(recs) < 30 {
 		t.Errorf("%d recommendations without --gpu, want the whole catalog", len(recs))
 	}
 }

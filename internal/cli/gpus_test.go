@@ -16,7 +16,7 @@ func TestGPUsList(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"H100-SXM", "81559", "79.65 GiB", "MI300X", "Gaudi3", "25 GPUs"} {
+	for _, want := range []string{"H100-SXM", "81559", "79.65 GiB", "MI300X", "Gaudi3", "30 GPUs"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("gpus output lacks %q", want)
 		}
@@ -29,11 +29,11 @@ func TestGPUsList(t *testing.T) {
 
 func TestGPUsJSONWithFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "site.yaml")
-	site := "- name: RTX-A6000\n  vendor: nvidia\n  memory_mib: 49140\n  arch: ampere\n  compute_capability: \"8.6\"\n  bf16: true\n"
+	site := "- name: Site-Board-X\n  vendor: nvidia\n  memory_mib: 49140\n  arch: ampere\n  compute_capability: \"8.6\"\n  bf16: true\n"
 	if err := os.WriteFile(path, []byte(site), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := runCommand(t, "gpus", "--gpus-file", path, "--format", "json", "--filter", "a6000")
+	out, errOut, code := runCommand(t, "gpus", "--gpus-file", path, "--format", "json", "--filter", "site-board")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -41,7 +41,7 @@ func TestGPUsJSONWithFile(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &gs); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
-	if len(gs) != 1 || gs[0].Name != "RTX-A6000" || gs[0].Memory != 49140*units.MiB {
+	if len(gs) != 1 || gs[0].Name != "Site-Board-X" || gs[0].Memory != 49140*units.MiB {
 		t.Errorf("got %+v", gs)
 	}
 }
