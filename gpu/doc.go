@@ -29,14 +29,14 @@
 // correct a figure measured on its driver version:
 //
 //	gpus:
-//	  - name: Lab-A100-MIG-3g
+//	  - name: A100-MIG-2g.20gb
 //	    vendor: nvidia
-//	    memory_mib: 40192
+//	    memory_mib: 19968
 //	    arch: ampere
 //	    compute_capability: "8.0"
 //	    bf16: true
-//	    aliases: [mig-3g]
-//	    memory_source: nvidia-smi on a 3g.40gb MIG slice of our nodes
+//	    aliases: [mig-2g]
+//	    memory_source: nvidia-smi on a 2g.20gb MIG slice of our A100-80GB nodes
 //
 // [LoadDataTypes] reads custom storage formats (name → bytes per
 // parameter) from a data_types.json file.
