@@ -16,6 +16,7 @@ import (
 
 type estimateOptions struct {
 	Model   string
+	Hub     hubOptions
 	Job     memory.Job
 	Explain bool
 
@@ -72,7 +73,7 @@ prefill and decode for inference), and the table says which phase it is.`,
 			if err := opts.finish(cmd.Flags()); err != nil {
 				return err
 			}
-			m, err := resolveModel(cmd.Context(), f, opts.Model)
+			m, err := resolveModelWith(cmd.Context(), f, opts.Model, opts.Hub)
 			if err != nil {
 				return err
 			}
@@ -86,6 +87,7 @@ prefill and decode for inference), and the table says which phase it is.`,
 		},
 	}
 	addEstimateFlags(cmd.Flags(), opts)
+	addHubFlags(cmd.Flags(), &opts.Hub)
 	return cmd
 }
 

@@ -8,6 +8,7 @@ import (
 
 type paramsOptions struct {
 	Model string
+	Hub   hubOptions
 }
 
 func newParamsCmd(f *Factory, g *globalOptions) *cobra.Command {
@@ -27,7 +28,7 @@ models the count used per token (active parameters) is shown too.`,
 			if err := modelFromArgs(&opts.Model, args); err != nil {
 				return err
 			}
-			m, err := resolveModel(cmd.Context(), f, opts.Model)
+			m, err := resolveModelWith(cmd.Context(), f, opts.Model, opts.Hub)
 			if err != nil {
 				return err
 			}
@@ -35,6 +36,7 @@ models the count used per token (active parameters) is shown too.`,
 		},
 	}
 	cmd.Flags().StringVarP(&opts.Model, "model", "m", "", "model: catalog id or alias, Hub id, or path to config.json or a model folder")
+	addHubFlags(cmd.Flags(), &opts.Hub)
 	return cmd
 }
 
