@@ -129,25 +129,40 @@ func (s *Server) handlePlan(w http.ResponseWriter, r *http.Request) {
 	job := req.Job
 	job.GPU, job.GPUMemory = "", 0
 	est := plan.For(m)
-	if _, err := est(job); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	rep := PlanReport{Model: m.ID, Job: job, GPUs: make([]GPUPlan, 0, len(gs))}
+	var firstErr error
 	for _, g := range gs {
-		rep.GPUs = append(rep.GPUs, planOne(est, job, g))
+		p, err := planOne(est, job, g)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		rep.GPUs = append(rep.GPUs, p)
+	}
+	if firstErr != nil && allFailed(rep.GPUs) {
+		// The job itself is wrong, not its fit on some GPU.
+		s.writeError(w, r, firstErr)
+		return
 	}
 	s.writeJSON(w, http.StatusOK, rep)
 }
 
+func allFailed(ps []GPUPlan) bool {
+	for _, p := range ps {
+		if p.Error == "" {
+			return false
+		}
+	}
+	return true
+}
+
 // planOne checks job on g and runs the inverse searches, calling the plan
 // package as gpumem fit does for one GPU.
-func planOne(est plan.EstimateFunc, job memory.Job, g gpu.GPU) GPUPlan {
+func planOne(est plan.EstimateFunc, job memory.Job, g gpu.GPU) (GPUPlan, error) {
 	p := GPUPlan{GPU: g}
 	res, err := est(plan.OnGPU(job, g))
 	if err != nil {
 		p.Error = err.Error()
-		return p
+		return p, err
 	}
 	p.Fit = plan.Check(res, g)
 	p.MaxBatch = newAnswer(plan.MaxBatch(est, job, g, maxBatchSearched))
@@ -157,7 +172,7 @@ func planOne(est plan.EstimateFunc, job memory.Job, g gpu.GPU) GPUPlan {
 	} else {
 		p.MinGPUs = newAnswer(plan.MinGPUs(est, job, g, maxGPUsSearched))
 	}
-	return p
+	return p, nil
 }
 
 // selectGPUs looks up names in the catalog; none means every GPU.

@@ -336,8 +336,20 @@ function selectedPlan(plan, gpuName) {
   return plan.gpus.find((g) => g.gpu.name.toLowerCase() === want || (g.gpu.aliases || []).some((a) => a.toLowerCase() === want)) || null;
 }
 
+// searchNames says what the plan's searches vary in the current mode
+// (the plan package's batch and sequence variables).
+function searchNames() {
+  return {
+    inference: { batch: 'batch', seq: 'prompt length' },
+    serving: { batch: 'max_num_seqs', seq: 'max_model_len' },
+  }[form.elements.mode.value] || { batch: 'per-device batch', seq: 'sequence length' };
+}
+
 function renderGPUs(plan, gpuName) {
   const sel = selectedPlan(plan, gpuName);
+  const n = searchNames();
+  $('#th-batch').textContent = 'largest ' + n.batch;
+  $('#th-seq').textContent = 'longest ' + n.seq;
   const tb = $('#gpus tbody');
   tb.replaceChildren(...plan.gpus.map((g) => {
     const v = g.error ? 'error-fit' : g.fit.verdict;
@@ -368,10 +380,9 @@ function renderGPUs(plan, gpuName) {
   sum.dataset.verdict = sel.error ? 'error' : sel.fit.verdict;
   sum.textContent = sel.error ? `${sel.gpu.name}: ${sel.error}` :
     `${sel.gpu.name} (${formatIEC(sel.gpu.memory_bytes)}): ${VERDICT_TEXT[sel.fit.verdict]}, ${sel.fit.utilization_pct.toFixed(1)}% of memory`;
-  const seqName = { serving: 'max_model_len', inference: 'prompt length' }[form.elements.mode.value] || 'sequence length';
   largest.replaceChildren(
-    'Largest batch that fits: ', el('strong', { id: 'max-batch', text: answerText(sel.max_batch, '') }),
-    ` · longest ${seqName} that fits: `, el('strong', { id: 'max-seq', text: answerText(sel.max_seq_len, ' tokens') }));
+    `Largest ${n.batch} that fits: `, el('strong', { id: 'max-batch', text: answerText(sel.max_batch, '') }),
+    ` · longest ${n.seq} that fits: `, el('strong', { id: 'max-seq', text: answerText(sel.max_seq_len, ' tokens') }));
 }
 
 function renderChart(p, plan, gpuName) {
