@@ -61,6 +61,8 @@ type Assessment struct {
 	// MinGPUs is the fewest GPUs of this kind that fit: more data-parallel
 	// GPUs for training, a larger tensor-parallel size for inference.
 	MinGPUs *Answer `json:"min_gpus"`
+	// Warning notes a format the GPU does not compute in natively.
+	Warning string `json:"warning,omitempty"`
 }
 
 // Assess estimates job on g, checks the fit, and runs the three inverse
@@ -72,7 +74,7 @@ func Assess(est EstimateFunc, job memory.Job, g gpu.GPU, maxGPUs int) (Assessmen
 	if err != nil {
 		return Assessment{GPU: g}, err
 	}
-	a := Assessment{GPU: g, Fit: Check(res, g), Result: res}
+	a := Assessment{GPU: g, Fit: Check(res, g), Result: res, Warning: FormatWarning(job, g)}
 	a.MaxBatch = NewAnswer(MaxBatch(est, job, g, AssessMaxBatch))
 	a.MaxSeqLen = NewAnswer(MaxSeqLen(est, job, g, AssessMinSeqLen, AssessMaxSeqLen))
 	if job.Mode == memory.Inference || job.Mode == memory.Serving {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/memory"
@@ -25,6 +26,9 @@ type Recommendation struct {
 	MinGPUsNeedBytes units.Bytes `json:"min_gpus_need_bytes,omitempty"`
 	// Error is the estimator's error on this GPU kind, if any.
 	Error string `json:"error,omitempty"`
+	// Warning notes a format the GPU does not compute in natively (see
+	// [FormatWarning]); the memory figures still hold.
+	Warning string `json:"warning,omitempty"`
 }
 
 // Recommend estimates job on every GPU kind in gpus and searches the
@@ -65,7 +69,7 @@ func (r Recommendation) kind() int {
 }
 
 func recommendOne(est EstimateFunc, job memory.Job, g gpu.GPU, maxGPUs int) Recommendation {
-	rec := Recommendation{GPUs: gpuCount(job)}
+	rec := Recommendation{GPUs: gpuCount(job), Warning: FormatWarning(job, g)}
 	rec.GPU, rec.GPUMemoryBytes = g.Name, g.Memory
 	r, err := est(OnGPU(job, g))
 	if err != nil {
@@ -87,6 +91,31 @@ func recommendOne(est EstimateFunc, job memory.Job, g gpu.GPU, maxGPUs int) Reco
 		rec.MinGPUs, rec.MinGPUsNeedBytes = found.Value, Need(found.Result)
 	}
 	return rec
+}
+
+// FormatWarning returns a note when g's matrix units do not compute in
+// the job's floating-point format natively ("" otherwise): bf16 on V100
+// and T4, fp8 before Ada and Hopper, fp4 before Blackwell. Frameworks then
+// fall back (fp16, emulation or weight-only kernels), which changes speed
+// and numerics but not the memory estimated here.
+func FormatWarning(job memory.Job, g gpu.GPU) string {
+	dt := strings.ToLower(job.Dtype)
+	switch dt {
+	case "", "bfloat16":
+		dt = "bf16"
+	case "fp32", "float32":
+		dt = strings.ToLower(job.ComputeDtype)
+		if dt == "" {
+			dt = "bf16"
+		}
+	}
+	switch dt {
+	case "bf16", "fp8", "fp4":
+		if !g.Supports(dt) {
+			return fmt.Sprintf("%s does not compute in %s natively", g.Name, dt)
+		}
+	}
+	return ""
 }
 
 // gpuCount is the number of GPUs job runs on.

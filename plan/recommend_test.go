@@ -139,6 +139,43 @@ func TestMinTP(t *testing.T) {
 	}
 }
 
+func TestFormatWarning(t *testing.T) {
+	tests := []struct {
+		gpu  string
+		job  memory.Job
+		want bool
+	}{
+		{"v100-32gb", memory.Job{}, true},
+		{"v100-32gb", memory.Job{Dtype: "fp16"}, false},
+		{"t4", memory.Job{Dtype: "fp32"}, true},
+		{"t4", memory.Job{Dtype: "fp32", ComputeDtype: "fp16"}, false},
+		{"a100-80g", memory.Job{Dtype: "fp8"}, true},
+		{"h100", memory.Job{Dtype: "fp8"}, false},
+		{"h100", memory.Job{Dtype: "fp4"}, true},
+		{"b200", memory.Job{Dtype: "fp4"}, false},
+		{"t4", memory.Job{Dtype: "nf4"}, false},
+	}
+	for _, tt := range tests {
+		g, _ := gpu.Lookup(tt.gpu)
+		if got := FormatWarning(tt.job, g); (got != "") != tt.want {
+			t.Errorf("%s %+v: warning %q", tt.gpu, tt.job, got)
+		}
+	}
+	recs := Recommend(synth{params: 1000, actPerToken: 1}.estimate, memory.Job{}, []gpu.GPU{mustLookup(t, "v100-16gb")}, 1)
+	if recs[0].Warning == "" {
+		t.Error("recommendation on a V100 has no bf16 warning")
+	}
+}
+
+func mustLookup(t *testing.T, name string) gpu.GPU {
+	t.Helper()
+	g, err := gpu.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 func TestCandidateRowsGolden(t *testing.T) {
 	s := synth{params: 7_000_000_000, actPerToken: 150_000}
 	g, _ := gpu.Lookup("a100-80g")

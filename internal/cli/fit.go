@@ -242,6 +242,9 @@ func writeFitOne(w io.Writer, ro report.Options, o *fitOptions, m *model.Model, 
 	if s := rep.Result.Serving; s != nil {
 		fmt.Fprintf(&b, "KV cache pool: %s = %d tokens, %d concurrent sequences of %d tokens\n", ro.Bytes(s.KVPoolBytes), s.KVTokens, s.MaxConcurrentSeqs, s.SeqLen)
 	}
+	if rep.Warning != "" {
+		fmt.Fprintf(&b, "note: %s\n", rep.Warning)
+	}
 	for _, s := range rep.Result.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", s)
 	}
@@ -318,7 +321,20 @@ func writeRecommendations(w io.Writer, ro report.Options, m *model.Model, job me
 	for _, r := range rows {
 		t.AddRow(r...)
 	}
-	return t.Render(w, ro.Format)
+	if err := t.Render(w, ro.Format); err != nil {
+		return err
+	}
+	var notes []string
+	for _, r := range recs {
+		if r.Warning != "" {
+			notes = append(notes, r.Warning)
+		}
+	}
+	if len(notes) == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "\nnote: %s (speed and numerics differ; the memory figures hold)\n", strings.Join(notes, "; "))
+	return err
 }
 
 func lower(ss []string) []string {

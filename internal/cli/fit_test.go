@@ -54,9 +54,12 @@ func TestFitFailIfNoFit(t *testing.T) {
 	if !strings.Contains(out, "does not fit") || strings.ContainsRune(out, '█') || !strings.Contains(out, "#") || !strings.Contains(out, "--zero 3") {
 		t.Errorf("output:\n%s", out)
 	}
-	_, _, code = runCommand(t, "fit", "llama2-7b", "--gpu", "t4,b200", "--seq-len", "2048", "--fail-if-no-fit")
+	out, _, code = runCommand(t, "fit", "llama2-7b", "--gpu", "t4,b200", "--seq-len", "2048", "--fail-if-no-fit")
 	if code != 0 {
 		t.Errorf("fits on B200 but exit %d", code)
+	}
+	if !strings.Contains(out, "T4 does not compute in bf16 natively") {
+		t.Errorf("no bf16 note for the T4:\n%s", out)
 	}
 }
 
