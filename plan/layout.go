@@ -40,7 +40,6 @@ type Layout struct {
 	Offload        string `json:"offload"`                 // none, optimizer or params
 	Method         string `json:"method,omitempty"`        // full, lora, qlora ("" = the base job's)
 	GradAccum      int    `json:"grad_accum,omitempty"`    // micro-batches per step (the base job's)
-	Nodes          int    `json:"nodes,omitempty"`         // the base job's
 }
 
 // DP is the data-parallel size: NumGPUs / (TP·PP·CP).

@@ -99,6 +99,9 @@ func recommendOne(est EstimateFunc, job memory.Job, g gpu.GPU, maxGPUs int) Reco
 // fall back (fp16, emulation or weight-only kernels), which changes speed
 // and numerics but not the memory estimated here.
 func FormatWarning(job memory.Job, g gpu.GPU) string {
+	if g.Arch == "" {
+		return "" // a board given only by its memory: capabilities unknown
+	}
 	dt := strings.ToLower(job.Dtype)
 	switch dt {
 	case "", "bfloat16":

@@ -423,7 +423,7 @@ func (s Space) each(base memory.Job, fn func(Layout)) {
 										for _, m := range s.Methods {
 											fn(Layout{Engine: e, ZeRO: z.zero, FSDPStrategy: z.fsdp, NumGPUs: n,
 												TP: tp, PP: pp, CP: cp, EP: ep, GradCheckpoint: ck, Offload: off,
-												Method: m, GradAccum: max(base.GradAccum, 1), Nodes: base.Nodes})
+												Method: m, GradAccum: max(base.GradAccum, 1)})
 										}
 									}
 								}
