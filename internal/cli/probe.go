@@ -229,6 +229,11 @@ func probeRun(ctx context.Context, f *Factory, g *globalOptions, o *probeOptions
 		}
 	}
 	out.Report.Timeline = nil // in --log; too long for a report
+	if out.Synthetic != nil {
+		for _, w := range out.Synthetic.Warnings {
+			fmt.Fprintf(f.IO.ErrOut, "gpumem: probe warning: %s\n", w)
+		}
+	}
 	if err := renderProbe(f.IO.Out, g.renderOptions(f), out); err != nil {
 		return err
 	}
@@ -406,5 +411,14 @@ func renderProbe(w io.Writer, ro report.Options, out probeOutcome) error {
 		c.AddRow(r.Kind, r.Name, ro.Bytes(r.EstimatedBytes), ro.Bytes(r.MeasuredBytes), fmt.Sprintf("%+.1f %%", r.ErrorPct))
 	}
 	fmt.Fprintln(w)
-	return c.Render(w, ro.Format)
+	if err := c.Render(w, ro.Format); err != nil {
+		return err
+	}
+	if s, e := out.Synthetic, out.Estimate; s != nil && e != nil && s.Params.Total > 0 {
+		// torch counts adapters in the total and 4-bit weights as packed
+		// elements, so the totals agree only for unquantized full models.
+		fmt.Fprintf(w, "\nparameters: torch %d (trainable %d); gpumem %d (trainable %d)\n",
+			s.Params.Total, s.Params.Trainable, e.TotalParams, e.TrainableParams)
+	}
+	return nil
 }

@@ -117,7 +117,11 @@ func TestProbeSyntheticRecordAndCalibrate(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	for _, want := range []string{"Estimate vs measured", "peak", "allocated", "reserved", "device", "phase", "forward", "component", "weights"} {
+	if !strings.Contains(errOut, "gpumem: probe warning: grad_checkpoint 'selective'") {
+		t.Errorf("stderr %q: want the script's warning", errOut)
+	}
+	for _, want := range []string{"Estimate vs measured", "peak", "allocated", "reserved", "device", "phase", "forward", "component", "weights",
+		"parameters: torch 3221924864 (trainable 9175040); gpumem 134515008"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
