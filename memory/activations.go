@@ -39,6 +39,11 @@ type actRegime struct {
 	// Linear's input (MODEL.md §15.3); sepOut is true when the o-proj input
 	// is a separate copy (litgpt reshapes the attention output).
 	bnbSaves, sepOut bool
+	// tp splits attention heads and FFN width over ranks; sp (sequence
+	// parallel) also splits the norms and their inputs (Korthikanti
+	// arXiv:2205.05198 Table 2). tp 0 means 1.
+	tp float64
+	sp bool
 }
 
 // normAct is what one normalisation saves (MODEL.md §4.3.1, §4.3.7): the
@@ -78,13 +83,13 @@ func normAct(st *model.Stack, r *actRegime, width float64, consumers int, trainL
 func decoderLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerAct {
 	h := float64(st.Hidden)
 	var a layerAct
-	consumers := 3
+	var norms float64
 	if st.ParallelBlock {
 		// Attention and MLP read the same normalised input (GPT-NeoX,
 		// parallel residual): two norms saving the same input tensor.
-		a.lin += normAct(st, r, h, 3, r.trainW) + normAct(st, r, h, 2, r.trainW) - r.resid*h
+		norms = normAct(st, r, h, 3, r.trainW) + normAct(st, r, h, 2, r.trainW) - r.resid*h
 	} else {
-		a.lin += normAct(st, r, h, consumers, r.trainW) + normAct(st, r, h, 2, r.trainW)
+		norms = normAct(st, r, h, 3, r.trainW) + normAct(st, r, h, 2, r.trainW)
 	}
 	if lt.Attention != model.NoSelfAttention {
 		a = a.add(selfAttnAct(st, r))
@@ -103,6 +108,14 @@ func decoderLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerAct {
 	if r.bnbSaves {
 		a.lin += bnbInputs(st, r)
 	}
+	// Tensor parallelism divides everything but the replicated norms and
+	// their inputs; sequence parallelism divides those too.
+	tp, ntp := max(r.tp, 1), 1.0
+	if r.sp {
+		ntp = tp
+	}
+	a.lin = a.lin/tp + norms/ntp
+	a.quad /= tp
 	return a
 }
 

@@ -43,6 +43,7 @@ const (
 	cMiscOverheadMiB
 	cCompileActivationFactor
 	cDequantWorkspaceFactor
+	cNCCLMiB
 	numConstants
 )
 
@@ -102,6 +103,11 @@ var constantTable = [numConstants]ConstantInfo{
 		Name: "dequant_buffers", Default: 2, Unit: "factor", Min: 0, Max: 8,
 		Source:      "MODEL.md §6.2 (each 4-bit Linear dequantizes its weight for the matmul, forward and backward)",
 		Description: "number of largest-Linear dequantized weight copies alive at once in QLoRA",
+	},
+	cNCCLMiB: {
+		Name: "nccl_mib", Default: 512, Unit: "MiB", Min: 0, Max: 16384,
+		Source:      "MODEL.md §10: NCCL buffers per communicator, channel and peer (NCCL_BUFFSIZE 4 MiB × 16-32 channels × 2-3 peers ⇒ 0.2-1 GiB)",
+		Description: "device memory of one NCCL communicator (one per data-, tensor-, pipeline- and expert-parallel group a rank joins)",
 	},
 }
 

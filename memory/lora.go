@@ -220,7 +220,7 @@ func (s *setup) stackOf(mod *model.Module) *model.Stack {
 func (s *setup) forEachAdapter(fn func(tensorGroup)) {
 	r := float64(s.lora.rank)
 	s.forEachTarget(func(mod *model.Module, in, out int, _ string) {
-		n := float64(mod.Instances)
+		n := float64(mod.Instances) * s.rankFrac(mod)
 		if s.lora.variant != "lora-fa" {
 			fn(tensorGroup{count: n, rows: r, cols: float64(in), adapter: true, matrix: true})
 		}

@@ -41,6 +41,7 @@ type trainParts struct {
 	st   rankStates
 	act  actTotals
 	loss lossTerms
+	comm [numPhases]float64
 	ov   Overheads
 }
 
@@ -57,6 +58,19 @@ func estimateTraining(m *model.Model, job Job) (Result, error) {
 	t.st = s.modelStates(&t.p)
 	t.act = s.activations()
 	t.loss = s.lossMemory()
+	switch d := &s.dist; {
+	case d.pp > 1:
+		t.loss = lossTerms{} // the output layer runs on the last stage
+	case d.tp > 1:
+		// Vocab-parallel logits and cross-entropy (Megatron, torchtitan loss_parallel).
+		t.loss.peak /= float64(d.tp)
+		t.loss.held /= float64(d.tp)
+	}
+	if d := &s.dist; d.cp > 1 {
+		t.loss.peak /= float64(d.cp)
+		t.loss.held /= float64(d.cp)
+	}
+	t.comm = s.commBuffers(&t.st)
 	t.ov = runtimeOverheads(job, &s.c)
 	if t.ov.Warning != "" {
 		s.warn(t.ov.Warning)
@@ -95,6 +109,7 @@ func (s *setup) rows(t *trainParts, out *[numRows]comp) {
 	} else {
 		out[rowStep] = comp{v: [numPhases]float64{0, 0, 0, 0, st.optim.transient}}
 	}
+	out[rowComm] = comp{v: t.comm}
 	out[rowDequant] = comp{v: [numPhases]float64{st.dequant, st.dequant, st.dequant, st.dequant, 0}}
 }
 
@@ -115,6 +130,7 @@ const (
 	rowBwd
 	rowStep
 	rowDequant
+	rowComm
 	numRows
 )
 
@@ -177,7 +193,7 @@ func (s *setup) assemble(t *trainParts) Result {
 			n++
 		}
 	}
-	comps := make([]Component, 0, n+1)
+	comps := make([]Component, 0, n+2)
 	for i := range rows {
 		r := &rows[i]
 		b := units.FromFloat(r.v[peak])
@@ -204,6 +220,12 @@ func (s *setup) assemble(t *trainParts) Result {
 			Formula: rowInfo[rowOptim].formula + " (paged: CUDA unified memory outside torch's allocator, resident up to the GPU's free memory)",
 			Source:  "bitsandbytes optim/optimizer.py get_state_buffer, functional.py get_paged (MODEL.md §2.4, §10)"})
 	}
+	if nccl := s.ncclBytes(); nccl > 0 {
+		nb := units.FromFloat(nccl)
+		device = units.Add(device, nb)
+		comps = append(comps, Component{Name: "nccl", Bytes: nb, Level: "device", Phase: "persistent",
+			Formula: "communicators × nccl_mib", Source: "NVIDIA/nccl src/init.cc buffer defaults (MODEL.md §10)"})
+	}
 	phases := make([]Phase, numPhases)
 	for ph := range numPhases {
 		phases[ph] = Phase{Name: phaseNames[ph], Bytes: totals[ph]}
@@ -224,6 +246,9 @@ func (s *setup) assemble(t *trainParts) Result {
 			Phases:             phases,
 		},
 		Warnings: s.warnings,
+	}
+	if t.st.host > 0 {
+		res.Host = &Host{CPUBytes: units.FromFloat(t.st.host)}
 	}
 	if s.job.Explain {
 		s.explain(t, &rows, peak, res.PerGPU.Components)

@@ -57,6 +57,7 @@ func (s *setup) regime() actRegime {
 		r.lora = &s.lora.perLayer
 	}
 	r.bnbSaves = s.bnbOld && s.method == MethodQLoRA
+	r.tp, r.sp = float64(max(s.dist.tp, 1)), s.dist.sp
 	r.sepOut = s.framework == FrameworkLitGPT
 	return r
 }
@@ -66,7 +67,8 @@ func (s *setup) activations() actTotals {
 	st := &s.m.Text
 	r := s.regime()
 	var t actTotals
-	n := s.tokens
+	// Context parallelism splits every sequence over cp ranks (§4.8).
+	n := s.tokens / float64(max(s.dist.cp, 1))
 	kvLen := float64(s.seqTotal)
 	scale := s.c[cActivationScale]
 	if s.compile {
@@ -74,14 +76,20 @@ func (s *setup) activations() actTotals {
 	}
 	L := st.Layers
 	lowest := min(max(s.trainable.lowest, 0), L)
-	t.nrec = L - lowest
-	if s.method == MethodFull {
-		t.nrec = L
+	// Recording layers on this rank: from the lowest trainable one (all
+	// layers when the embedding trains) to the end of pipeline stage 0.
+	lo, hi := lowest, min(max(s.dist.stageLayers, 0), L)
+	if s.method == MethodFull || s.dist.single {
+		hi = L
 	}
+	if s.method == MethodFull {
+		lo = 0
+	}
+	t.nrec = max(hi-lo, 0)
 	// Per-layer inventories by layer type, summed over recording layers.
 	encoderOnly := !st.Causal && s.m.Encoder == nil && st.Norm == model.LayerNorm
 	var sum, first, last layerAct
-	if s.uniformLayers(L - t.nrec) {
+	if s.uniformLayers(lo, hi) {
 		// Fast path: every recording layer has the same type and trains
 		// alike (dense decoders, full or LoRA training).
 		r.trainW = s.method == MethodFull
@@ -90,7 +98,7 @@ func (s *setup) activations() actTotals {
 			r.postLN = true
 			a = encoderPostLN(st, &r)
 		} else {
-			a = decoderLayer(st, layerTypeAt(st, L-1), &r)
+			a = decoderLayer(st, layerTypeAt(st, max(hi-1, 0)), &r)
 		}
 		k := float64(t.nrec)
 		sum, first, last = layerAct{a.lin * k, a.quad * k}, a, a
@@ -104,7 +112,7 @@ func (s *setup) activations() actTotals {
 		a     layerAct
 		ok    bool
 	}
-	for i := L - t.nrec; i < L; i++ {
+	for i := lo; i < hi; i++ {
 		lt := layerTypeAt(st, i)
 		train := s.method == MethodFull || (s.trainable.lo <= i && i <= s.trainable.hi)
 		var a layerAct
@@ -127,7 +135,7 @@ func (s *setup) activations() actTotals {
 			e.lt, e.train, e.a, e.ok = lt, train, a, true
 		}
 		sum = sum.add(a)
-		if i == L-t.nrec {
+		if i == lo {
 			first = a
 		}
 		last = a
@@ -146,7 +154,17 @@ func (s *setup) finishActs(t *actTotals, r *actRegime, sum, first, last layerAct
 	t.trans = layerBackwardTransient(st, r).bytes(n, kvLen)
 	t.ckpt = s.residual * float64(st.Hidden) * n
 	s.layerPhases(t, full, first.bytes(n, kvLen)*scale, last.bytes(n, kvLen)*scale)
+	if k := s.dist.inFlight; k > 1 {
+		// Pipeline stage 0 keeps the activations of k micro-batches (§4.7).
+		one := t.fwd
+		t.fwd *= k
+		t.top += (k - 1) * one
+		t.bottom += (k - 1) * one
+	}
 	t.out = s.outsideActs(r)
+	if s.dist.pp > 1 {
+		t.out = 3 * 8 * n // stage 0: ids only; the output layer is on the last stage
+	}
 	t.vision = s.visionActs(r)
 	t.encoder = s.encoderActs(r)
 	t.mask = s.maskBytes()
@@ -155,7 +173,7 @@ func (s *setup) finishActs(t *actTotals, r *actRegime, sum, first, last layerAct
 
 // uniformLayers reports whether text layers from..L-1 share one layer
 // type and one trainability.
-func (s *setup) uniformLayers(from int) bool {
+func (s *setup) uniformLayers(from, to int) bool {
 	st := &s.m.Text
 	if s.method == MethodFrozen && s.trainable.lo <= s.trainable.hi {
 		return false
@@ -163,7 +181,10 @@ func (s *setup) uniformLayers(from int) bool {
 	if len(st.LayerTypes) < st.Layers {
 		return st.MoE == nil || st.MoE.DenseLayers <= from
 	}
-	lts := st.LayerTypes[max(from, 0):st.Layers]
+	if from >= to {
+		return true
+	}
+	lts := st.LayerTypes[max(from, 0):min(to, st.Layers)]
 	for i := range lts {
 		if lts[i] != lts[0] {
 			return false

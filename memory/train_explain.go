@@ -38,6 +38,8 @@ var rowInfo = [numRows]struct{ name, phase, formula, source string }{
 		"Dao-AILab/flash-attention flash_api.cpp mha_bwd; MODEL.md §4.4, §5.1"},
 	rowStep: {"optimizer_step", "step", "optimizer step intermediates (foreach: +1× states-dtype params; fused: 0; for-loop: largest tensor)",
 		"torch.optim docstrings (foreach); MODEL.md §2.3, §15.6"},
+	rowComm: {"comm_buffers", "forward", "engine buffers: DDP buckets, ZeRO reduce/prefetch buckets and gathered params, FSDP unsharded units and unit gradients",
+		"MODEL.md §3.3 (DeepSpeed), §3.5/§3.6 (FSDP), §3.7 (DDP)"},
 	rowDequant: {"dequant_workspace", "forward", "dequant_buffers × largest quantized Linear × bytes(compute)",
 		"MODEL.md §6.2 (dequantization for the matmul), §15.3"},
 }
@@ -66,6 +68,7 @@ func (s *setup) explain(t *trainParts, rows *[numRows]comp, peak int, comps []Co
 			gib(t.loss.peak), gib(t.loss.held), cond(t.loss.chunk > 0, fmt.Sprintf(", chunk %.0f tokens", t.loss.chunk), "")),
 		"backward_transient": fmt.Sprintf("one layer's backward over %.0f tokens = %s", N, gib(a.trans)),
 		"optimizer_step":     fmt.Sprintf("%s (%s): %s", s.opt.info.Name, s.opt.info.Impl, gib(st.optim.transient)),
+		"comm_buffers":       fmt.Sprintf("engine %s, zero %d over %.0f ranks, tp %d pp %d cp %d ep %d", cond(s.dist.engine == "", "none", s.dist.engine), s.dist.zero, s.dist.nd, s.dist.tp, s.dist.pp, s.dist.cp, s.dist.ep),
 		"dequant_workspace":  fmt.Sprintf("%.3g × %.0f elements × %v B", s.c[cDequantWorkspaceFactor], p.maxLinear, s.compute.BytesPerElement()),
 	}
 	for i := range comps {

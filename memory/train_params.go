@@ -246,7 +246,7 @@ func (s *setup) forEachTrainable(fn func(tensorGroup)) {
 	for i := range s.m.Modules {
 		mod := &s.m.Modules[i]
 		if f := s.trainable.fraction(mod); f > 0 {
-			moduleTensors(s.m, mod, f, fn)
+			moduleTensors(s.m, mod, f*s.rankFrac(mod), fn)
 		}
 	}
 	if !s.trainable.all && s.trainable.count > 0 && len(s.trainable.patterns) == 0 && s.trainable.lo > s.trainable.hi {

@@ -95,6 +95,7 @@ type setup struct {
 	bnbOld            bool
 	lora              loraSpec
 	trainable         trainSpec
+	dist              distSpec
 	warnings          []string
 }
 
@@ -123,11 +124,14 @@ func (s *setup) init(m *model.Model, job Job) error {
 	if err := s.resolveActivationKnobs(); err != nil {
 		return err
 	}
+	if err := s.resolveDist(); err != nil {
+		return err
+	}
 	if err := s.resolveTrainable(); err != nil {
 		return err
 	}
-	if j := s.job; j.Engine != "" || j.NumGPUs > 1 || j.ZeRO > 0 || j.TP > 1 || j.PP > 1 || j.CP > 1 || j.EP > 1 || j.Nodes > 1 {
-		s.warn("distributed training (engine, sharding, tensor/pipeline/context parallelism) is not modelled yet: the estimate is for one process holding the whole model")
+	if s.dist.pp > 1 {
+		s.warn(fmt.Sprintf("--pp %d: the estimate is for pipeline stage 0 (embedding, %d layers, %.3g micro-batches in flight); the last stage holds the output layer and loss instead", s.dist.pp, s.dist.stageLayers, s.dist.inFlight))
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ type rankStates struct {
 	castCache float64 // AMP autocast weight copies (MODEL.md §2.2)
 	castHead  float64 // the part of castCache belonging to lm_head
 	dequant   float64 // QLoRA dequantized weight buffers (MODEL.md §6.2)
+	host      float64 // states offloaded to host memory
 }
 
 // modelStates computes weights, master copy, gradients, optimizer state
@@ -29,7 +30,7 @@ func (s *setup) modelStates(p *trParams) rankStates {
 	var r rankStates
 	for i := range s.m.Modules {
 		mod := &s.m.Modules[i]
-		r.weights += s.moduleWeightBytes(mod)
+		r.weights += s.moduleWeightBytes(mod) * s.rankFrac(mod)
 	}
 	r.adapters, r.master, r.grads = p.adapterBytes, p.masterBytes, p.gradBytes
 	if s.lora.variant == "lora-fa" {
@@ -41,7 +42,7 @@ func (s *setup) modelStates(p *trParams) rankStates {
 		for i := range s.m.Modules {
 			mod := &s.m.Modules[i]
 			if f := s.trainable.fraction(mod); f > 0 {
-				r.adapters += f * s.moduleWeightBytes(mod)
+				r.adapters += f * s.rankFrac(mod) * s.moduleWeightBytes(mod)
 			}
 		}
 	}
@@ -52,7 +53,7 @@ func (s *setup) modelStates(p *trParams) rankStates {
 			if f == 0 {
 				continue
 			}
-			b := f * float64(mod.Params) * s.gradElemBytes(false)
+			b := f * s.rankFrac(mod) * float64(mod.Params) * s.gradElemBytes(false)
 			switch mod.Component {
 			case compLMHead, "final_norm":
 				r.gradsHead += b
@@ -68,8 +69,13 @@ func (s *setup) modelStates(p *trParams) rankStates {
 		r.castCache, r.castHead = s.castCacheBytes()
 	}
 	if s.method == MethodQLoRA {
-		r.dequant = s.c[cDequantWorkspaceFactor] * p.maxLinear * s.compute.BytesPerElement()
+		r.dequant = s.c[cDequantWorkspaceFactor] * p.maxLinear * s.compute.BytesPerElement() / float64(s.dist.tp)
 	}
+	if s.amp && !s.dist.single {
+		r.castCache /= float64(s.dist.tp)
+		r.castHead /= float64(s.dist.tp)
+	}
+	r.host = s.shardStates(&r)
 	return r
 }
 
