@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 
@@ -116,6 +117,40 @@ func (s Space) withDefaults() Space {
 	return s
 }
 
+// validate rejects values no layout can take, naming the list.
+func (s Space) validate() error {
+	ints := []struct {
+		name string
+		vals []int
+		lo   int
+	}{{"gpu_counts", s.GPUCounts, 1}, {"zero", s.ZeRO, 0}, {"tp", s.TP, 1}, {"pp", s.PP, 1}, {"cp", s.CP, 1}, {"ep", s.EP, 1}, {"micro_batches", s.MicroBatches, 1}}
+	for _, l := range ints {
+		for _, v := range l.vals {
+			if v < l.lo || l.name == "zero" && v > 3 {
+				return fmt.Errorf("search space: %s: %d out of range", l.name, v)
+			}
+		}
+	}
+	words := []struct {
+		name    string
+		vals    []string
+		allowed []string
+	}{
+		{"engines", s.Engines, []string{EngineSingle, EngineDDP, EngineDeepSpeed, EngineFSDP, EngineFSDP2, EngineMegatron}},
+		{"grad_checkpoint", s.GradCheckpoint, []string{"none", "selective", "full"}},
+		{"offload", s.Offload, []string{OffloadNone, OffloadOptimizer, OffloadParams}},
+		{"methods", s.Methods, []string{"", "full", "lora", "qlora", "frozen"}},
+	}
+	for _, l := range words {
+		for _, v := range l.vals {
+			if !slices.Contains(l.allowed, v) {
+				return fmt.Errorf("search space: %s: unknown value %q (want one of %q)", l.name, v, l.allowed)
+			}
+		}
+	}
+	return nil
+}
+
 // Candidate is a layout that fits, with its predicted peak and score.
 type Candidate struct {
 	Layout
@@ -178,6 +213,9 @@ func Search(est EstimateFunc, base memory.Job, g gpu.GPU, s Space) (Plan, error)
 		return Plan{}, fmt.Errorf("search layouts: mode %q: layouts are searched for training jobs", base.Mode)
 	}
 	s = s.withDefaults()
+	if err := s.validate(); err != nil {
+		return Plan{}, err
+	}
 	base = OnGPU(base, g)
 	p := Plan{GPU: g.Name, MemoryBytes: g.Memory}
 	var work []Layout

@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/gpumem/gpumem/gpu"
@@ -131,6 +132,24 @@ func TestSearchRejectsInference(t *testing.T) {
 	g, _ := gpu.Lookup("h100")
 	if _, err := Search(synth{}.estimate, memory.Job{Mode: memory.Serving}, g, Space{}); err == nil {
 		t.Error("serving job accepted")
+	}
+}
+
+func TestSearchRejectsBadSpaces(t *testing.T) {
+	g, _ := gpu.Lookup("h100")
+	for _, sp := range []Space{
+		{GPUCounts: []int{0}},
+		{ZeRO: []int{4}},
+		{TP: []int{-2}},
+		{MicroBatches: []int{0, 1}},
+		{Engines: []string{"horovod"}},
+		{GradCheckpoint: []string{"sometimes"}},
+		{Offload: []string{"disk"}},
+		{Methods: []string{"dora,lora"}},
+	} {
+		if _, err := Search(synth{}.estimate, memory.Job{}, g, sp); err == nil || !strings.Contains(err.Error(), "search space") {
+			t.Errorf("%+v: err %v", sp, err)
+		}
 	}
 }
 
