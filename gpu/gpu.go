@@ -3,6 +3,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -88,6 +89,13 @@ func (g GPU) Supports(dtype string) bool {
 	return false
 }
 
+// clone returns g with its own copy of the aliases, so callers cannot
+// change a catalog through a returned value.
+func (g GPU) clone() GPU {
+	g.Aliases = slices.Clone(g.Aliases)
+	return g
+}
+
 // String returns the name and usable memory, e.g. "H100-SXM (79.65 GiB)".
 func (g GPU) String() string { return fmt.Sprintf("%s (%s)", g.Name, g.Memory) }
 
@@ -101,7 +109,9 @@ type Catalog struct {
 // All returns the catalog's GPUs ordered by memory, then name.
 func (c *Catalog) All() []GPU {
 	out := make([]GPU, len(c.gpus))
-	copy(out, c.gpus)
+	for i, g := range c.gpus {
+		out[i] = g.clone()
+	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Memory != out[j].Memory {
 			return out[i].Memory < out[j].Memory
@@ -120,7 +130,7 @@ func (c *Catalog) Lookup(name string) (GPU, error) {
 		return GPU{}, fmt.Errorf("gpu %q: %w (empty name)", name, ErrUnknown)
 	}
 	if i, ok := c.index[key]; ok {
-		return c.gpus[i], nil
+		return c.gpus[i].clone(), nil
 	}
 	if cands := c.prefixMatches(key); len(cands) > 0 {
 		return c.resolvePrefix(name, cands)
@@ -156,7 +166,7 @@ func (c *Catalog) resolvePrefix(name string, cands []int) (GPU, error) {
 		}
 	}
 	if same {
-		return first, nil
+		return first.clone(), nil
 	}
 	return GPU{}, fmt.Errorf("gpu %q: %w: matches %s with different memory sizes", name, ErrAmbiguous, strings.Join(names, ", "))
 }

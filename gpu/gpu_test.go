@@ -163,4 +163,9 @@ func TestAllSortedByMemory(t *testing.T) {
 	if All()[0].Name == "changed" {
 		t.Fatal("All() returned the catalog's own slice")
 	}
+	h, _ := Lookup("h100")
+	h.Aliases[0] = "changed"
+	if again, _ := Lookup("h100"); again.Aliases[0] == "changed" {
+		t.Fatal("Lookup shares the catalog's alias slice")
+	}
 }
