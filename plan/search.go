@@ -200,6 +200,22 @@ func MaxSeqLen(est EstimateFunc, job memory.Job, g gpu.GPU, lo, hi int) (Found, 
 // GPUsVar names the GPU count in a [Found] from [MinGPUs].
 const GPUsVar Var = "num_gpus"
 
+// Shards reports whether adding GPUs spreads a training job's model
+// states: DeepSpeed ZeRO 1-3, FSDP (but no_shard), FSDP2 and Megatron's
+// distributed optimizer do; a single process, DDP and plain Megatron data
+// parallelism keep a full copy per model-parallel group.
+func Shards(job memory.Job) bool {
+	switch job.Engine {
+	case EngineDeepSpeed, EngineMegatron:
+		return job.ZeRO >= 1
+	case EngineFSDP:
+		return job.FSDPStrategy != "no_shard"
+	case EngineFSDP2:
+		return true
+	}
+	return false
+}
+
 // MinGPUs returns the smallest number of GPUs of kind g, at most hi, on
 // which job fits with the [Headroom] kept free. The count stays a
 // multiple of the job's model-parallel size TP·PP·CP, and the data-parallel

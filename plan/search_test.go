@@ -220,3 +220,24 @@ func TestMinGPUsSynthZeRO3(t *testing.T) {
 		}
 	}
 }
+
+func TestShards(t *testing.T) {
+	for _, tc := range []struct {
+		job  memory.Job
+		want bool
+	}{
+		{memory.Job{}, false},
+		{memory.Job{Engine: "ddp"}, false},
+		{memory.Job{Engine: "deepspeed"}, false},
+		{memory.Job{Engine: "deepspeed", ZeRO: 1}, true},
+		{memory.Job{Engine: "fsdp", FSDPStrategy: "no_shard"}, false},
+		{memory.Job{Engine: "fsdp"}, true},
+		{memory.Job{Engine: "fsdp2"}, true},
+		{memory.Job{Engine: "megatron", TP: 8}, false},
+		{memory.Job{Engine: "megatron", ZeRO: 1}, true},
+	} {
+		if got := Shards(tc.job); got != tc.want {
+			t.Errorf("Shards(%s zero %d %s) = %v", tc.job.Engine, tc.job.ZeRO, tc.job.FSDPStrategy, got)
+		}
+	}
+}

@@ -236,7 +236,7 @@ func writeFitOne(w io.Writer, ro report.Options, o *fitOptions, m *model.Model, 
 		gpusName = "fewest GPUs (tensor parallel)"
 	}
 	fmt.Fprintf(&b, "%s that fit: %s\n", gpusName, answerText(rep.MinGPUs, ro, ""))
-	if (job.Mode == "" || job.Mode == memory.Train) && !shards(job) && rep.Fit.Verdict != plan.Fits {
+	if (job.Mode == "" || job.Mode == memory.Train) && !plan.Shards(job) && rep.Fit.Verdict != plan.Fits {
 		b.WriteString("  (this job keeps a full copy of the model states on every GPU; --engine deepspeed --zero 3 or --engine fsdp shards them)\n")
 	}
 	if s := rep.Result.Serving; s != nil {
@@ -250,22 +250,6 @@ func writeFitOne(w io.Writer, ro report.Options, o *fitOptions, m *model.Model, 
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// shards reports whether adding GPUs spreads a training job's model
-// states: DeepSpeed ZeRO 1-3, FSDP (but no_shard), FSDP2 and Megatron's
-// distributed optimizer do; a single process, DDP and plain Megatron data
-// parallelism keep a full copy per model-parallel group.
-func shards(job memory.Job) bool {
-	switch job.Engine {
-	case plan.EngineDeepSpeed, plan.EngineMegatron:
-		return job.ZeRO >= 1
-	case plan.EngineFSDP:
-		return job.FSDPStrategy != "no_shard"
-	case plan.EngineFSDP2:
-		return true
-	}
-	return false
 }
 
 func fitSentence(fit plan.Fit, ro report.Options) string {

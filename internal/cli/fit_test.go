@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/plan"
 )
 
@@ -113,27 +112,6 @@ func TestFitServing(t *testing.T) {
 	for _, want := range []string{"serving on H100-SXM", "longest max_model_len that fits:", "KV cache pool:", "concurrent sequences of 8192 tokens", "tensor parallel"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
-}
-
-func TestShards(t *testing.T) {
-	for _, tc := range []struct {
-		job  memory.Job
-		want bool
-	}{
-		{memory.Job{}, false},
-		{memory.Job{Engine: "ddp"}, false},
-		{memory.Job{Engine: "deepspeed"}, false},
-		{memory.Job{Engine: "deepspeed", ZeRO: 1}, true},
-		{memory.Job{Engine: "fsdp", FSDPStrategy: "no_shard"}, false},
-		{memory.Job{Engine: "fsdp"}, true},
-		{memory.Job{Engine: "fsdp2"}, true},
-		{memory.Job{Engine: "megatron", TP: 8}, false},
-		{memory.Job{Engine: "megatron", ZeRO: 1}, true},
-	} {
-		if got := shards(tc.job); got != tc.want {
-			t.Errorf("shards(%s zero %d %s) = %v", tc.job.Engine, tc.job.ZeRO, tc.job.FSDPStrategy, got)
 		}
 	}
 }
