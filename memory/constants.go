@@ -36,6 +36,7 @@ const (
 	cFragmentation
 	cFragmentationInference
 	cFragmentationLegacy
+	cFragmentationSharded
 	cCUDAContextMiB
 	cCUDAContextEagerMiB
 	cWorkspaceMiB
@@ -52,7 +53,7 @@ var constantTable = [numConstants]ConstantInfo{
 	cActivationScale: {
 		Name: "activation_scale", Default: 1.0, Unit: "factor", Min: 0.1, Max: 10,
 		Source:      "none: neutral default for calibration",
-		Description: "multiplies the per-layer saved activations of every stack (a calibration knob; the inventories themselves are derived)",
+		Description: "multiplies the activations rows (saved per-layer activations, or checkpoints and the recomputed layer) of every stack; a calibration knob, the inventories themselves are derived",
 	},
 	cFragmentation: {
 		Name: "fragmentation", Default: 0.06, Unit: "fraction", Min: 0, Max: 2,
@@ -68,6 +69,11 @@ var constantTable = [numConstants]ConstantInfo{
 		Name: "fragmentation_torch1", Default: 0.15, Unit: "fraction", Min: 0, Max: 2,
 		Source:      "MODEL.md §15.5 (torch-1.x eager-attention BERT runs show ≈ 15 %)",
 		Description: "training on a torch 1.x stack (Software contains \"torch1\")",
+	},
+	cFragmentationSharded: {
+		Name: "fragmentation_sharded", Default: 0.15, Unit: "fraction", Min: 0, Max: 2,
+		Source:      "MODEL.md §15.11 (the ZeRO-3 record sits 13-22 % above an allocated-based estimate); FSDP/ZeRO-3 all-gather and reduce-scatter run on their own CUDA streams, whose blocks the caching allocator pools per stream",
+		Description: "training with sharded parameters (ZeRO-3, FSDP full/hybrid shard): reserved = allocated × (1 + fragmentation_sharded)",
 	},
 	cCUDAContextMiB: {
 		Name: "cuda_context_mib", Default: 500, Unit: "MiB", Min: 0, Max: 8192,

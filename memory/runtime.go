@@ -96,6 +96,10 @@ type Overheads struct {
 	// Fragmentation is the fraction reserved exceeds allocated by:
 	// reserved = allocated × (1 + Fragmentation).
 	Fragmentation float64 `json:"fragmentation"`
+	// FragmentationName is the constant Fragmentation was read from
+	// (fragmentation, fragmentation_inference, fragmentation_torch1,
+	// fragmentation_sharded), for calibration.
+	FragmentationName string `json:"fragmentation_name"`
 	// CUDAContext is the CUDA context (kernels, driver state), outside the allocator.
 	CUDAContext units.Bytes `json:"cuda_context_bytes"`
 	// Workspace is the cuBLAS/cuBLASLt workspace of the compute stream.
@@ -125,14 +129,16 @@ func RuntimeOverheads(job Job) (Overheads, error) {
 // runtimeOverheads is [RuntimeOverheads] with resolved constants.
 func runtimeOverheads(job Job, c *constants) Overheads {
 	o := Overheads{Legacy: hasSoftware(job.Software, "torch1")}
+	id := cFragmentation
 	switch {
 	case job.Mode == Inference || job.Mode == Serving:
-		o.Fragmentation = c[cFragmentationInference]
+		id = cFragmentationInference
 	case o.Legacy:
-		o.Fragmentation = c[cFragmentationLegacy]
-	default:
-		o.Fragmentation = c[cFragmentation]
+		id = cFragmentationLegacy
+	case shardsParams(job):
+		id = cFragmentationSharded
 	}
+	o.Fragmentation, o.FragmentationName = c[id], constantTable[id].Name
 	ctx := c[cCUDAContextMiB]
 	if o.Legacy {
 		ctx = c[cCUDAContextEagerMiB]
@@ -218,6 +224,20 @@ func hasSoftware(sw []string, name string) bool {
 		if strings.EqualFold(strings.TrimSpace(s), name) {
 			return true
 		}
+	}
+	return false
+}
+
+// shardsParams reports whether a training job shards its parameters
+// (DeepSpeed ZeRO-3, FSDP/FSDP2 full or hybrid sharding).
+func shardsParams(job Job) bool {
+	e := strings.ToLower(job.Engine)
+	switch {
+	case e == "deepspeed" || e == "ds" || strings.HasPrefix(e, "zero"):
+		return job.ZeRO >= 3
+	case strings.Contains(e, "fsdp") || strings.Contains(e, "torchtitan") || e == "fully_shard":
+		st := strings.ToLower(job.FSDPStrategy)
+		return st == "" || st == "full_shard" || st == "hybrid_shard"
 	}
 	return false
 }

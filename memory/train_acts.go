@@ -152,7 +152,8 @@ func (s *setup) finishActs(t *actTotals, r *actRegime, sum, first, last layerAct
 	t.perTok = layerAct{sum.lin * scale, sum.quad * scale}
 	full := sum.bytes(n, kvLen) * scale
 	t.trans = layerBackwardTransient(st, r).bytes(n, kvLen)
-	t.ckpt = s.residual * float64(st.Hidden) * n
+	// activation_scale scales the whole row, checkpoints included.
+	t.ckpt = s.residual * float64(st.Hidden) * n * s.c[cActivationScale]
 	s.layerPhases(t, full, first.bytes(n, kvLen)*scale, last.bytes(n, kvLen)*scale)
 	if k := s.dist.inFlight; k > 1 {
 		// Pipeline stage 0 keeps the activations of k micro-batches (§4.7).
@@ -293,12 +294,13 @@ func (s *setup) visionActs(r *actRegime) float64 {
 		vr.lora = nil
 		vr.gqaWide = false
 		a := decoderLayer(&v.Stack, model.LayerType{Attention: model.FullAttention}, &vr)
-		per := a.bytes(nv, patches) * s.c[cActivationScale]
+		per := a.bytes(nv, patches)
 		if s.ckpt == ckptFull {
 			out = float64(v.Layers)*r.resid*float64(v.Hidden)*nv + per
 		} else {
 			out = float64(v.Layers) * per
 		}
+		out *= s.c[cActivationScale]
 	}
 	if s.trainable.vision || s.trainable.projector || s.method == MethodFull {
 		imgTok := float64(s.seqTotal-s.seq) * float64(s.batch)
@@ -317,11 +319,11 @@ func (s *setup) encoderActs(r *actRegime) float64 {
 	n := s.tokens
 	er := *r
 	a := decoderLayer(e, model.LayerType{Attention: model.FullAttention}, &er)
-	per := a.bytes(n, float64(s.seqTotal)) * s.c[cActivationScale]
+	per := a.bytes(n, float64(s.seqTotal))
 	if s.ckpt == ckptFull {
-		return float64(e.Layers)*s.residual*float64(e.Hidden)*n + per
+		return (float64(e.Layers)*s.residual*float64(e.Hidden)*n + per) * s.c[cActivationScale]
 	}
-	return float64(e.Layers) * per
+	return float64(e.Layers) * per * s.c[cActivationScale]
 }
 
 // maskBytes is the 4-D attention mask HF builds for eager attention, and

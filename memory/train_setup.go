@@ -251,6 +251,10 @@ func (s *setup) resolveActivationKnobs() error {
 		s.ckpt = ckptNone
 	case g == "full" || g == "true" || g == "on":
 		s.ckpt = ckptFull
+	case g == "selective" && s.framework == FrameworkTorchtitan:
+		// torchtitan's selective AC defaults to checkpointing every
+		// second layer (selective_ac_option "2").
+		s.ckpt, s.ckptEvery = ckptEveryN, 2
 	case g == "selective" || g == "op" || g == "sac":
 		s.ckpt = ckptSelective
 	case strings.HasPrefix(g, "every-"):
