@@ -41,6 +41,10 @@ func TestRuntimeOverheads(t *testing.T) {
 		{"torch1", Job{Software: []string{"torch1"}, GPU: "V100"}, 0.15, 1343 * units.MiB, 8*units.MiB + 128*units.KiB, false},
 		{"override", Job{Constants: map[string]float64{"fragmentation": 0.1, "cuda_context_mib": 1000}}, 0.1, 1000 * units.MiB, 8*units.MiB + 128*units.KiB, false},
 		{"unknown gpu", Job{GPU: "tpu"}, 0.06, 500 * units.MiB, 8*units.MiB + 128*units.KiB, true},
+		{"zero-3", Job{Engine: "deepspeed", ZeRO: 3}, 0.15, 500 * units.MiB, 8*units.MiB + 128*units.KiB, false},
+		{"zero-2", Job{Engine: "deepspeed", ZeRO: 2}, 0.06, 500 * units.MiB, 8*units.MiB + 128*units.KiB, false},
+		{"fsdp2", Job{Engine: "fsdp2"}, 0.15, 500 * units.MiB, 8*units.MiB + 128*units.KiB, false},
+		{"fsdp shard_grad_op", Job{Engine: "fsdp", FSDPStrategy: "shard_grad_op"}, 0.06, 500 * units.MiB, 8*units.MiB + 128*units.KiB, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,6 +54,9 @@ func TestRuntimeOverheads(t *testing.T) {
 			}
 			if o.Fragmentation != tt.frag || o.CUDAContext != tt.ctx || o.Workspace != tt.ws {
 				t.Errorf("got frag %v ctx %d ws %d, want %v %d %d", o.Fragmentation, o.CUDAContext, o.Workspace, tt.frag, tt.ctx, tt.ws)
+			}
+			if got, ok := ConstantValue(tt.job.Constants, o.FragmentationName); ok != nil || got != o.Fragmentation {
+				t.Errorf("FragmentationName %q = %v, fragmentation %v", o.FragmentationName, got, o.Fragmentation)
 			}
 			if (o.Warning != "") != tt.warnings {
 				t.Errorf("warning %q, want present=%v", o.Warning, tt.warnings)
