@@ -16,8 +16,8 @@ var levels = []string{"allocated", "reserved", "device"}
 // workspace + misc ([memory.Overheads]).
 func predict(o runObs, v values) [3]float64 {
 	alloc := o.estAlloc
-	if v.hasScale && o.train && o.act > 0 {
-		alloc += (v.scale/o.s0 - 1) * o.act
+	if v.hasScale && o.train && o.sens > 0 {
+		alloc += (v.scale - o.s0) * o.sens
 	}
 	f := o.frag0
 	if nf, ok := v.frag[o.fragName]; ok {
@@ -36,18 +36,36 @@ func predict(o runObs, v values) [3]float64 {
 	return [3]float64{alloc, res, o.estDev + (res - o.estRes) + (k - k0)}
 }
 
+// reestimate returns the run's three peaks with corrections v: from the
+// estimator when there is one and it succeeds, else from predict.
+func reestimate(o runObs, v values, est Estimator) [3]float64 {
+	if est == nil || !o.reestimated {
+		return predict(o, v)
+	}
+	job := o.run.Job
+	for name, x := range v.constants() {
+		job = withConstant(job, name, x)
+	}
+	r, err := est(o.run, job)
+	if err != nil {
+		return predict(o, v)
+	}
+	return [3]float64{float64(r.AllocatedPeakBytes), float64(r.ReservedPeakBytes), float64(r.DevicePeakBytes)}
+}
+
 func (o runObs) estimates() [3]float64 { return [3]float64{o.estAlloc, o.estRes, o.estDev} }
 func (o runObs) measured() [3]float64  { return [3]float64{o.measAlloc, o.measRes, o.measDev} }
 
 // evaluate compares every run's estimates before and after the fit, and
-// after a fit to the other runs only (leave-one-out).
-func evaluate(obs []runObs, v values, minRuns int) ([]RunError, []LevelError) {
+// after a fit to the other runs only (leave-one-out). With an estimator
+// the "after" figures are real estimates with the fitted constants.
+func evaluate(obs []runObs, v values, minRuns int, est Estimator) ([]RunError, []LevelError) {
 	var per []RunError
 	sums := make([]levelSums, len(levels))
 	for i, o := range obs {
 		rest := append(append([]runObs(nil), obs[:i]...), obs[i+1:]...)
 		loo, _ := fitTerms(rest, minRuns)
-		before, after, held, meas := o.estimates(), predict(o, v), predict(o, loo), o.measured()
+		before, after, held, meas := o.estimates(), reestimate(o, v, est), reestimate(o, loo, est), o.measured()
 		for l, name := range levels {
 			if meas[l] <= 0 {
 				continue

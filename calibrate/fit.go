@@ -28,13 +28,30 @@ type FitOptions struct {
 	MinRuns int
 	// ActivationComponents are the estimate rows activation_scale
 	// multiplies (default "activations": the saved per-layer activations).
+	// They are used when Estimator is nil.
 	ActivationComponents []string
+	// Estimator, when set, re-estimates a run's job; Fit then measures how
+	// the allocated peak responds to activation_scale by a finite
+	// difference instead of assuming the activation rows scale whole, and
+	// reports the error after the fit from real estimates with the fitted
+	// constants. Runs it fails on fall back to the linear model.
+	Estimator Estimator
 }
+
+// Estimator estimates job for the model of run (gpumem's estimator with
+// the model the run names).
+type Estimator func(run Run, job memory.Job) (memory.PerGPU, error)
+
+// scaleStep is the relative step of the finite difference in activation_scale.
+const scaleStep = 0.1
 
 // FitStats describes a fit: the terms and the error before and after.
 type FitStats struct {
 	// Runs is the number of runs given.
 	Runs int `json:"runs"`
+	// Reestimated is how many runs were estimated anew with this gpumem
+	// (the "before" figures then are today's estimates, not the recorded ones).
+	Reestimated int `json:"reestimated,omitempty"`
 	// Terms are the fitted constants.
 	Terms []TermFit `json:"terms"`
 	// Levels summarise the error at each level over the runs measuring it.
@@ -101,7 +118,9 @@ var ErrNothingToFit = errors.New("no correction term could be fitted")
 // least squares on the level of memory it governs (MODEL.md §10, §11):
 //
 //   - activation_scale, from the allocated peaks of training runs: measured
-//     allocated = estimate without activations + scale × activations;
+//     allocated = estimate + (scale − scale₀) × ∂allocated/∂scale, where the
+//     derivative is the activation rows / scale₀, or a finite difference of
+//     the estimator when FitOptions.Estimator is set;
 //   - fragmentation (or its inference / torch-1 variant, as
 //     [memory.RuntimeOverheads] picks it per run), from measured reserved
 //     and allocated: reserved − allocated = fragmentation × allocated;
@@ -146,7 +165,12 @@ func Fit(runs []Run, opts FitOptions) (Profile, error) {
 	if p.Name == "" {
 		p.Name = cmp.Or(kind, "unknown GPU") + ", " + runs[0].Stack()
 	}
-	p.Fit.PerRun, p.Fit.Levels = evaluate(obs, v, opts.MinRuns)
+	for _, o := range obs {
+		if o.reestimated {
+			p.Fit.Reestimated++
+		}
+	}
+	p.Fit.PerRun, p.Fit.Levels = evaluate(obs, v, opts.MinRuns, opts.Estimator)
 	return p, nil
 }
 
@@ -166,8 +190,10 @@ type runObs struct {
 	train                       bool
 	estAlloc, estRes, estDev    float64
 	measAlloc, measRes, measDev float64
-	act                         float64 // activation rows at the estimate's peak
+	sens                        float64 // ∂ allocated peak / ∂ activation_scale, bytes
 	s0                          float64 // activation_scale the run used
+	run                         Run
+	reestimated                 bool // estimates come from the estimator, not the runs file
 	frag0                       float64
 	fragName, ctxName           string
 	ctx0, ws, misc0             float64
@@ -194,14 +220,52 @@ func observe(runs []Run, opts FitOptions) ([]runObs, error) {
 		if ov.Legacy {
 			o.ctxName = "cuda_context_eager_mib"
 		}
+		var act float64
 		for _, c := range r.Estimate.Components {
 			if c.Level == "allocated" && slices.Contains(opts.ActivationComponents, c.Name) {
-				o.act += float64(c.Bytes)
+				act += float64(c.Bytes)
 			}
+		}
+		o.sens, o.run = act/s0, r
+		if opts.Estimator != nil {
+			o.reestimated = o.useEstimator(opts.Estimator)
 		}
 		out[i] = o
 	}
 	return out, nil
+}
+
+// useEstimator re-estimates the run with today's estimator, so that the
+// fit corrects the model as it is now rather than as it was when the run
+// was recorded, and for a training run measures ∂ allocated /
+// ∂ activation_scale by a one-sided difference (the allocated peak is
+// linear in the scale while the peak phase stays the same). It reports
+// whether the estimator succeeded.
+func (o *runObs) useEstimator(est Estimator) bool {
+	base, err := est(o.run, o.run.Job)
+	if err != nil {
+		return false
+	}
+	o.estAlloc, o.estRes, o.estDev = float64(base.AllocatedPeakBytes), float64(base.ReservedPeakBytes), float64(base.DevicePeakBytes)
+	if !o.train {
+		return true
+	}
+	job := withConstant(o.run.Job, ActivationScale, o.s0*(1+scaleStep))
+	if moved, err := est(o.run, job); err == nil && moved.PeakPhase == base.PeakPhase {
+		o.sens = float64(moved.AllocatedPeakBytes-base.AllocatedPeakBytes) / (o.s0 * scaleStep)
+	}
+	return true
+}
+
+// withConstant returns job with one constant overridden (the job's map is copied).
+func withConstant(job memory.Job, name string, v float64) memory.Job {
+	c := make(map[string]float64, len(job.Constants)+1)
+	for k, x := range job.Constants {
+		c[k] = x
+	}
+	c[name] = v
+	job.Constants = c
+	return job
 }
 
 // fragmentationName is the constant [memory.RuntimeOverheads] used for the job.

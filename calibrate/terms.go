@@ -58,18 +58,20 @@ func fitTerms(obs []runObs, minRuns int) (values, []TermFit) {
 	return v, terms
 }
 
-// fitScale fits activation_scale to training runs' allocated peaks:
-// (measured − estimate without activations)/measured = scale × (activations / scale₀)/measured.
+// fitScale fits activation_scale to training runs' allocated peaks,
+// linearised at each estimate: measured = estimate + (scale − scale₀)·d,
+// d = ∂allocated/∂scale, so (measured − estimate + scale₀·d)/measured =
+// scale · d/measured.
 func fitScale(obs []runObs, minRuns int) (TermFit, bool) {
 	var a [][]float64
 	var y, before []float64
 	for _, o := range obs {
-		if !o.train || o.measAlloc <= 0 || o.act <= 0 {
+		if !o.train || o.measAlloc <= 0 || o.sens <= 0 {
 			continue
 		}
 		w := 1 / o.measAlloc
-		a = append(a, []float64{o.act / o.s0 * w})
-		y = append(y, (o.measAlloc-(o.estAlloc-o.act))*w)
+		a = append(a, []float64{o.sens * w})
+		y = append(y, (o.measAlloc-o.estAlloc+o.s0*o.sens)*w)
 		before = append(before, o.s0)
 	}
 	return solveTerm(ActivationScale, a, y, before, minRuns, 1)

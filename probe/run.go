@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"sync"
 	"time"
 
 	"github.com/gpumem/gpumem/units"
@@ -171,10 +172,16 @@ func Run(ctx context.Context, command []string, opts Options) (Report, error) {
 	}
 	tail := newTailBuffer(opts.StderrTail)
 	cmd := exec.Command(command[0], command[1:]...)
-	cmd.Stdin, cmd.Stdout = opts.Stdin, opts.Stdout
+	cmd.Stdin = opts.Stdin
+	// exec copies stdout and stderr in two goroutines; one lock keeps
+	// them from writing at once to a writer they share.
+	var mu sync.Mutex
+	if opts.Stdout != nil {
+		cmd.Stdout = &lockedWriter{mu: &mu, w: opts.Stdout}
+	}
 	cmd.Stderr = tail
 	if opts.Stderr != nil {
-		cmd.Stderr = io.MultiWriter(opts.Stderr, tail)
+		cmd.Stderr = &lockedWriter{mu: &mu, w: io.MultiWriter(opts.Stderr, tail)}
 	}
 	cmd.Env, cmd.Dir = opts.Env, opts.Dir
 	cmd.WaitDelay = 5 * time.Second // a grandchild holding the stderr pipe must not block Wait

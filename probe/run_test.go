@@ -348,3 +348,22 @@ func TestTimelineThinning(t *testing.T) {
 		t.Errorf("peak %+v, want the last sample's 99", p)
 	}
 }
+
+// The command's stdout and stderr may share one writer that is not safe
+// for concurrent use (run with -race).
+func TestRunSharedOutput(t *testing.T) {
+	var out bytes.Buffer
+	script := `i=0; while [ $i -lt 200 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done`
+	rep, err := Run(context.Background(), []string{"sh", "-c", script}, Options{Sampler: oneGPU(), Interval: fast, Stdout: &out, Stderr: &out})
+	if err != nil || rep.ExitCode != 0 {
+		t.Fatal(err, rep.ExitCode)
+	}
+	for _, want := range []string{"out0\n", "err0\n", "out199\n", "err199\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("shared output lacks %q", want)
+		}
+	}
+	if n := strings.Count(out.String(), "\n"); n != 400 {
+		t.Errorf("shared output has %d lines, want 400", n)
+	}
+}

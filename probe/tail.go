@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"io"
 	"strings"
 	"sync"
 )
@@ -36,4 +37,17 @@ func (t *tailBuffer) String() string {
 		}
 	}
 	return s
+}
+
+// lockedWriter serialises writes to w under a lock it may share with
+// other lockedWriters.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

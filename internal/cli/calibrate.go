@@ -2,6 +2,8 @@ package cli
 
 import (
 	"cmp"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/gpumem/gpumem/calibrate"
 	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/report"
 )
 
@@ -59,7 +62,7 @@ GPU hardware was made while gpumem was built, so its constants are the documente
 			if o.MinRuns < 1 {
 				return usageErrorf("--min-runs: want at least 1, got %d", o.MinRuns)
 			}
-			return calibrateRun(f, g, o)
+			return calibrateRun(cmd.Context(), f, g, o)
 		},
 	}
 	fs := cmd.Flags()
@@ -71,7 +74,34 @@ GPU hardware was made while gpumem was built, so its constants are the documente
 	return cmd
 }
 
-func calibrateRun(f *Factory, g *globalOptions, o *calibrateOptions) error {
+// runEstimator estimates a run's job on the model the run names, loading
+// each model once. A run whose model cannot be loaded is fitted from its
+// recorded estimate.
+func runEstimator(ctx context.Context, f *Factory) calibrate.Estimator {
+	models := map[string]*model.Model{}
+	failed := map[string]error{}
+	return func(run calibrate.Run, job memory.Job) (memory.PerGPU, error) {
+		if run.Model == "" {
+			return memory.PerGPU{}, errors.New("run names no model")
+		}
+		m, ok := models[run.Model]
+		if !ok {
+			if err := failed[run.Model]; err != nil {
+				return memory.PerGPU{}, err
+			}
+			var err error
+			if m, err = resolveModel(ctx, f, run.Model); err != nil {
+				failed[run.Model] = err
+				return memory.PerGPU{}, err
+			}
+			models[run.Model] = m
+		}
+		r, err := memory.Estimate(m, job)
+		return r.PerGPU, err
+	}
+}
+
+func calibrateRun(ctx context.Context, f *Factory, g *globalOptions, o *calibrateOptions) error {
 	file, err := os.Open(o.Runs)
 	if err != nil {
 		return err
@@ -85,7 +115,7 @@ func calibrateRun(f *Factory, g *globalOptions, o *calibrateOptions) error {
 	if len(sel) == 0 {
 		return fmt.Errorf("%s: no runs on GPU kind %q (of %d runs)", o.Runs, o.GPU, len(runs))
 	}
-	p, err := calibrate.Fit(sel, calibrate.FitOptions{Name: o.Name, MinRuns: o.MinRuns})
+	p, err := calibrate.Fit(sel, calibrate.FitOptions{Name: o.Name, MinRuns: o.MinRuns, Estimator: runEstimator(ctx, f)})
 	if err != nil {
 		return err
 	}
@@ -121,6 +151,9 @@ func renderProfile(f *Factory, g *globalOptions, p calibrate.Profile) error {
 			return nil
 		}
 		return t.Render(w, ro.Format)
+	}
+	if p.Fit.Reestimated > 0 {
+		fmt.Fprintf(w, "  %d of %d runs estimated anew with this gpumem; the others use their recorded estimates.\n", p.Fit.Reestimated, p.Fit.Runs)
 	}
 	terms := &report.TableData{
 		Title:   fmt.Sprintf("Fitted constants (%d runs)", p.Fit.Runs),

@@ -157,7 +157,7 @@ func TestProbeSyntheticRecordAndCalibrate(t *testing.T) {
 	}
 	profile := filepath.Join(dir, "h100.json")
 	out, errOut, code = runCommand(t, "calibrate", runs, "--min-runs", "1", "--output", profile)
-	if code != 0 || !strings.Contains(out, "Fitted constants (1 runs)") || !strings.Contains(out, "leave-one-out") {
+	if code != 0 || !probeContains(out, "Fitted constants (1 runs)", "leave-one-out", "1 of 1 runs estimated anew") {
 		t.Fatalf("calibrate: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	p, err := calibrate.LoadProfile(profile)
