@@ -27,6 +27,13 @@
 //   - the device constant (context + workspace + misc) from nvidia-smi
 //     versus reserved.
 //
+// When an [Estimator] is given (the CLI passes gpumem's own, on the
+// model each run names), every run is estimated anew so the profile
+// corrects today's model, the response of the allocated peak to
+// activation_scale is measured by a finite difference rather than assumed
+// from the activation rows, and the error after the fit comes from real
+// estimates with the fitted constants.
+//
 // The solver is a small Householder QR ([Solve]); it reports standard
 // errors so a profile shows how well each term is determined. The fit
 // statistics give the error at each level before and after, and a
