@@ -220,13 +220,17 @@ func Run(ctx context.Context, command []string, opts Options) (Report, error) {
 func supervise(ctx context.Context, cmd *exec.Cmd, opts Options) error {
 	waitErr := make(chan error, 1)
 	go func() { waitErr <- cmd.Wait() }()
-	ctxDone := ctx.Done()
+	ctxDone, sigs := ctx.Done(), opts.Signals
 	var kill <-chan time.Time
 	for {
 		select {
 		case err := <-waitErr:
 			return err
-		case sig := <-opts.Signals:
+		case sig, ok := <-sigs:
+			if !ok {
+				sigs = nil // closed by the caller: stop forwarding
+				continue
+			}
 			_ = signalGroup(cmd.Process, sig) // the child may have just exited
 		case <-ctxDone:
 			ctxDone = nil

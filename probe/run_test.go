@@ -367,3 +367,12 @@ func TestRunSharedOutput(t *testing.T) {
 		t.Errorf("shared output has %d lines, want 400", n)
 	}
 }
+
+func TestRunClosedSignals(t *testing.T) {
+	sigs := make(chan os.Signal)
+	close(sigs)
+	rep, err := Run(context.Background(), []string{"sh", "-c", "sleep 0.2; exit 5"}, Options{Sampler: oneGPU(), Interval: fast, Signals: sigs})
+	if err != nil || rep.ExitCode != 5 {
+		t.Fatalf("closed signal channel: %v, exit %d; want the command to run to its exit 5", err, rep.ExitCode)
+	}
+}
