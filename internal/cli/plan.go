@@ -3,11 +3,13 @@ package cli
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/plan"
@@ -52,8 +54,10 @@ offload. The job's other settings (model, precision, optimizer, sequence length,
 accumulation, LoRA rank, ...) come from the same flags as 'gpumem estimate'.
 
 Layouts the memory model does not support are skipped and counted by reason
-(--show-skipped lists them).`,
+(--show-skipped lists them). With several GPU kinds (--gpu l4,h100) or none, plan shows
+the highest-scoring layout of each kind.`,
 		Example: `  gpumem plan llama3-8b --gpu h100 --max-gpus 8 --seq-len 4096
+  gpumem plan llama3-8b --gpu l4,l40s,a100-80g,h100 --max-gpus 8 --seq-len 4096   # best layout per GPU kind
   gpumem plan llama3-70b --gpu a100-80g --max-gpus 64 --seq-len 4096 --grad-accum 16 --engines deepspeed,megatron
   gpumem plan qwen2.5-7b --gpu rtx-4090 --max-gpus 4 --methods full,lora,qlora --top 10`,
 		Args: cobra.MaximumNArgs(1),
@@ -197,27 +201,86 @@ func planRun(f *Factory, g *globalOptions, o *planOptions, space plan.Space, m *
 	if err != nil {
 		return err
 	}
-	if o.Est.Job.GPU == "" && o.Est.Job.GPUMemory == 0 {
-		return usageErrorf("--gpu: name the GPU kind to plan for (e.g. --gpu h100); 'gpumem gpus' lists them")
-	}
 	gs, _, err := selectGPUs(cat, o.Est.Job.GPU, o.Est.Job.GPUMemory)
 	if err != nil {
 		return err
 	}
-	if len(gs) != 1 {
-		return usageErrorf("--gpu: plan searches one GPU kind at a time, %d given", len(gs))
-	}
 	job := o.Est.Job
 	job.GPU, job.GPUMemory = "", 0
+	ro := g.renderOptions(f)
+	if len(gs) > 1 {
+		return planAcross(f, ro, o, space, m, job, gs)
+	}
 	p, err := plan.Search(plan.For(m), job, gs[0], space)
 	if err != nil {
 		return err
 	}
-	ro := g.renderOptions(f)
 	if ro.Format == report.JSON {
 		return report.WriteJSON(f.IO.Out, p)
 	}
 	return writePlan(f.IO.Out, ro, o, m, p)
+}
+
+// planAcross searches every GPU kind and shows the best layout of each,
+// best first.
+func planAcross(f *Factory, ro report.Options, o *planOptions, space plan.Space, m *model.Model, job memory.Job, gs []gpu.GPU) error {
+	space.Keep = 1
+	est := plan.For(m)
+	plans := make([]plan.Plan, 0, len(gs))
+	for _, g := range gs {
+		p, err := plan.Search(est, job, g, space)
+		if err != nil {
+			return err
+		}
+		plans = append(plans, p)
+	}
+	sort.SliceStable(plans, func(i, j int) bool {
+		a, b := plans[i], plans[j]
+		if (len(a.Candidates) > 0) != (len(b.Candidates) > 0) {
+			return len(a.Candidates) > 0
+		}
+		if len(a.Candidates) == 0 {
+			return a.MemoryBytes > b.MemoryBytes
+		}
+		ca, cb := a.Candidates[0], b.Candidates[0]
+		if ca.NumGPUs != cb.NumGPUs {
+			return ca.NumGPUs < cb.NumGPUs
+		}
+		if ca.Score != cb.Score {
+			return ca.Score > cb.Score
+		}
+		return a.MemoryBytes < b.MemoryBytes
+	})
+	if ro.Format == report.JSON {
+		return report.WriteJSON(f.IO.Out, plans)
+	}
+	t := &report.TableData{
+		Title:   fmt.Sprintf("%s: the highest-scoring layout on up to %d GPUs of each kind (rows by GPU count, then score)", m.ID, o.MaxGPUs),
+		Headers: []string{"gpu", "memory", "gpus", "engine", "tp", "pp", "cp", "ep", "mb", "ckpt", "offload", "need/gpu", "util", "score"},
+		Aligns: []report.Align{report.Left, report.Right, report.Right, report.Left, report.Right, report.Right, report.Right, report.Right,
+			report.Right, report.Left, report.Left, report.Right, report.Right, report.Right},
+	}
+	methods := len(space.Methods) > 1
+	if methods {
+		t.Headers = append(t.Headers, "method")
+		t.Aligns = append(t.Aligns, report.Left)
+	}
+	for _, p := range plans {
+		if len(p.Candidates) == 0 {
+			row := []string{p.GPU, ro.Bytes(p.MemoryBytes), "-", "no layout fits"}
+			t.AddRow(append(row, make([]string, len(t.Headers)-len(row))...)...)
+			continue
+		}
+		c := p.Candidates[0]
+		row := []string{p.GPU, ro.Bytes(p.MemoryBytes), fmt.Sprint(c.NumGPUs), c.Sharding(), fmt.Sprint(max(c.TP, 1)), fmt.Sprint(max(c.PP, 1)),
+			fmt.Sprint(max(c.CP, 1)), fmt.Sprint(max(c.EP, 1)), fmt.Sprint(c.MicroBatch), c.GradCheckpoint, c.Offload,
+			ro.Bytes(c.NeedBytes), fmt.Sprintf("%.1f%%", c.Utilization), fmt.Sprintf("%.3f", c.Score)}
+		if methods {
+			row = append(row, c.Method)
+		}
+		t.AddRow(row...)
+	}
+	return t.Render(f.IO.Out, ro.Format)
 }
 
 func writePlan(w io.Writer, ro report.Options, o *planOptions, m *model.Model, p plan.Plan) error {

@@ -37,14 +37,35 @@ func TestPlanRanksLayouts(t *testing.T) {
 	}
 }
 
+func TestPlanAcrossGPUs(t *testing.T) {
+	out, errOut, code := runCommand(t, "plan", "Qwen/Qwen2.5-0.5B", "--gpu", "t4,l4,h100", "--max-gpus", "2", "--seq-len", "1024")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"highest-scoring layout on up to 2 GPUs of each kind", "T4", "L4", "H100-SXM"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, code = runCommand(t, "plan", "Qwen/Qwen2.5-0.5B", "--gpu", "t4,h100", "--max-gpus", "2", "--seq-len", "1024", "--format", "json")
+	var plans []plan.Plan
+	if err := json.Unmarshal([]byte(out), &plans); err != nil || code != 0 || len(plans) != 2 {
+		t.Fatalf("exit %d, %v, %d plans", code, err, len(plans))
+	}
+	for _, p := range plans {
+		if len(p.Candidates) > 1 {
+			t.Errorf("%s: %d candidates, want the best one", p.GPU, len(p.Candidates))
+		}
+	}
+}
+
 func TestPlanUsageErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		args []string
 		want string
 	}{
-		{"no gpu", []string{"plan", "gpt2"}, "--gpu"},
-		{"two gpus", []string{"plan", "gpt2", "--gpu", "h100,l4"}, "one GPU kind"},
+		{"unknown gpu", []string{"plan", "gpt2", "--gpu", "tpu"}, "--gpu"},
 		{"inference", []string{"plan", "gpt2", "--gpu", "h100", "--mode", "inference"}, "training layouts"},
 		{"bad engine", []string{"plan", "gpt2", "--gpu", "h100", "--engines", "horovod"}, "--engines"},
 		{"bad stage", []string{"plan", "gpt2", "--gpu", "h100", "--zero-stages", "4"}, "--zero-stages"},
