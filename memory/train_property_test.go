@@ -25,6 +25,11 @@ func propertyJobs() []Job {
 		{Optimizer: "muon", Framework: "megatron", MasterWeights: "fp32"},
 		{ActivationOffload: true, OptimizerInBwd: true, Framework: "torchtune"},
 		{Software: []string{"torch1"}, Dtype: "fp16", ComputeDtype: "fp16"},
+		{Engine: "deepspeed", ZeRO: 3, NumGPUs: 8, OffloadOptimizer: "cpu"},
+		{Engine: "fsdp2", NumGPUs: 16, CP: 2, GradCheckpoint: "full"},
+		{Engine: "fsdp", FSDPStrategy: "shard_grad_op", NumGPUs: 4, Method: "lora"},
+		{NumGPUs: 4, GradAccum: 2},
+		{Engine: "megatron", ZeRO: 1, NumGPUs: 8, TP: 2, PP: 2, SP: true, GradAccum: 8},
 	}
 }
 
@@ -117,7 +122,12 @@ func TestTrainingInvariants(t *testing.T) {
 				if job.GradCheckpoint == "" {
 					j := job
 					j.GradCheckpoint = "full"
-					if r2 := estimateOK(t, m, j); r2.PerGPU.AllocatedPeakBytes > base {
+					// The one exception allowed: when the last layer's backward is
+					// the peak, the checkpointed input of that layer stays alive
+					// next to its recomputed activations (at most 4·h bytes per
+					// token), a tensor the un-checkpointed layer does not keep.
+					slack := units.Bytes(4 * m.Text.Hidden * j.SeqLen * max(j.MicroBatch, 1))
+					if r2 := estimateOK(t, m, j); r2.PerGPU.AllocatedPeakBytes > base+slack {
 						t.Errorf("checkpointing raised the peak: %d > %d", r2.PerGPU.AllocatedPeakBytes, base)
 					}
 				}
