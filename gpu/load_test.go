@@ -1,8 +1,10 @@
 package gpu
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -208,4 +210,18 @@ func FuzzParseDataTypes(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestJSONOutputLoadsBack(t *testing.T) {
+	data, err := json.Marshal(All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := Parse(data, "gpus.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(gs, All()) {
+		t.Error("the JSON of All() does not parse back to the same GPUs")
+	}
 }
