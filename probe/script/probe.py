@@ -309,6 +309,12 @@ def train(torch, model, config, job, dev, args, tracker, result, applied, warnin
     applied["autocast"] = compute if amp else "none"
     amp_dtype = getattr(torch, DTYPES[compute]) if amp else None
     model.train()
+    # Fine-tuning scripts turn the KV cache off for training (transformers
+    # does so itself under gradient checkpointing); a cache would hold
+    # every layer's keys and values until the forward's output is dropped.
+    if getattr(model, "config", None) is not None:  # not every model takes use_cache as an argument
+        model.config.use_cache = False
+    applied["use_cache"] = False
     params = [p for p in model.parameters() if p.requires_grad]
     opt = make_optimizer(torch, params, job, applied)
     comps = {}
