@@ -230,6 +230,7 @@ func TestTrainingBadInput(t *testing.T) {
 		{"unknown software", Job{Software: []string{"torch0"}}, "--software"},
 		{"unknown constant", Job{Constants: map[string]float64{"activation_scal": 1}}, `"activation_scal"`},
 		{"full training of nf4", Job{Dtype: "nf4", Method: "full"}, "--method qlora"},
+		{"fp8 weights", Job{Dtype: "fp8"}, "--dtype fp8: FP8 training"},
 		{"bad targets", Job{Method: "lora", LoRATargets: []string{"nope_proj"}}, "--lora-target-modules nope_proj"},
 		{"bad dropout", Job{Method: "lora", LoRADropout: 1.5}, "--lora-dropout"},
 		{"bad variant", Job{Method: "lora", PEFTVariant: "vera"}, "--peft-variant"},
