@@ -220,15 +220,9 @@ func observe(runs []Run, opts FitOptions) ([]runObs, error) {
 		if ov.Legacy {
 			o.ctxName = "cuda_context_eager_mib"
 		}
-		var act float64
-		for _, c := range r.Estimate.Components {
-			if c.Level == "allocated" && slices.Contains(opts.ActivationComponents, c.Name) {
-				act += float64(c.Bytes)
-			}
-		}
-		o.sens, o.run = act/s0, r
+		o.sens, o.run = activationBytes(r.Estimate, opts.ActivationComponents)/s0, r
 		if opts.Estimator != nil {
-			o.reestimated = o.useEstimator(opts.Estimator)
+			o.reestimated = o.useEstimator(opts)
 		}
 		out[i] = o
 	}
@@ -241,12 +235,14 @@ func observe(runs []Run, opts FitOptions) ([]runObs, error) {
 // ∂ activation_scale by a one-sided difference (the allocated peak is
 // linear in the scale while the peak phase stays the same). It reports
 // whether the estimator succeeded.
-func (o *runObs) useEstimator(est Estimator) bool {
+func (o *runObs) useEstimator(opts FitOptions) bool {
+	est := opts.Estimator
 	base, err := est(o.run, o.run.Job)
 	if err != nil {
 		return false
 	}
 	o.estAlloc, o.estRes, o.estDev = float64(base.AllocatedPeakBytes), float64(base.ReservedPeakBytes), float64(base.DevicePeakBytes)
+	o.sens = activationBytes(base, opts.ActivationComponents) / o.s0
 	if !o.train {
 		return true
 	}
@@ -255,6 +251,17 @@ func (o *runObs) useEstimator(est Estimator) bool {
 		o.sens = float64(moved.AllocatedPeakBytes-base.AllocatedPeakBytes) / (o.s0 * scaleStep)
 	}
 	return true
+}
+
+// activationBytes sums the allocated rows activation_scale multiplies.
+func activationBytes(est memory.PerGPU, names []string) float64 {
+	var act float64
+	for _, c := range est.Components {
+		if c.Level == "allocated" && slices.Contains(names, c.Name) {
+			act += float64(c.Bytes)
+		}
+	}
+	return act
 }
 
 // withConstant returns job with one constant overridden (the job's map is copied).
