@@ -33,6 +33,9 @@ type estimateOptions struct {
 	GPUMemory      string
 	Set            []string
 	TP, PP         int
+
+	// Compat holds other tools' spellings and flags (compat.go).
+	Compat compatOptions
 }
 
 func newEstimateCmd(f *Factory, g *globalOptions) *cobra.Command {
@@ -67,28 +70,56 @@ prefill and decode for inference), and the table says which phase it is.`,
   gpumem estimate --model llama2-7b --seq-len 4096 --explain`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := modelFromArgs(&opts.Model, args); err != nil {
-				return err
-			}
-			if err := opts.finish(cmd.Flags()); err != nil {
-				return err
-			}
-			m, err := resolveModelWith(cmd.Context(), f, opts.Model, opts.Hub)
-			if err != nil {
-				return err
-			}
-			res, err := memory.Estimate(m, opts.Job)
-			if err != nil {
-				return err
-			}
-			ro := g.renderOptions(f)
-			ro.Explain = opts.Explain
-			return report.Estimate(f.IO.Out, res, ro)
+			return estimateRun(cmd, f, g, opts, args)
 		},
 	}
 	addEstimateFlags(cmd.Flags(), opts)
 	addHubFlags(cmd.Flags(), &opts.Hub)
 	return cmd
+}
+
+// estimateRun resolves the model, estimates the job and renders it.
+func estimateRun(cmd *cobra.Command, f *Factory, g *globalOptions, opts *estimateOptions, args []string) error {
+	cfg, err := loadConfigDir(opts.Compat.ConfigDir)
+	if err != nil {
+		return err
+	}
+	ro := cfg.renderOptions(cmd, g.renderOptions(f))
+	ro.Explain = opts.Explain
+	if opts.Compat.ListTypes {
+		return listTypes(f, ro, cfg)
+	}
+	if err := modelFromArgs(&opts.Model, args); err != nil {
+		return err
+	}
+	if err := opts.finish(cmd.Flags()); err != nil {
+		return err
+	}
+	if err := cfg.applyToJob(cmd.Flags(), &opts.Job); err != nil {
+		return err
+	}
+	if opts.Compat.LoadFullModel {
+		fmt.Fprintln(f.IO.ErrOut, "note: --load-full-model is not needed: gpumem never loads weights; it counts every parameter tensor exactly from config.json")
+	}
+	m, err := resolveModelWith(cmd.Context(), f, opts.Model, opts.Hub)
+	if err != nil {
+		return err
+	}
+	if opts.Compat.ShowDetailed {
+		return showDetailed(f, m, opts.Job, cfg, ro)
+	}
+	job := opts.Job
+	if cmd.Flags().Changed("fragmentation-gib") {
+		est := func(j memory.Job) (memory.Result, error) { return memory.Estimate(m, j) }
+		if job, err = applyFragmentationGiB(est, job, opts.Compat.FragmentationGiB); err != nil {
+			return err
+		}
+	}
+	res, err := memory.Estimate(m, job)
+	if err != nil {
+		return err
+	}
+	return report.Estimate(f.IO.Out, res, ro)
 }
 
 // addEstimateFlags declares the job flags. Each maps onto one memory.Job
@@ -117,7 +148,7 @@ func addEstimateFlags(fs *pflag.FlagSet, o *estimateOptions) {
 	fs.StringVar(&j.Attention, "attn", "", "attention implementation: eager, sdpa or flash (default sdpa)")
 	fs.BoolVar(&o.FlashAttn, "flashattn", false, "same as --attn flash")
 	fs.StringVar(&o.GradCheckpoint, "grad-checkpoint", "", "gradient checkpointing: none, full, selective or every-N (true = full)")
-	fs.StringVar(&j.FusedLoss, "fused-loss", "", "loss implementation: none, liger, chunked or chunked-compiled")
+	fs.StringVar(&j.FusedLoss, "fused-loss", "", "loss implementation: none, liger, chunked or chunked-compiled (bare or true: liger, a fused linear cross-entropy)")
 	fs.BoolVar(&o.Liger, "liger", false, "Liger kernels (fused linear cross-entropy, fused norms and SwiGLU)")
 	fs.BoolVar(&j.Compile, "compile", false, "torch.compile the model")
 	fs.BoolVar(&j.ActivationOffload, "activation-offload", false, "offload saved activations to CPU")
@@ -178,37 +209,30 @@ func addEstimateFlags(fs *pflag.FlagSet, o *estimateOptions) {
 	fs.StringVar(&o.GPUMemory, "gpu-memory", "", "GPU memory when not implied by --gpu, e.g. 80GiB")
 	fs.StringArrayVar(&o.Set, "set", nil, "override a named constant of the memory model, name=value (repeatable); 'gpumem constants' lists them")
 
+	// Optional values and spaced lists (see rewriteBoolArgs).
+	fs.Lookup("fused-loss").NoOptDefVal = "true"
+	_ = fs.SetAnnotation("fused-loss", valuesAnnotation, []string{"true", "false", "none", "liger", "chunked", "chunked-compiled"})
+	_ = fs.SetAnnotation("lora-target-modules", listAnnotation, []string{"true"})
+	_ = fs.SetAnnotation("trainable", listAnnotation, []string{"true"})
+
+	addCompatFlags(fs, &o.Compat)
 	fs.SetNormalizeFunc(normalizeJobFlag)
 }
 
-// flagAliases maps other tools' spellings onto gpumem's flag names.
-var flagAliases = map[string]string{
-	"tensor-parallel-size":        "tp",
-	"pipeline-parallel-size":      "pp",
-	"seq-length":                  "seq-len",
-	"sequence-length":             "seq-len",
-	"micro-batch-size":            "per-device-batch",
-	"gradient-accumulation":       "grad-accum",
-	"gradient-accumulation-steps": "grad-accum",
-	"lora-r":                      "lora-rank",
-	"attn-implementation":         "attn",
-	"kv-cache-type":               "kv-cache-dtype",
-}
-
-// normalizeJobFlag accepts underscores for dashes (--seq_len) and the
-// aliases above.
+// normalizeJobFlag accepts underscores for dashes (--seq_len). Other
+// tools' names for gpumem flags are alias flags (compat.go), so that two
+// spellings that disagree can be reported.
 func normalizeJobFlag(_ *pflag.FlagSet, name string) pflag.NormalizedName {
-	name = strings.ReplaceAll(name, "_", "-")
-	if a, ok := flagAliases[name]; ok {
-		name = a
-	}
-	return pflag.NormalizedName(name)
+	return pflag.NormalizedName(strings.ReplaceAll(name, "_", "-"))
 }
 
 // finish turns flags that need interpretation into Job fields and checks
 // that they agree with each other.
 func (o *estimateOptions) finish(fs *pflag.FlagSet) error {
 	j := &o.Job
+	if err := o.Compat.finishAliases(fs); err != nil {
+		return err
+	}
 	switch strings.ToLower(o.Mode) {
 	case "train", "training", "":
 		j.Mode = memory.Train
@@ -263,6 +287,12 @@ func (o *estimateOptions) finish(fs *pflag.FlagSet) error {
 	if err := o.finishMethod(fs); err != nil {
 		return err
 	}
+	switch strings.ToLower(j.FusedLoss) {
+	case "true":
+		j.FusedLoss = "liger" // a bare --fused-loss means a fused linear cross-entropy (MODEL.md §15.8)
+	case "false":
+		j.FusedLoss = "none"
+	}
 	if o.Liger {
 		if j.FusedLoss != "" && j.FusedLoss != "liger" {
 			return usageErrorf("--liger and --fused-loss %s disagree; give one", j.FusedLoss)
@@ -292,7 +322,10 @@ func (o *estimateOptions) finish(fs *pflag.FlagSet) error {
 		}
 		j.GPUMemory = b
 	}
-	return o.finishSet()
+	if err := o.finishSet(); err != nil {
+		return err
+	}
+	return o.Compat.finishCompat(fs, j)
 }
 
 func (o *estimateOptions) finishMethod(fs *pflag.FlagSet) error {
