@@ -44,6 +44,10 @@ type actRegime struct {
 	// arXiv:2205.05198 Table 2). tp 0 means 1.
 	tp float64
 	sp bool
+	// vView is litgpt's fused-qkv attention without K/V expansion: v is a
+	// view of the qkv output, so the kernel's saved v keeps the whole qkv
+	// tensor alive (q and k are new tensors after RoPE).
+	vView bool
 }
 
 // normAct is what one normalisation saves (MODEL.md §4.3.1, §4.3.7): the
@@ -164,6 +168,9 @@ func selfAttnAct(st *model.Stack, r *actRegime) layerAct {
 	}
 	var a layerAct
 	a.lin = r.c * (q + 2*kvSaved) // q (after RoPE), k, v
+	if r.vView {
+		a.lin += r.c * (q + kv) // the q and k parts of the qkv storage v views
+	}
 	if st.QKNorm {
 		// q_norm / k_norm: fp32 copies of q and k (+ normalised when training).
 		a.lin += 4 * (q + kv)

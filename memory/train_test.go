@@ -100,6 +100,8 @@ func TestLayerInventories(t *testing.T) {
 		{"hf bf16 flash §4.3.1", actRegime{c: 2, resid: 2, attn: trAttnFlash, trainW: true}, 45.53, 0},
 		{"hf amp flash §4.3.3", actRegime{c: 2, resid: 4, amp: true, attn: trAttnFlash, trainW: true}, 55.53, 0},
 		{"frozen §4.3.5", actRegime{c: 2, resid: 2, attn: trAttnFlash}, 32.16, 0},
+		// litgpt: v is a view of the fused qkv output, so its q and k parts stay alive.
+		{"litgpt frozen, v viewing qkv", actRegime{c: 2, resid: 2, attn: trAttnFlash, vView: true}, 36.16, 0},
 		{"megatron fused §4.3.4 (+ lse 4a/h)", actRegime{c: 2, resid: 2, attn: trAttnFlash, trainW: true, fused: true}, 32.156, 0},
 		{"lora all-7 bf16 dropout 0 §4.3.6", actRegime{c: 2, resid: 2, attn: trAttnFlash, lora: all7, adapterB: 2}, 41.53 + 14.0*16/4096, 0},
 		{"hf bf16 eager §4.3.2", actRegime{c: 2, resid: 2, attn: trAttnEager, trainW: true}, 45.5, 192},
