@@ -14,6 +14,13 @@
 // figure. Drivers older than R525 reported somewhat smaller totals for
 // some boards; the source notes say by how much.
 //
+// Recent drivers keep a few hundred MiB of that total for themselves:
+// CUDA (torch.cuda.mem_get_info, PyTorch's out-of-memory message) reports
+// 79.19 GiB on an H100 whose nvidia-smi total is 79.65 GiB. Where a log
+// shows that figure, [GPU.CUDAMemory] holds it with its source;
+// [GPU.CUDATotal] falls back to Memory otherwise. Estimators that size a
+// budget from the CUDA total (vLLM's gpu_memory_utilization) get it.
+//
 // # Lookup
 //
 // [Lookup] accepts catalog names ("H100-SXM"), aliases ("h100",

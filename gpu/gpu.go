@@ -47,6 +47,23 @@ type GPU struct {
 	Aliases []string `json:"aliases,omitempty"`
 	// MemorySource says where the Memory figure comes from or how it was derived.
 	MemorySource string `json:"memory_source"`
+	// CUDAMemory is the total CUDA reports to a process
+	// (torch.cuda.mem_get_info, the "total capacity" of PyTorch's
+	// out-of-memory message), where a log shows it; 0 when unknown. It is
+	// a few hundred MiB below Memory on recent drivers, which keep some
+	// memory for themselves. vLLM sizes its budget from it.
+	CUDAMemory units.Bytes `json:"cuda_memory_bytes,omitempty"`
+	// CUDAMemorySource says where CUDAMemory comes from.
+	CUDAMemorySource string `json:"cuda_memory_source,omitempty"`
+}
+
+// CUDATotal returns the memory CUDA reports as the device total:
+// CUDAMemory when known, else Memory.
+func (g GPU) CUDATotal() units.Bytes {
+	if g.CUDAMemory > 0 {
+		return g.CUDAMemory
+	}
+	return g.Memory
 }
 
 // SM returns the CUDA compute capability as major*10+minor (90 for

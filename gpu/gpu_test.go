@@ -92,6 +92,29 @@ func TestLookup(t *testing.T) {
 	}
 }
 
+func TestCUDATotal(t *testing.T) {
+	tests := []struct {
+		gpu  string
+		want units.Bytes
+	}{
+		{"h100", units.FromFloat(79.19 * float64(units.GiB))},
+		{"a100-80g", units.FromFloat(79.15 * float64(units.GiB))},
+		{"l4", 23034 * units.MiB}, // unknown: the driver total
+	}
+	for _, tt := range tests {
+		g, _ := Lookup(tt.gpu)
+		if got := g.CUDATotal(); got != tt.want {
+			t.Errorf("%s: CUDA total %d, want %d", tt.gpu, got, tt.want)
+		}
+		if g.CUDATotal() > g.Memory {
+			t.Errorf("%s: CUDA total above the driver total", tt.gpu)
+		}
+		if g.CUDAMemory > 0 && g.CUDAMemorySource == "" {
+			t.Errorf("%s: CUDA total without a source", tt.gpu)
+		}
+	}
+}
+
 func TestLookupErrors(t *testing.T) {
 	tests := []struct {
 		name string

@@ -175,6 +175,9 @@ type entry struct {
 	FormFactor        string   `json:"form_factor"`
 	Aliases           []string `json:"aliases"`
 	MemorySource      string   `json:"memory_source"`
+	CUDAMemoryBytes   int64    `json:"cuda_memory_bytes"`
+	CUDAMemory        string   `json:"cuda_memory"`
+	CUDAMemorySource  string   `json:"cuda_memory_source"`
 }
 
 // Parse decodes catalog entries from data, JSON or YAML (YAML is tried
@@ -264,6 +267,10 @@ func (e entry) gpu() (GPU, error) {
 		BF16: e.BF16, FP8: e.FP8, FP4: e.FP4, FormFactor: e.FormFactor,
 		Aliases: e.Aliases, MemorySource: e.MemorySource,
 	}
+	if g.CUDAMemory, err = e.cudaMemory(mem); err != nil {
+		return GPU{}, fmt.Errorf("gpu %q: %w", name, err)
+	}
+	g.CUDAMemorySource = e.CUDAMemorySource
 	if vendor == "nvidia" && g.ComputeCapability != "" && g.SM() == 0 {
 		return GPU{}, fmt.Errorf("gpu %q: \"compute_capability\": %q, want major.minor such as 9.0", name, e.ComputeCapability)
 	}
@@ -273,6 +280,30 @@ func (e entry) gpu() (GPU, error) {
 		}
 	}
 	return g, nil
+}
+
+// cudaMemory resolves the optional CUDA total, which cannot exceed the
+// driver's total.
+func (e entry) cudaMemory(total units.Bytes) (units.Bytes, error) {
+	var b units.Bytes
+	switch {
+	case e.CUDAMemoryBytes != 0 && e.CUDAMemory != "":
+		return 0, errors.New("set only one of \"cuda_memory_bytes\" and \"cuda_memory\"")
+	case e.CUDAMemoryBytes != 0:
+		b = units.Bytes(e.CUDAMemoryBytes)
+	case e.CUDAMemory != "":
+		v, err := units.ParseBytes(e.CUDAMemory)
+		if err != nil {
+			return 0, fmt.Errorf("\"cuda_memory\": %w", err)
+		}
+		b = v
+	default:
+		return 0, nil
+	}
+	if b <= 0 || b > total {
+		return 0, fmt.Errorf("\"cuda_memory\": %d bytes, want a positive size at most the memory total %d", int64(b), int64(total))
+	}
+	return b, nil
 }
 
 // memory resolves the one memory field that is set.

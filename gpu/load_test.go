@@ -94,6 +94,8 @@ func TestLoadFileErrors(t *testing.T) {
 		{"alias clash", `[{"name": "X", "vendor": "nvidia", "memory_mib": 1, "aliases": ["q"]}, {"name": "Y", "vendor": "nvidia", "memory_mib": 1, "aliases": ["Q"]}]`, "same file"},
 		{"not a list", `{"name": "X"}`, "unknown field"},
 		{"yaml garbage", "name: [unclosed", "not JSON or YAML"},
+		{"cuda above total", `[{"name": "X", "vendor": "nvidia", "memory_mib": 100, "cuda_memory": "1GiB"}]`, "cuda_memory"},
+		{"two cuda totals", `[{"name": "X", "vendor": "nvidia", "memory_mib": 100, "cuda_memory": "1MiB", "cuda_memory_bytes": 5}]`, "only one"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -23,11 +23,11 @@ func For(m *model.Model) EstimateFunc {
 var ErrNoFit = errors.New("does not fit")
 
 // OnGPU returns job set up for GPU kind g: the estimator reads the GPU
-// name (workspace sizes differ from sm90 on) and its memory (vLLM's
-// budget is a share of it).
+// name (workspace sizes differ from sm90 on) and the total CUDA reports
+// (vLLM's budget is a share of it), [gpu.GPU.CUDATotal].
 func OnGPU(job memory.Job, g gpu.GPU) memory.Job {
 	job.GPU = g.Name
-	job.GPUMemory = g.Memory
+	job.GPUMemory = g.CUDATotal()
 	return job
 }
 

@@ -136,8 +136,8 @@ func selectGPUs(cat *gpu.Catalog, spec string, mem units.Bytes) (gs []gpu.GPU, e
 	case mem > 0 && len(gs) > 1:
 		return nil, false, usageErrorf("--gpu-memory applies to one GPU; %d given with --gpu", len(gs))
 	case mem > 0 && len(gs) == 1:
-		gs[0].Memory = mem
-		gs[0].MemorySource = "--gpu-memory"
+		gs[0].Memory, gs[0].CUDAMemory = mem, 0
+		gs[0].MemorySource, gs[0].CUDAMemorySource = "--gpu-memory", ""
 	case mem > 0:
 		gs = []gpu.GPU{{Name: "custom", Vendor: "nvidia", Memory: mem, MemorySource: "--gpu-memory"}}
 	}
