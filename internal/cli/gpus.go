@@ -27,6 +27,8 @@ func newGPUsCmd(f *Factory, g *globalOptions) *cobra.Command {
 (nvidia-smi's "Total", rocm-smi's "VRAM Total Memory", hl-smi's memory.total), which is
 what a job's device peak is compared with, not the marketing size. Any name or alias
 works with --gpu, as do the names nvidia-smi prints ("NVIDIA H100 80GB HBM3").
+CUDA TOTAL is what CUDA itself reports (torch.cuda.mem_get_info), a few hundred MiB
+less on recent drivers, where a published log shows it.
 
 --gpus-file adds boards or corrects figures from a JSON or YAML file in the same
 format as 'gpumem gpus --format json'; use memory_mib for the MiB nvidia-smi shows.`,
@@ -89,8 +91,8 @@ func filterGPUs(all []gpu.GPU, filter string) []gpu.GPU {
 
 func gpuTable(gs []gpu.GPU, ro report.Options) *report.TableData {
 	t := &report.TableData{
-		Headers: []string{"gpu", "memory", "MiB", "nominal", "arch", "cc", "formats", "aliases"},
-		Aligns:  []report.Align{report.Left, report.Right, report.Right, report.Right, report.Left, report.Left, report.Left, report.Left},
+		Headers: []string{"gpu", "memory", "MiB", "cuda total", "nominal", "arch", "cc", "formats", "aliases"},
+		Aligns:  []report.Align{report.Left, report.Right, report.Right, report.Right, report.Right, report.Left, report.Left, report.Left, report.Left},
 	}
 	for _, g := range gs {
 		formats := []string{"fp16"}
@@ -102,9 +104,13 @@ func gpuTable(gs []gpu.GPU, ro report.Options) *report.TableData {
 				formats = append(formats, f.name)
 			}
 		}
-		t.AddRow(g.Name, ro.Bytes(g.Memory), fmt.Sprint(int64(g.Memory/units.MiB)), fmt.Sprintf("%d GB", g.NominalGB),
+		cuda := ""
+		if g.CUDAMemory > 0 {
+			cuda = ro.Bytes(g.CUDAMemory)
+		}
+		t.AddRow(g.Name, ro.Bytes(g.Memory), fmt.Sprint(int64(g.Memory/units.MiB)), cuda, fmt.Sprintf("%d GB", g.NominalGB),
 			g.Arch, g.ComputeCapability, strings.Join(formats, " "), strings.Join(g.Aliases, ", "))
 	}
-	t.AddFooter(fmt.Sprintf("%d GPUs", len(gs)), "", "", "", "", "", "", "")
+	t.AddFooter(fmt.Sprintf("%d GPUs", len(gs)), "", "", "", "", "", "", "", "")
 	return t
 }
