@@ -31,7 +31,7 @@ var notes = map[string]struct {
 	"litgpt-rt-llama2-7b-qlora-nf4dq-mb1":          {-10, 0, "as the nf4 row, double-quantized constants"},
 	"litgpt-rt-llama2-13b-qlora-nf4dq-mb1":         {-10, 0, "as the 7B QLoRA rows"},
 	"litgpt-stablelm-3b-qlora-a10g":                {-25, -10, "newer litgpt QLoRA with an unstated bitsandbytes version; the source notes an unexplained QLoRA overhead"},
-	"tf-docs-bert-large-fp32-bs4":                  {-12, 0, "torch 1.x BERT run on a V100 read by NVML: context 1343 MiB and 15 % fragmentation are era constants, not fitted"},
+	"tf-docs-bert-large-fp32-bs4":                  {-3, 5, "pure fp32 BERT (§15.12 post-LN inventory 34h + 8f + 9a·s) on a torch 1.x stack: context 1343 MiB and 15 % fragmentation are era constants; mapping fp32 to AMP had made it -10 %"},
 	"tf-docs-bert-large-fp16-bs1-ga4-gc":           {0, 12, "fp16 AMP BERT with checkpointing: the AMP weight-cast cache is counted through the forward (§15.9); with gradients alive (torch1) the step is close to the estimate"},
 	"tf-docs-bert-large-fp16-bs1-ga4-gc-adafactor": {-5, 8, "Adafactor's factored states from real shapes"},
 }
@@ -134,6 +134,13 @@ func TestTrainingJobMapping(t *testing.T) {
 			func(j memory.Job) string {
 				if j.FusedLoss != "chunked-compiled" || !j.Compile || !j.ActivationOffload || !j.OptimizerInBwd || j.GradCheckpoint != "full" {
 					return "want compiled chunked CE, offload, optimizer in backward, full checkpointing"
+				}
+				return ""
+			}},
+		{"pure fp32", Record{ID: "f", Job: RecordJob{Mode: "train", Dtype: "fp32", MasterWeights: "none", SeqLen: &seq}},
+			func(j memory.Job) string {
+				if j.Dtype != "fp32" || j.ComputeDtype != "fp32" {
+					return "want pure fp32 (no autocast)"
 				}
 				return ""
 			}},

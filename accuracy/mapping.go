@@ -77,9 +77,13 @@ func TrainingJob(r Record) (memory.Job, error) {
 	if job.Dtype == "" {
 		job.Dtype = "bf16"
 	}
-	if (job.Dtype == "fp16" || job.Dtype == "bf16") && j.MasterWeights == "fp32" && j.Engine == "" {
+	switch {
+	case (job.Dtype == "fp16" || job.Dtype == "bf16") && j.MasterWeights == "fp32" && j.Engine == "":
 		// HF Trainer fp16=True/bf16=True on an fp32-loaded model is AMP.
 		job.ComputeDtype, job.Dtype, job.MasterWeights = job.Dtype, "fp32", ""
+	case job.Dtype == "fp32" && j.MasterWeights != "fp32":
+		// fp32 weights without a mixed-precision recipe: pure fp32 training.
+		job.ComputeDtype = "fp32"
 	}
 	mapMethod(r, &job)
 	mapActivationKnobs(r, &job)
