@@ -229,6 +229,9 @@ func probeRun(ctx context.Context, f *Factory, g *globalOptions, o *probeOptions
 		}
 	}
 	out.Report.Timeline = nil // in --log; too long for a report
+	if w := pidWarning(out.Report, o.AllProcesses); w != "" {
+		fmt.Fprintln(f.IO.ErrOut, "gpumem: "+w)
+	}
 	if out.Synthetic != nil {
 		for _, w := range out.Synthetic.Warnings {
 			fmt.Fprintf(f.IO.ErrOut, "gpumem: probe warning: %s\n", w)
@@ -304,6 +307,22 @@ func (o *probeOptions) compare(m *model.Model, gpuName string, out *probeOutcome
 	cmp := probe.Compare(res.PerGPU, out.Measured)
 	out.Estimate, out.Comparison = &res, &cmp
 	return nil
+}
+
+// pidWarning explains a run in which the command's processes never held
+// GPU memory while the GPUs were in use: nvidia-smi then usually shows
+// PIDs of another namespace (a container).
+func pidWarning(rep probe.Report, all bool) string {
+	if all || rep.Peak().PeakBytes > 0 {
+		return ""
+	}
+	for _, g := range rep.GPUs {
+		if g.DevicePeakBytes > 0 {
+			return "nvidia-smi never listed the command's processes although GPU memory was in use; " +
+				"in a container nvidia-smi may show host PIDs: rerun with --all-processes to count whole GPUs"
+		}
+	}
+	return ""
 }
 
 // measuredAny reports whether a probe measured any peak.

@@ -291,3 +291,18 @@ func TestProbeJobFile(t *testing.T) {
 		}
 	}
 }
+
+func TestProbeWarnsWhenPIDsNeverMatch(t *testing.T) {
+	// In the tree scenario other processes use the GPUs, but the
+	// command's PIDs are never listed (FAKE_SMI_PIDDIR is unset).
+	fakeGPU(t, "tree")
+	wait := `while n=$(cat "$FAKE_SMI_STATE" 2>/dev/null); [ "${n:-0}" -lt 3 ]; do sleep 0.01; done`
+	_, errOut, code := runCommand(t, "probe", "--interval", "10ms", "--", "sh", "-c", wait)
+	if code != 0 || !strings.Contains(errOut, "rerun with --all-processes") {
+		t.Errorf("exit %d, stderr %q: want the --all-processes hint", code, errOut)
+	}
+	_, errOut, _ = runCommand(t, "probe", "--interval", "10ms", "--all-processes", "--", "true")
+	if strings.Contains(errOut, "--all-processes to count") {
+		t.Errorf("hint given with --all-processes: %q", errOut)
+	}
+}
