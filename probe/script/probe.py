@@ -149,7 +149,10 @@ def unique_bytes(tensors):
 # ---------------------------------------------------------------- model
 
 def build_model(torch, transformers, config_path, job, dev, dtype, applied, warnings):
-    config = transformers.AutoConfig.from_pretrained(os.path.dirname(os.path.abspath(config_path)))
+    try:
+        config = transformers.AutoConfig.from_pretrained(os.path.dirname(os.path.abspath(config_path)))
+    except (ValueError, KeyError, OSError) as e:  # e.g. a model_type that needs trust_remote_code
+        raise ProbeError("unsupported", "transformers %s cannot read this config.json: %s" % (transformers.__version__, e))
     attn = ATTN.get((job.get("attn") or "").lower())
     if attn is None:
         raise ProbeError("bad_job", "attn %r: want eager, sdpa or flash" % job.get("attn"))
