@@ -219,8 +219,9 @@ def apply_method(torch, model, job, dev, applied, warnings):
         names = job.get("trainable") or []
         if not names:
             raise ProbeError("bad_job", "method frozen: list the trainable modules in trainable")
+        patterns = trainable_patterns(names)
         for n, p in model.named_parameters():
-            p.requires_grad_(any(s in n for s in names))
+            p.requires_grad_(any(pat in n for pat in patterns))
         if applied["grad_checkpoint"] == "full":
             model.enable_input_require_grads()
         return model
@@ -259,6 +260,20 @@ def apply_method(torch, model, job, dev, applied, warnings):
 BNB_OPTIMIZERS = {"adamw_bnb_8bit": "AdamW8bit", "adamw_8bit": "AdamW8bit", "paged_adamw_8bit": "PagedAdamW8bit",
                   "paged_adamw_32bit": "PagedAdamW32bit", "lion_8bit": "Lion8bit", "lion_32bit": "Lion32bit",
                   "paged_lion_8bit": "PagedLion8bit", "paged_lion_32bit": "PagedLion32bit"}
+
+
+def trainable_patterns(names):
+    """Expands gpumem's trainable list: module names match as substrings of
+    parameter names, and "layers.A-B" stands for layers.A. ... layers.B."""
+    out = []
+    for name in names:
+        head, _, rng = name.rpartition(".")
+        lo, sep, hi = rng.partition("-")
+        if sep and lo.isdigit() and hi.isdigit():
+            out += ["%s.%d." % (head, i) for i in range(int(lo), int(hi) + 1)]
+        else:
+            out.append(name)
+    return out
 
 
 def make_optimizer(torch, params, job, applied):
