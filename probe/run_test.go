@@ -376,3 +376,21 @@ func TestRunClosedSignals(t *testing.T) {
 		t.Fatalf("closed signal channel: %v, exit %d; want the command to run to its exit 5", err, rep.ExitCode)
 	}
 }
+
+// failingWriter fails every write.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestRunLogWriteError(t *testing.T) {
+	rep, err := Run(context.Background(), []string{"sleep", "0.1"}, Options{Sampler: oneGPU(), Interval: fast, Log: failingWriter{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.SampleErrors) != 1 || !strings.Contains(rep.SampleErrors[0], "write sample log: disk full") {
+		t.Errorf("SampleErrors %q: want the log failure once", rep.SampleErrors)
+	}
+	if rep.Samples == 0 {
+		t.Error("sampling must go on when the log fails")
+	}
+}
