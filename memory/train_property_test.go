@@ -184,3 +184,27 @@ func BenchmarkEstimateTraining(b *testing.B) {
 		}
 	}
 }
+
+func FuzzEstimateTraining(f *testing.F) {
+	m := catalogModel(f, "HuggingFaceTB/SmolLM2-135M-Instruct")
+	f.Add("bf16", "adamw_torch", "sdpa", "full", "", "hf", "lora", 16, 2, 1, 512, 0, 1, 0.0)
+	f.Add("fp32", "adafactor", "eager", "every-3", "liger", "torchtune", "qlora", 8, 1, 4, 2048, 3, 8, 0.1)
+	f.Add("nf4", "paged_adamw_8bit", "flash", "selective", "chunked", "litgpt", "frozen", 0, 4, 2, 128, 2, 2, 0.05)
+	f.Add("int8", "muon", "eager", "none", "chunked-compiled", "megatron", "full", 64, 0, 0, 0, 1, 0, 0.0)
+	f.Fuzz(func(t *testing.T, dtype, opt, attn, ckpt, loss, fw, method string, rank, batch, accum, seq, zero, gpus int, drop float64) {
+		job := Job{Dtype: dtype, Optimizer: opt, Attention: attn, GradCheckpoint: ckpt, FusedLoss: loss, Framework: fw, Method: method,
+			LoRARank: rank, MicroBatch: batch, GradAccum: accum, SeqLen: seq, LoRADropout: drop, AllowLong: true,
+			Engine: "deepspeed", ZeRO: zero, NumGPUs: gpus, Trainable: []string{"top:2"}}
+		if gpus == 0 {
+			job.Engine = ""
+		}
+		r, err := Estimate(m, job)
+		if err != nil {
+			if err.Error() == "" {
+				t.Error("empty error")
+			}
+			return
+		}
+		checkParts(t, r)
+	})
+}
