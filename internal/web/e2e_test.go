@@ -46,7 +46,7 @@ func cmpOr(a, b string) string {
 }
 
 // startServer serves the API and page on a loopback port until the test ends.
-func startServer(t *testing.T) string {
+func startServer(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

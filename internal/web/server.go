@@ -10,13 +10,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/model"
-	"github.com/gpumem/gpumem/report"
 )
 
 //go:embed static
@@ -145,16 +145,21 @@ func methodNotAllowed(s *Server, methods []string) http.Handler {
 	})
 }
 
-// writeJSON writes v with status, as the CLI's --format json writes it.
+// writeJSON writes v with status, as the CLI's --format json writes it
+// (report.WriteJSON; see marshalIndent).
 func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	if err := report.WriteJSON(&buf, v); err != nil {
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer bufPool.Put(buf)
+	if err := marshalIndent(buf, v); err != nil {
 		s.log.Error("encode response", "err", err)
 		status = http.StatusInternalServerError
 		buf.Reset()
 		buf.WriteString(`{"error": "internal server error"}` + "\n")
 	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }
