@@ -218,22 +218,14 @@ func Search(est EstimateFunc, base memory.Job, g gpu.GPU, s Space) (Plan, error)
 	}
 	base = OnGPU(base, g)
 	p := Plan{GPU: g.Name, MemoryBytes: g.Memory}
-	var work []Layout
-	s.each(base, func(l Layout) {
-		if l.Valid() != "" {
-			p.Invalid += len(s.MicroBatches)
-			return
-		}
-		work = append(work, l)
-	})
-	workers := min(max(s.Workers, 1), max(len(work), 1))
+	workers := max(s.Workers, 1)
 	parts := make([]searchPart, workers)
 	var wg sync.WaitGroup
 	for w := range parts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			parts[w] = searchChunk(est, base, g, s, work, w, workers)
+			parts[w] = searchChunk(est, base, g, s, w, workers)
 		}()
 	}
 	wg.Wait()
@@ -244,6 +236,7 @@ func Search(est EstimateFunc, base memory.Job, g gpu.GPU, s Space) (Plan, error)
 		p.Pruned += part.pruned
 		p.TooBig += part.tooBig
 		p.Feasible += part.feasible
+		p.Invalid += part.invalid
 		for i, c := range part.top.cs {
 			top.offer(c, part.top.seq[i])
 		}
@@ -256,25 +249,36 @@ func Search(est EstimateFunc, base memory.Job, g gpu.GPU, s Space) (Plan, error)
 
 // searchPart is one worker's share of a search.
 type searchPart struct {
-	evaluated, pruned, tooBig, feasible int
-	top                                 *best
-	skips                               map[string]*Skip
+	evaluated, pruned, tooBig, feasible, invalid int
+	top                                          *best
+	skips                                        map[string]*Skip
 }
 
-// searchChunk estimates work[w], work[w+n], work[w+2n], ... Interleaving
-// balances the workers, since neighbouring layouts cost about the same.
-// Sequence numbers are global (layout index · micro-batches + position),
-// which makes ties break the same way for any number of workers.
+// searchChunk enumerates the space and estimates the valid layouts
+// w, w+n, w+2n, ... (in enumeration order). Every worker enumerates (it is
+// cheap next to estimating) so none waits for a list to be built;
+// interleaving balances the workers, since neighbouring layouts cost about
+// the same. Sequence numbers are global (layout index · micro-batches +
+// position), which makes ties break the same way for any number of workers.
 //
 // For each layout only the largest micro-batch that fits is kept: a
 // smaller one of the same layout has the same costs and a lower score.
 // Memory grows with the micro-batch, so it is found by bisection over
 // the sorted list after the smallest fits.
-func searchChunk(est EstimateFunc, base memory.Job, g gpu.GPU, s Space, work []Layout, w, n int) searchPart {
+func searchChunk(est EstimateFunc, base memory.Job, g gpu.GPU, s Space, w, n int) searchPart {
 	part := searchPart{top: &best{keep: s.Keep}, skips: map[string]*Skip{}}
 	nmb := len(s.MicroBatches)
-	for k := w; k < len(work); k += n {
-		l := work[k]
+	k := -1
+	s.each(base, func(l Layout) {
+		if l.Valid() != "" {
+			if w == 0 {
+				part.invalid += nmb
+			}
+			return
+		}
+		if k++; k%n != w {
+			return
+		}
 		evals := 0
 		eval := func(i int) (Fit, bool) {
 			l.MicroBatch = s.MicroBatches[i]
@@ -309,7 +313,7 @@ func searchChunk(est EstimateFunc, base memory.Job, g gpu.GPU, s Space, work []L
 		}
 		part.evaluated += evals
 		part.pruned += nmb - evals
-	}
+	})
 	return part
 }
 
