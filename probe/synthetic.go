@@ -75,7 +75,8 @@ type SyntheticOptions struct {
 	// Device is the CUDA device index the script uses.
 	Device int
 	// Probe configures sampling, signals, progress and the log of the
-	// script's run. Its Stdout receives the script's stdout as well.
+	// script's run. Its Stdout receives the script's stdout as well; its
+	// Dir is replaced by the directory holding the script.
 	Probe Options
 }
 
@@ -125,12 +126,13 @@ func RunSynthetic(ctx context.Context, opts SyntheticOptions) (SyntheticRun, err
 		return SyntheticRun{}, fmt.Errorf("synthetic probe: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	args, err := writeSyntheticFiles(dir, opts)
+	args, err := WriteSynthetic(dir, opts)
 	if err != nil {
 		return SyntheticRun{}, err
 	}
 	out := newTailBuffer(maxProbeStdout)
 	popts := opts.Probe
+	popts.Dir = dir
 	popts.Stdout = out
 	if opts.Probe.Stdout != nil {
 		popts.Stdout = io.MultiWriter(opts.Probe.Stdout, out)
@@ -154,9 +156,14 @@ func RunSynthetic(ctx context.Context, opts SyntheticOptions) (SyntheticRun, err
 	return run, nil
 }
 
-// writeSyntheticFiles writes script, config and job into dir and returns
-// the script's arguments.
-func writeSyntheticFiles(dir string, opts SyntheticOptions) ([]string, error) {
+// WriteSynthetic writes the synthetic probe's files (probe.py,
+// config.json, job.json) into dir and returns the script's arguments,
+// relative to dir: `python3 -u ARGS > result.jsonl` run in dir, on any
+// GPU host, prints the result line [ParseSyntheticOutput] reads.
+func WriteSynthetic(dir string, opts SyntheticOptions) ([]string, error) {
+	if len(opts.Config) == 0 {
+		return nil, errors.New("synthetic probe: no config.json given")
+	}
 	job, err := json.MarshalIndent(opts.Job, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("synthetic probe: encode job: %w", err)
@@ -178,9 +185,9 @@ func writeSyntheticFiles(dir string, opts SyntheticOptions) ([]string, error) {
 		steps = DefaultMeasuredSteps
 	}
 	return []string{
-		filepath.Join(dir, "probe.py"),
-		"--config", filepath.Join(dir, "config.json"),
-		"--job", filepath.Join(dir, "job.json"),
+		"probe.py",
+		"--config", "config.json",
+		"--job", "job.json",
 		"--warmup", strconv.Itoa(warmup),
 		"--steps", strconv.Itoa(steps),
 		"--device", strconv.Itoa(opts.Device),

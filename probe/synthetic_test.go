@@ -260,3 +260,24 @@ func jobHasTag(name string) bool {
 	}
 	return false
 }
+
+func TestWriteSynthetic(t *testing.T) {
+	dir := t.TempDir()
+	job := memory.Job{SeqLen: 512, Method: "lora"}
+	args, err := WriteSynthetic(dir, SyntheticOptions{Config: testConfig, Job: job, Steps: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "probe.py --config config.json --job job.json --warmup 2 --steps 5 --device 0"
+	if got := strings.Join(args, " "); got != want {
+		t.Errorf("args %q, want %q", got, want)
+	}
+	script, _ := os.ReadFile(filepath.Join(dir, "probe.py"))
+	cfg, _ := os.ReadFile(filepath.Join(dir, "config.json"))
+	if !bytes.Equal(script, SyntheticScript) || !bytes.Equal(cfg, testConfig) {
+		t.Error("files differ from the embedded script and the config")
+	}
+	if _, err := WriteSynthetic(filepath.Join(dir, "missing", "dir"), SyntheticOptions{Config: testConfig}); err == nil {
+		t.Error("missing directory: want an error")
+	}
+}

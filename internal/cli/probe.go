@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -39,6 +40,8 @@ type probeOptions struct {
 	Device       int
 	Calibration  string
 	JobFile      string
+	WriteScript  string
+	FromResult   string
 	Command      []string
 }
 
@@ -46,6 +49,7 @@ type probeOptions struct {
 var probeOwnFlags = map[string]bool{
 	"synthetic": true, "interval": true, "log": true, "record": true, "all-processes": true, "python": true,
 	"warmup": true, "steps": true, "device": true, "calibration": true, "job": true, "model": true,
+	"write-script": true, "from-result": true,
 	"format": true, "units": true,
 }
 
@@ -111,6 +115,8 @@ nvidia-smi and PyTorch, not yet on real hardware.`,
 	fs.IntVar(&o.Steps, "steps", probe.DefaultMeasuredSteps, "--synthetic: measured steps")
 	fs.IntVar(&o.Device, "device", 0, "--synthetic: CUDA device index")
 	fs.StringVar(&o.Calibration, "calibration", "", "apply this calibration profile to the estimate")
+	fs.StringVar(&o.WriteScript, "write-script", "", "--synthetic: write the probe script, config and job to this directory and print how to run it, instead of running it")
+	fs.StringVar(&o.FromResult, "from-result", "", "compare (and --record) a result line saved from a synthetic probe run elsewhere, instead of running anything")
 	fs.StringVar(&o.JobFile, "job", "", "read the job from this JSON file (the memory.Job form 'gpumem estimate --format json' prints under \"job\") instead of job flags")
 	fs.SetInterspersed(false) // everything after the command's name is the command's
 	return cmd
@@ -119,9 +125,15 @@ nvidia-smi and PyTorch, not yet on real hardware.`,
 // check validates the flag combination.
 func (o *probeOptions) check(cmd *cobra.Command) error {
 	switch {
+	case o.WriteScript != "" && !o.Synthetic:
+		return usageErrorf("--write-script writes the synthetic probe: add --synthetic")
+	case o.FromResult != "" && (o.Synthetic || len(o.Command) > 0):
+		return usageErrorf("--from-result reads a saved result: give neither --synthetic nor a command")
+	case o.FromResult != "" && o.est.Model == "":
+		return usageErrorf("--from-result needs the job the result measured: pass --model and the job flags")
 	case o.Synthetic && len(o.Command) > 0:
 		return usageErrorf("--synthetic runs the built-in probe: give no command (got %q)", o.Command[0])
-	case !o.Synthetic && len(o.Command) == 0:
+	case !o.Synthetic && o.FromResult == "" && len(o.Command) == 0:
 		return usageErrorf("no command to probe: put it after --, e.g. gpumem probe -- python train.py (or use --synthetic)")
 	case o.Synthetic && o.est.Model == "":
 		return usageErrorf("--synthetic needs the model and job to build: pass --model and the job flags")
@@ -186,12 +198,18 @@ type probeOutcome struct {
 }
 
 func probeRun(ctx context.Context, f *Factory, g *globalOptions, o *probeOptions, cmd *cobra.Command) error {
+	if o.WriteScript != "" {
+		return o.writeScript(ctx, f)
+	}
 	var m *model.Model
 	if o.est.Model != "" {
 		var err error
 		if m, err = resolveModel(ctx, f, o.est.Model); err != nil {
 			return err
 		}
+	}
+	if o.FromResult != "" {
+		return o.fromResult(f, g, m)
 	}
 	popts, closeLog, err := o.sampling(f)
 	if err != nil {
@@ -281,6 +299,65 @@ func (o *probeOptions) runSynthetic(ctx context.Context, f *Factory, popts probe
 		err = installAdvice(err)
 	}
 	return out, run.Result.Software, run.Result.Device.Name, err
+}
+
+// writeScript writes the synthetic probe for the job to a directory and
+// says how to run it.
+func (o *probeOptions) writeScript(ctx context.Context, f *Factory) error {
+	cfg, err := configJSON(ctx, f, o.est.Model)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.WriteScript, 0o755); err != nil {
+		return fmt.Errorf("--write-script: %w", err)
+	}
+	args, err := probe.WriteSynthetic(o.WriteScript, probe.SyntheticOptions{
+		Config: cfg, Job: o.est.Job, Warmup: o.Warmup, Steps: o.Steps, Device: o.Device,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f.IO.Out, "cd %s && %s -u %s > result.jsonl\n", shellQuote(o.WriteScript), cmp.Or(o.Python, "python3"), strings.Join(args, " "))
+	fmt.Fprintf(f.IO.ErrOut, "then: gpumem probe --from-result result.jsonl with the same --model and job flags (add --record runs.jsonl to keep it)\n")
+	return nil
+}
+
+// fromResult compares a saved synthetic result line with the estimate.
+func (o *probeOptions) fromResult(f *Factory, g *globalOptions, m *model.Model) error {
+	data, err := os.ReadFile(o.FromResult)
+	if err != nil {
+		return fmt.Errorf("--from-result: %w", err)
+	}
+	res, err := probe.ParseSyntheticOutput(data)
+	if err != nil {
+		return fmt.Errorf("--from-result %s: %w", o.FromResult, err)
+	}
+	resErr := res.Err()
+	if resErr != nil && !errors.Is(resErr, probe.ErrOOM) {
+		return fmt.Errorf("--from-result %s: %w", o.FromResult, resErr)
+	}
+	run := probe.SyntheticRun{Result: res}
+	out := probeOutcome{Synthetic: &res, Measured: run.Measured()}
+	if err := o.compare(m, res.Device.Name, &out); err != nil {
+		return err
+	}
+	if o.Record != "" && resErr == nil {
+		if err := appendRun(o.Record, o.est.Model, res.Device.Name, res.Software, &out); err != nil {
+			return err
+		}
+	}
+	if err := renderProbe(f.IO.Out, g.renderOptions(f), out); err != nil {
+		return err
+	}
+	return resErr
+}
+
+// shellQuote quotes a path for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // installAdvice marks missing tools as errors the user fixes by installing.
@@ -403,20 +480,11 @@ func renderProbe(w io.Writer, ro report.Options, out probeOutcome) error {
 	if ro.Format == report.JSON {
 		return report.WriteJSON(w, out)
 	}
-	t := &report.TableData{
-		Title:   fmt.Sprintf("GPU memory of the probed process tree (%d samples over %s)", out.Report.Samples, (time.Duration(out.Report.DurationMS) * time.Millisecond).Round(100*time.Millisecond)),
-		Headers: []string{"GPU", "peak", "at", "device used peak", "total"},
-		Aligns:  []report.Align{report.Left, report.Right, report.Right, report.Right, report.Right},
-	}
-	for _, gp := range out.Report.GPUs {
-		t.AddRow(strconv.Itoa(gp.Index), ro.Bytes(gp.PeakBytes), (time.Duration(gp.PeakAtMS) * time.Millisecond).Round(100*time.Millisecond).String(),
-			ro.Bytes(gp.DevicePeakBytes), ro.Bytes(gp.TotalBytes))
-	}
-	if err := t.Render(w, ro.Format); err != nil {
-		return err
-	}
-	for _, e := range out.Report.SampleErrors {
-		fmt.Fprintf(w, "sampling error: %s\n", e)
+	if out.Report.Samples > 0 || len(out.Report.GPUs) > 0 {
+		if err := renderPeaks(w, ro, out.Report); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
 	}
 	if out.Comparison == nil {
 		return nil
@@ -429,7 +497,6 @@ func renderProbe(w io.Writer, ro report.Options, out probeOutcome) error {
 	for _, r := range out.Comparison.Rows {
 		c.AddRow(r.Kind, r.Name, ro.Bytes(r.EstimatedBytes), ro.Bytes(r.MeasuredBytes), fmt.Sprintf("%+.1f %%", r.ErrorPct))
 	}
-	fmt.Fprintln(w)
 	if err := c.Render(w, ro.Format); err != nil {
 		return err
 	}
@@ -438,6 +505,26 @@ func renderProbe(w io.Writer, ro report.Options, out probeOutcome) error {
 		// elements, so the totals agree only for unquantized full models.
 		fmt.Fprintf(w, "\nparameters: torch %d (trainable %d); gpumem %d (trainable %d)\n",
 			s.Params.Total, s.Params.Trainable, e.TotalParams, e.TrainableParams)
+	}
+	return nil
+}
+
+// renderPeaks prints the per-GPU peaks of the process tree.
+func renderPeaks(w io.Writer, ro report.Options, rep probe.Report) error {
+	t := &report.TableData{
+		Title:   fmt.Sprintf("GPU memory of the probed process tree (%d samples over %s)", rep.Samples, (time.Duration(rep.DurationMS) * time.Millisecond).Round(100*time.Millisecond)),
+		Headers: []string{"GPU", "peak", "at", "device used peak", "total"},
+		Aligns:  []report.Align{report.Left, report.Right, report.Right, report.Right, report.Right},
+	}
+	for _, gp := range rep.GPUs {
+		t.AddRow(strconv.Itoa(gp.Index), ro.Bytes(gp.PeakBytes), (time.Duration(gp.PeakAtMS) * time.Millisecond).Round(100*time.Millisecond).String(),
+			ro.Bytes(gp.DevicePeakBytes), ro.Bytes(gp.TotalBytes))
+	}
+	if err := t.Render(w, ro.Format); err != nil {
+		return err
+	}
+	for _, e := range rep.SampleErrors {
+		fmt.Fprintf(w, "sampling error: %s\n", e)
 	}
 	return nil
 }

@@ -306,3 +306,50 @@ func TestProbeWarnsWhenPIDsNeverMatch(t *testing.T) {
 		t.Errorf("hint given with --all-processes: %q", errOut)
 	}
 }
+
+// A synthetic probe run on another host: gpumem writes the script, the
+// user runs it there and brings back the result line.
+func TestProbeWriteScriptAndFromResult(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "probe dir")
+	out, errOut, code := runCommand(t, "probe", "--synthetic", "--model", "smollm2-135m", "--seq-len", "768", "--method", "lora",
+		"--steps", "4", "--write-script", dir)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	want := "cd '" + dir + "' && python3 -u probe.py --config config.json --job job.json --warmup 2 --steps 4 --device 0 > result.jsonl\n"
+	if out != want || !strings.Contains(errOut, "gpumem probe --from-result result.jsonl") {
+		t.Errorf("stdout %q\nwant   %q\nstderr %q", out, want, errOut)
+	}
+	var job map[string]any
+	raw, err := os.ReadFile(filepath.Join(dir, "job.json"))
+	if err != nil || json.Unmarshal(raw, &job) != nil || job["method"] != "lora" {
+		t.Errorf("job.json %s (%v)", raw, err)
+	}
+
+	// The result comes back; it is compared and recorded like a local run.
+	runs := filepath.Join(t.TempDir(), "runs.jsonl")
+	result := filepath.Join("..", "..", "probe", "testdata", "py", "ok.out")
+	out, errOut, code = runCommand(t, "probe", "--from-result", result, "--model", "smollm2-135m", "--seq-len", "768", "--method", "lora", "--record", runs)
+	if code != 0 || !strings.Contains(out, "Estimate vs measured") || strings.Contains(out, "probed process tree") {
+		t.Fatalf("from-result: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if b, err := os.ReadFile(runs); err != nil || strings.Count(string(b), "\n") != 1 {
+		t.Errorf("runs file: %q, %v", b, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"probe", "--write-script", dir, "--", "true"}, ExitUsage, "add --synthetic"},
+		{[]string{"probe", "--from-result", result, "--", "true"}, ExitUsage, "give neither"},
+		{[]string{"probe", "--from-result", result}, ExitUsage, "--from-result needs the job"},
+		{[]string{"probe", "--from-result", filepath.Join("..", "..", "probe", "testdata", "py", "malformed.out"), "--model", "smollm2-135m", "--seq-len", "64"}, ExitError, "probe JSON (stdout line 1)"},
+		{[]string{"probe", "--from-result", filepath.Join("..", "..", "probe", "testdata", "py", "missing-torch.out"), "--model", "smollm2-135m", "--seq-len", "64"}, ExitError, "install PyTorch"},
+	} {
+		_, errOut, code := runCommand(t, tc.args...)
+		if code != tc.code || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, errOut, tc.code, tc.want)
+		}
+	}
+}
