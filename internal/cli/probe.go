@@ -81,6 +81,9 @@ gradient checkpointing, attention, optimizer), runs warm-up and measured steps, 
 torch's allocated and reserved peaks per phase and component. It needs Python with a CUDA
 build of PyTorch, transformers, and peft or bitsandbytes for LoRA and QLoRA.
 
+--write-script DIR writes that program, the config and the job to DIR to run on another
+host; --from-result FILE compares the result line it printed.
+
 --record appends the job, the estimate and the measurement to a runs file for
 'gpumem calibrate'.
 
