@@ -199,3 +199,14 @@ func lower(c byte) byte {
 	}
 	return c
 }
+
+// LookupOptimizer returns the optimizer named by a Hugging Face `optim`
+// value, a short name or an alias (case-insensitive, "-" and "_" alike;
+// "" is the default adamw_torch).
+func LookupOptimizer(name string) (OptimizerInfo, error) {
+	o, err := lookupOptimizer(name)
+	if err != nil {
+		return OptimizerInfo{}, err
+	}
+	return o.info, nil
+}

@@ -128,3 +128,13 @@ func TestOptimizerInBackward(t *testing.T) {
 		t.Errorf("optimizer in backward did not lower the peak: %d >= %d", b.PerGPU.AllocatedPeakBytes, a.PerGPU.AllocatedPeakBytes)
 	}
 }
+
+func TestLookupOptimizerExported(t *testing.T) {
+	o, err := LookupOptimizer("Paged-AdamW-8bit")
+	if err != nil || o.Name != "paged_adamw_8bit" || !o.Paged {
+		t.Errorf("LookupOptimizer = %+v, %v", o, err)
+	}
+	if _, err := LookupOptimizer("adamw_magic"); err == nil || !strings.Contains(err.Error(), "adamw_magic") {
+		t.Errorf("unknown optimizer: err = %v", err)
+	}
+}
