@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -96,11 +97,23 @@ var errLocalPath = errors.New("not a catalog model or Hub id; paths on the serve
 func serveResolver(f *Factory, o *serveOptions) web.ResolveFunc {
 	ho := hubOptions{Offline: o.Offline}
 	return func(ctx context.Context, ref string) (*model.Model, error) {
-		if !o.AllowPaths && !looksLikeHubID(ref) {
+		if !o.AllowPaths && mayReadLocal(ref) {
 			if _, err := model.Lookup(ref); err != nil {
 				return nil, fmt.Errorf("%q: %w", ref, errLocalPath)
 			}
 		}
 		return resolveModelWith(ctx, f, ref, ho)
 	}
+}
+
+// mayReadLocal reports whether resolving ref could read a file on this
+// machine: it is not of the Hub's org/name form, looks like a path, or
+// names something that exists here ("models/config.json" is both).
+func mayReadLocal(ref string) bool {
+	if !looksLikeHubID(ref) || strings.ContainsAny(ref, `\~`) || strings.HasPrefix(ref, ".") || strings.HasSuffix(ref, ".json") {
+		return true
+	}
+	name, _, _ := strings.Cut(ref, "@")
+	_, err := os.Stat(name)
+	return err == nil
 }
