@@ -311,3 +311,25 @@ func TestDevMultiGPURowsNoted(t *testing.T) {
 		t.Logf("multi-GPU training: n=%d median |err| %.1f %%, p90 %.1f %%", s.N, s.MedianAbsPct, s.P90AbsPct)
 	}
 }
+
+func TestRunConstantsOverride(t *testing.T) {
+	recs, err := DevRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var one []Record
+	for _, r := range recs {
+		if r.ID == "litgpt-rt-llama2-7b-lora-mb1" {
+			one = append(one, r)
+		}
+	}
+	base := Run(one, Options{})
+	more := Run(one, Options{Constants: map[string]float64{"activation_scale": 1.5}})
+	if more.Rows[0].Estimated <= base.Rows[0].Estimated {
+		t.Errorf("activation_scale 1.5 did not raise the estimate: %d <= %d", more.Rows[0].Estimated, base.Rows[0].Estimated)
+	}
+	bad := Run(one, Options{Constants: map[string]float64{"activation_scal": 1.5}})
+	if bad.Rows[0].Estimated != 0 || !strings.Contains(bad.Rows[0].Note, "activation_scal") {
+		t.Errorf("unknown constant: row %+v", bad.Rows[0])
+	}
+}
