@@ -234,7 +234,7 @@ func (s *setup) assemble(t *trainParts) Result {
 		Model:           s.m.ID,
 		Architecture:    s.m.Architecture,
 		TotalParams:     t.p.total,
-		TrainableParams: int64(t.p.trainable + 0.5),
+		TrainableParams: int64(s.modelTrainable(&t.p) + 0.5),
 		ActiveParams:    activeParams(s.m),
 		Job:             s.job,
 		PerGPU: PerGPU{

@@ -181,7 +181,7 @@ func (s *setup) checkDivisible(d *distSpec) error {
 // experts.
 func (s *setup) rankFrac(mod *model.Module) float64 {
 	d := &s.dist
-	if d.single || (d.tp == 1 && d.pp == 1 && d.ep == 1) {
+	if d.single || (d.tp == 1 && d.pp == 1 && d.ep == 1) || s.wholeModel {
 		return 1
 	}
 	f := 1.0
@@ -329,4 +329,18 @@ func (s *setup) ncclBytes() float64 {
 		}
 	}
 	return float64(n) * s.c[cNCCLMiB] * (1 << 20)
+}
+
+// modelTrainable is the trainable parameter count of the whole model (not
+// of one rank's share), for Result.TrainableParams.
+func (s *setup) modelTrainable(p *trParams) float64 {
+	d := &s.dist
+	if d.single || (d.tp == 1 && d.pp == 1 && d.ep == 1) {
+		return p.trainable
+	}
+	s.wholeModel = true
+	var n float64
+	s.forEachTrainable(func(g tensorGroup) { n += g.count * g.numel() })
+	s.wholeModel = false
+	return n
 }

@@ -54,6 +54,9 @@ func TestParallelLayouts(t *testing.T) {
 	tp.TP = 8
 	withTP := estimateOK(t, m, tp)
 	checkParts(t, withTP)
+	if withTP.TrainableParams != one.TrainableParams || one.TrainableParams != one.TotalParams {
+		t.Errorf("trainable params %d with tp 8, %d without, total %d: want the whole model's count", withTP.TrainableParams, one.TrainableParams, one.TotalParams)
+	}
 	acts := func(j Job) actTotals {
 		var s setup
 		if err := s.init(m, j); err != nil {

@@ -96,6 +96,7 @@ type setup struct {
 	lora              loraSpec
 	trainable         trainSpec
 	dist              distSpec
+	wholeModel        bool // rankFrac returns 1: count the whole model, not a rank's share
 	warnings          []string
 }
 
