@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/term"
 
 	"github.com/gpumem/gpumem/calibrate"
 	"github.com/gpumem/gpumem/hub"
@@ -268,7 +269,7 @@ func probeRun(ctx context.Context, f *Factory, g *globalOptions, o *probeOptions
 func (o *probeOptions) sampling(f *Factory) (probe.Options, func(), error) {
 	popts := probe.Options{
 		Interval: o.Interval, AllProcesses: o.AllProcesses,
-		Stdin: f.IO.In, Stdout: f.IO.ErrOut, Stderr: f.IO.ErrOut,
+		Stdin: commandStdin(f.IO.In), Stdout: f.IO.ErrOut, Stderr: f.IO.ErrOut,
 		Progress: f.IO.ErrOut, ProgressTTY: f.IO.ErrTTY,
 	}
 	if o.Log == "" {
@@ -403,6 +404,17 @@ func pidWarning(rep probe.Report, all bool) string {
 		}
 	}
 	return ""
+}
+
+// commandStdin is the probed command's stdin: gpumem's, unless that is a
+// terminal. The command runs in its own process group, and a background
+// group that reads the terminal is stopped by the kernel (SIGTTIN), which
+// would hang the probe; the command reads end-of-file instead.
+func commandStdin(in io.Reader) io.Reader {
+	if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	return in
 }
 
 // measuredAny reports whether a probe measured any peak.

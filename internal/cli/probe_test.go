@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -351,5 +353,27 @@ func TestProbeWriteScriptAndFromResult(t *testing.T) {
 		if code != tc.code || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, errOut, tc.code, tc.want)
 		}
+	}
+}
+
+func TestProbeCommandReadsPipedStdin(t *testing.T) {
+	fakeGPU(t, "idle")
+	var out, errOut bytes.Buffer
+	f := &Factory{
+		IO:     &IOStreams{In: strings.NewReader("hello from stdin\n"), Out: &out, ErrOut: &errOut},
+		Getenv: func(string) string { return "" },
+	}
+	code := Main(context.Background(), []string{"probe", "--interval", "20ms", "--", "sh", "-c", "cat >&2"}, f)
+	if code != 0 || !strings.Contains(errOut.String(), "hello from stdin") {
+		t.Errorf("exit %d, stderr %q: the command should read gpumem's piped stdin", code, errOut.String())
+	}
+	// A file that is not a terminal is passed on as it is.
+	file, err := os.CreateTemp(t.TempDir(), "in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	if got := commandStdin(file); got != io.Reader(file) {
+		t.Errorf("commandStdin(regular file) = %v, want the file", got)
 	}
 }
