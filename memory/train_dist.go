@@ -88,6 +88,9 @@ func (s *setup) resolveDist() error {
 	}
 	d.sp = j.SP
 	d.single = d.world == 1 && d.engine == ""
+	if d.single && (d.offloadOpt || d.offloadParams) {
+		s.warn("--offload-optimizer/--offload-params need an engine that offloads (--engine deepspeed or fsdp): ignored for a plain single process")
+	}
 	s.dist = d
 	return nil
 }
@@ -209,7 +212,7 @@ func (s *setup) rankFrac(mod *model.Module) float64 {
 // 3 + params) and moves offloaded states to the host.
 func (s *setup) shardStates(r *rankStates) (hostBytes float64) {
 	d := &s.dist
-	if d.single || d.nd <= 1 && !d.offloadOpt {
+	if d.single || (d.nd <= 1 && !d.offloadOpt && !d.offloadParams) {
 		return 0
 	}
 	nd := math.Max(d.nd, 1)

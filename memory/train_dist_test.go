@@ -116,6 +116,14 @@ func TestOffload(t *testing.T) {
 		t.Errorf("offloaded states still on the GPU: %d, %d", part(r, "optimizer_states"), part(r, "weights"))
 	}
 	checkParts(t, r)
+	one := estimateOK(t, m, Job{SeqLen: 512, Engine: "deepspeed", ZeRO: 2, OffloadOptimizer: "cpu"})
+	if one.Host == nil || part(one, "optimizer_states") != 0 {
+		t.Error("single-GPU ZeRO-Offload kept the optimizer on the GPU")
+	}
+	plain := estimateOK(t, m, Job{SeqLen: 512, OffloadOptimizer: "cpu"})
+	if plain.Host != nil || !strings.Contains(strings.Join(plain.Warnings, " "), "--offload-optimizer") {
+		t.Errorf("offload without an engine: host %v, warnings %q", plain.Host, plain.Warnings)
+	}
 }
 
 func TestDistributedBadInput(t *testing.T) {
