@@ -24,6 +24,7 @@ type calibrateOptions struct {
 	GPU     string
 	Name    string
 	MinRuns int
+	PerRun  bool
 }
 
 func newCalibrateCmd(f *Factory, g *globalOptions) *cobra.Command {
@@ -71,6 +72,7 @@ GPU hardware was made while gpumem was built, so its constants are the documente
 	fs.StringVar(&o.Name, "name", "", "name of the profile (default: GPU kind and software stack)")
 	fs.IntVar(&o.MinRuns, "min-runs", calibrate.DefaultMinRuns, "fewest runs a term is fitted from")
 	fs.Bool("show-default", false, "print the built-in default profile and exit")
+	fs.BoolVar(&o.PerRun, "per-run", false, "also list every run's error at each level before and after")
 	return cmd
 }
 
@@ -127,7 +129,28 @@ func calibrateRun(ctx context.Context, f *Factory, g *globalOptions, o *calibrat
 	} else {
 		fmt.Fprintln(f.IO.ErrOut, "profile not saved: pass --output FILE to write it")
 	}
-	return renderProfile(f, g, p)
+	if err := renderProfile(f, g, p); err != nil {
+		return err
+	}
+	if o.PerRun && g.renderOptions(f).Format != report.JSON {
+		return renderPerRun(f, g, p.Fit.PerRun)
+	}
+	return nil
+}
+
+// renderPerRun lists each run's estimate and error at each level.
+func renderPerRun(f *Factory, g *globalOptions, rows []calibrate.RunError) error {
+	ro := g.renderOptions(f)
+	t := &report.TableData{
+		Title:   "Per run (error % of measured)",
+		Headers: []string{"run", "level", "measured", "before", "after", "before %", "after %", "leave-one-out %"},
+		Aligns:  []report.Align{report.Left, report.Left, report.Right, report.Right, report.Right, report.Right, report.Right, report.Right},
+	}
+	for _, r := range rows {
+		t.AddRow(r.Run, r.Level, ro.Bytes(r.Measured), ro.Bytes(r.Before), ro.Bytes(r.After), pctCell(r.BeforePct), pctCell(r.AfterPct), pctCell(r.LOOPct))
+	}
+	fmt.Fprintln(f.IO.Out)
+	return t.Render(f.IO.Out, ro.Format)
 }
 
 // renderProfile prints a profile: its constants, and the fit when it has one.

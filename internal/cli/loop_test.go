@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gpumem/gpumem/calibrate"
@@ -73,8 +74,13 @@ func TestProbeCalibrateEstimateLoop(t *testing.T) {
 		}
 	}
 	profile := filepath.Join(dir, "h100.json")
-	if _, errOut, code := runCommand(t, "calibrate", runs, "--output", profile); code != 0 {
+	out, errOut, code := runCommand(t, "calibrate", runs, "--output", profile, "--per-run")
+	if code != 0 {
 		t.Fatalf("calibrate: exit %d, stderr %q", code, errOut)
+	}
+	// Four runs at three levels each.
+	if n := strings.Count(out, "smollm2-135m b2 s"); n != 12 || !strings.Contains(out, "smollm2-135m b2 s1024 @") {
+		t.Errorf("--per-run lists %d rows, want 12:\n%s", n, out)
 	}
 	p, err := calibrate.LoadProfile(profile)
 	if err != nil {
@@ -92,7 +98,7 @@ func TestProbeCalibrateEstimateLoop(t *testing.T) {
 	if err := json.Unmarshal(simulatedResult(t, m, job), &want); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := runCommand(t, "estimate", "--model", "smollm2-135m", "--seq-len", "3072", "--per-device-batch", "2",
+	out, errOut, code = runCommand(t, "estimate", "--model", "smollm2-135m", "--seq-len", "3072", "--per-device-batch", "2",
 		"--calibration", profile, "--format", "json")
 	if code != 0 {
 		t.Fatalf("estimate: exit %d, stderr %q", code, errOut)

@@ -473,10 +473,37 @@ func configJSON(ctx context.Context, f *Factory, ref string) ([]byte, error) {
 	return snap.Files[hub.ConfigFile], nil
 }
 
+// runID names a recorded run by its model, the job's shape and, for a
+// run probed here, when it started: "qwen2.5-7b lora b4 s2048 @2026-01-02T10:00:00Z".
+func runID(modelRef string, job memory.Job, start time.Time) string {
+	parts := []string{modelRef}
+	if job.Mode != "" && job.Mode != memory.Train {
+		parts = append(parts, string(job.Mode))
+	}
+	if job.Method != "" {
+		parts = append(parts, job.Method)
+	}
+	for _, p := range []struct {
+		tag string
+		v   int
+	}{{"b", job.MicroBatch}, {"b", job.Batch}, {"s", job.SeqLen}, {"p", job.PromptLen}, {"g", job.GenLen}} {
+		if p.v > 0 {
+			parts = append(parts, p.tag+strconv.Itoa(p.v))
+		}
+	}
+	if job.GradCheckpoint != "" {
+		parts = append(parts, "gc-"+job.GradCheckpoint)
+	}
+	if !start.IsZero() {
+		parts = append(parts, "@"+start.UTC().Format(time.RFC3339))
+	}
+	return strings.Join(parts, " ")
+}
+
 // appendRun appends one calibration run to the runs file.
 func appendRun(path, modelRef, gpuName string, sw probe.Software, out *probeOutcome) error {
 	run := calibrate.Run{
-		ID:       modelRef + "@" + out.Report.Start.UTC().Format(time.RFC3339),
+		ID:       runID(modelRef, out.Estimate.Job, out.Report.Start),
 		Model:    modelRef,
 		GPU:      gpuName,
 		Software: sw,
