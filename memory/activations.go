@@ -48,6 +48,9 @@ type actRegime struct {
 	// view of the qkv output, so the kernel's saved v keeps the whole qkv
 	// tensor alive (q and k are new tensors after RoPE).
 	vView bool
+	// extraNorms is the number of hidden-width norms per layer beyond the
+	// usual two (Gemma 2/3 sandwich norms around attention and MLP outputs).
+	extraNorms float64
 }
 
 // normAct is what one normalisation saves (MODEL.md §4.3.1, §4.3.7): the
@@ -94,6 +97,10 @@ func decoderLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerAct {
 		norms = normAct(st, r, h, 3, r.trainW) + normAct(st, r, h, 2, r.trainW) - r.resid*h
 	} else {
 		norms = normAct(st, r, h, 3, r.trainW) + normAct(st, r, h, 2, r.trainW)
+	}
+	if r.extraNorms > 0 {
+		// Post-norms feed the residual add, not a Linear.
+		norms += r.extraNorms * normAct(st, r, h, 0, false)
 	}
 	if lt.Attention != model.NoSelfAttention {
 		a = a.add(selfAttnAct(st, r))

@@ -60,6 +60,7 @@ func (s *setup) regime() actRegime {
 	r.tp, r.sp = float64(max(s.dist.tp, 1)), s.dist.sp
 	r.sepOut = s.framework == FrameworkLitGPT
 	r.vView = s.framework == FrameworkLitGPT && st.KVHeads == st.Heads
+	r.extraNorms = s.extraNorms()
 	return r
 }
 
@@ -340,4 +341,25 @@ func (s *setup) maskBytes() float64 {
 		return s.compute.BytesPerElement() * float64(s.batch) * sl * sl
 	}
 	return 0
+}
+
+// extraNorms counts the hidden-width norms per text layer beyond two
+// (Gemma 2/3: pre/post feed-forward norms and a post-attention norm on
+// the attention output).
+func (s *setup) extraNorms() float64 {
+	st := &s.m.Text
+	if st.Layers == 0 || st.Hidden == 0 {
+		return 0
+	}
+	var n float64
+	for i := range s.m.Modules {
+		mod := &s.m.Modules[i]
+		if mod.Stack != stackText || mod.Layer < 0 || mod.Component != "norm" || mod.In > 0 {
+			continue
+		}
+		if mod.Each == int64(st.Hidden) || mod.Each == 2*int64(st.Hidden) {
+			n += float64(mod.Instances)
+		}
+	}
+	return max(n/float64(st.Layers)-2, 0)
 }

@@ -311,3 +311,23 @@ func TestPagedStatesResidency(t *testing.T) {
 	}
 	checkParts(t, r)
 }
+
+func TestSandwichNorms(t *testing.T) {
+	m := catalogModel(t, "google/gemma-2-9b")
+	var s setup
+	if err := s.init(m, Job{SeqLen: 1024}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.extraNorms(); got != 2 {
+		t.Fatalf("Gemma 2 has %v extra norms per layer, want 2 (pre/post feed-forward)", got)
+	}
+	r := s.regime()
+	with := decoderLayer(&m.Text, layerTypeAt(&m.Text, 0), &r)
+	r.extraNorms = 0
+	without := decoderLayer(&m.Text, layerTypeAt(&m.Text, 0), &r)
+	h := float64(m.Text.Hidden)
+	// Each extra norm keeps its fp32 input and, when its weight trains, the bf16 normalised tensor.
+	if d := (with.lin - without.lin) / h; d != 2*(4+2) {
+		t.Errorf("sandwich norms add %.1f·h per token, want 12", d)
+	}
+}
