@@ -72,6 +72,13 @@ func (s *setup) lossMemory() lossTerms {
 	}
 	fwd := c*NV + up + 4*NV
 	bwd := 12 * NV
+	if s.m.ModelType == "gemma2" {
+		// Final logit soft-capping, cap·tanh(logits/cap): tanh keeps its
+		// output (c·N·V) until its backward, after the CE's
+		// (huggingface/transformers:src/transformers/models/gemma2/modeling_gemma2.py).
+		fwd += c * NV
+		bwd += c * NV
+	}
 	return lossTerms{peak: math.Max(fwd, bwd)}
 }
 
