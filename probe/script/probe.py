@@ -191,8 +191,12 @@ def quantize_4bit(torch, bnb, model, job, compute_dtype, applied):
         for name, child in list(parent.named_children()):
             if type(child) is not torch.nn.Linear or name in ("lm_head", "score", "classifier"):
                 continue
-            q = bnb.nn.Linear4bit(child.in_features, child.out_features, bias=child.bias is not None,
-                                  compute_dtype=compute_dtype, compress_statistics=double, quant_type=quant_type)
+            shape = dict(bias=child.bias is not None, compute_dtype=compute_dtype,
+                         compress_statistics=double, quant_type=quant_type)
+            try:  # on the meta device: no full-size CPU weight to allocate and initialise
+                q = bnb.nn.Linear4bit(child.in_features, child.out_features, device="meta", **shape)
+            except TypeError:  # bitsandbytes without the device argument
+                q = bnb.nn.Linear4bit(child.in_features, child.out_features, **shape)
             q.weight = bnb.nn.Params4bit(child.weight.data, requires_grad=False,
                                          compress_statistics=double, quant_type=quant_type)
             if child.bias is not None:
@@ -229,9 +233,12 @@ def apply_method(torch, model, job, dev, applied, warnings):
         raise ProbeError("bad_job", "method %r: want full, lora, qlora or frozen" % method)
     peft = need("peft", "LoRA adapters")
     if method == "qlora":
+        # Casts the unquantized parameters (norms, embeddings, head) to fp32
+        # as in the QLoRA recipe. It enables checkpointing only for models
+        # loaded quantized by from_pretrained, so that is done here.
         model = peft.prepare_model_for_kbit_training(model, use_gradient_checkpointing=applied["grad_checkpoint"] == "full")
-    elif applied["grad_checkpoint"] == "full":
-        model.enable_input_require_grads()
+    if applied["grad_checkpoint"] == "full":
+        model.enable_input_require_grads()  # frozen embeddings: checkpointed layers need an input that requires grad
     targets = job.get("lora_target_modules") or None
     if targets == ["all-linear"]:
         targets = "all-linear"
