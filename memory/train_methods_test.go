@@ -331,3 +331,20 @@ func TestSandwichNorms(t *testing.T) {
 		t.Errorf("sandwich norms add %.1f·h per token, want 12", d)
 	}
 }
+
+func TestGemma2SoftcapLoss(t *testing.T) {
+	m := catalogModel(t, "google/gemma-2-2b")
+	other := *m
+	other.ModelType = "gemma"
+	peak := func(mm *model.Model) float64 {
+		var s setup
+		if err := s.init(mm, Job{SeqLen: 1024}); err != nil {
+			t.Fatal(err)
+		}
+		return s.lossMemory().peak
+	}
+	NV := 1024.0 * float64(m.Text.Vocab)
+	if d := peak(m) - peak(&other); d != 2*NV {
+		t.Errorf("soft-capping adds %.0f B, want 2·N·V = %.0f", d, 2*NV)
+	}
+}
