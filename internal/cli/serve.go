@@ -76,16 +76,18 @@ func serveRun(ctx context.Context, f *Factory, o *serveOptions) error {
 		return err
 	}
 	logger := slog.New(h)
-	srv := web.New(web.Options{Resolve: serveResolver(f, o), GPUs: cat, Logger: logger})
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return &UsageError{Err: fmt.Errorf("--addr: %w", err)}
 	}
-	logger.Info("serving", "url", "http://"+ln.Addr().String()+"/")
-	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+	opts := web.Options{Resolve: serveResolver(f, o), GPUs: cat, Logger: logger}
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
+		opts.AllowedHosts = web.LoopbackHosts
+	} else {
 		logger.Warn("listening beyond this machine; the API has no authentication", "addr", ln.Addr().String())
 	}
-	return srv.Serve(ctx, ln)
+	logger.Info("serving", "url", "http://"+ln.Addr().String()+"/")
+	return web.New(opts).Serve(ctx, ln)
 }
 
 // errLocalPath refuses paths on the server's machine by default: the page

@@ -259,3 +259,34 @@ func TestAccessLog(t *testing.T) {
 		t.Errorf("access log = %+v", line)
 	}
 }
+
+func TestAllowedHosts(t *testing.T) {
+	h := web.New(web.Options{AllowedHosts: web.LoopbackHosts}).Handler()
+	for _, tc := range []struct {
+		host   string
+		status int
+	}{
+		{"127.0.0.1:8080", http.StatusOK},
+		{"localhost:8080", http.StatusOK},
+		{"LOCALHOST", http.StatusOK},
+		{"[::1]:8080", http.StatusOK},
+		{"rebind.example:8080", http.StatusForbidden},
+		{"127.0.0.1.nip.io:8080", http.StatusForbidden},
+	} {
+		req := httptestRequest("GET", "/api/models?filter=llama", "")
+		req.Host = tc.host
+		rec := serve(h, req)
+		if rec.Code != tc.status {
+			t.Errorf("Host %s: status %d, want %d", tc.host, rec.Code, tc.status)
+		}
+		if rec.Code == http.StatusForbidden {
+			decodeError(t, rec.Body.Bytes())
+		}
+	}
+	// Without a list every host is served (the server is not on loopback).
+	req := httptestRequest("GET", "/api/models", "")
+	req.Host = "gpumem.internal:80"
+	if rec := serve(web.New(web.Options{}).Handler(), req); rec.Code != http.StatusOK {
+		t.Errorf("no host list: status %d", rec.Code)
+	}
+}

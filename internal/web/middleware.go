@@ -2,8 +2,10 @@ package web
 
 import (
 	"log/slog"
+	"net"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 )
 
@@ -96,5 +98,31 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 			s.writeJSON(w, http.StatusInternalServerError, &Error{Message: "internal server error"})
 		}()
 		next.ServeHTTP(w, r)
+	})
+}
+
+// LoopbackHosts are the names of the local machine a browser uses for a
+// server on a loopback address.
+var LoopbackHosts = []string{"localhost", "127.0.0.1", "::1"}
+
+// checkHost rejects requests whose Host header is not one of the allowed
+// host names (any port), when a list is set.
+func (s *Server) checkHost(next http.Handler) http.Handler {
+	if len(s.opts.AllowedHosts) == 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		host = strings.Trim(host, "[]")
+		for _, a := range s.opts.AllowedHosts {
+			if strings.EqualFold(host, a) {
+				next.ServeHTTP(w, r)
+				return
+			}
+		}
+		s.writeJSON(w, http.StatusForbidden, &Error{Message: "host " + r.Host + " is not served here; open the page through " + strings.Join(s.opts.AllowedHosts, " or ")})
 	})
 }

@@ -56,6 +56,11 @@ type Options struct {
 	Logger *slog.Logger
 	// MaxBodyBytes limits request bodies (0: [DefaultMaxBodyBytes]).
 	MaxBodyBytes int64
+	// AllowedHosts, when not empty, lists the host names (without port)
+	// requests may address; others get 403. A server on a loopback
+	// address sets it to the loopback names so that a web site whose name
+	// resolves to 127.0.0.1 (DNS rebinding) cannot read the API.
+	AllowedHosts []string
 }
 
 // Server answers the API and serves the page. Create it with [New]; it is
@@ -131,7 +136,7 @@ func (s *Server) routes() http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeJSON(w, http.StatusForbidden, &Error{Message: "cross-origin requests are not allowed; use the page served by this server"})
 	}))
-	return s.recoverPanics(s.accessLog(securityHeaders(cop.Handler(mux))))
+	return s.recoverPanics(s.accessLog(securityHeaders(s.checkHost(cop.Handler(mux)))))
 }
 
 func methodNotAllowed(s *Server, methods []string) http.Handler {
