@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -31,11 +32,18 @@ const chromiumPath = "/usr/bin/chromium"
 func findChromium(t *testing.T) string {
 	t.Helper()
 	p := cmpOr(os.Getenv("GPUMEM_CHROMIUM"), chromiumPath)
-	if st, err := os.Stat(p); err != nil || st.IsDir() {
-		t.Fatalf("headless Chromium not found at %s (%v): install Debian's chromium with "+
-			"'apt-get update && apt-get install -y chromium', or set GPUMEM_CHROMIUM to a Chromium binary", p, err)
+	st, err := os.Stat(p)
+	if err == nil && !st.IsDir() {
+		return p
 	}
-	return p
+	if os.Getenv("GPUMEM_CHROMIUM") == "" {
+		if found, lerr := exec.LookPath("chromium"); lerr == nil {
+			return found
+		}
+	}
+	t.Fatalf("headless Chromium not found at %s (%v): install Debian's chromium with "+
+		"'apt-get update && apt-get install -y chromium', or set GPUMEM_CHROMIUM to a Chromium binary", p, err)
+	return ""
 }
 
 func cmpOr(a, b string) string {
@@ -110,6 +118,11 @@ const snapshotJS = `(() => {
 // waitFor polls until the page has finished a recompute whose query
 // satisfies ok, and returns the page's state.
 func waitFor(ctx context.Context, t *testing.T, what string, ok func(url.Values) bool) pageState {
+	return waitForPage(ctx, t, what, ok, nil)
+}
+
+// waitForPage is waitFor that adds the page's console errors to a failure.
+func waitForPage(ctx context.Context, t *testing.T, what string, ok func(url.Values) bool, console func() []string) pageState {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	var st pageState
@@ -127,7 +140,11 @@ func waitFor(ctx context.Context, t *testing.T, what string, ok func(url.Values)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("%s: the page did not recompute in time; last state %+v", what, st)
+	var msgs []string
+	if console != nil {
+		msgs = console()
+	}
+	t.Fatalf("%s: the page did not recompute in time; last state %+v; console: %q", what, st, msgs)
 	return st
 }
 
@@ -333,7 +350,7 @@ func TestPageInChromium(t *testing.T) {
 		t.Fatalf("open the page: %v", err)
 	}
 
-	st := waitFor(ctx, t, "first load", func(q url.Values) bool { return q.Get("seq_len") == "2048" })
+	st := waitForPage(ctx, t, "first load", func(q url.Values) bool { return q.Get("seq_len") == "2048" }, consoleErrors)
 	checkAgainstAPI(t, base, st)
 	checkPlan(t, base, st, "H100-SXM")
 
