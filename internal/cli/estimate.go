@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -9,7 +10,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/gpumem/gpumem/jobfile"
 	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/report"
 	"github.com/gpumem/gpumem/units"
 )
@@ -36,6 +39,8 @@ type estimateOptions struct {
 
 	// Compat holds other tools' spellings and flags (compat.go).
 	Compat compatOptions
+	// ConfigFile is --config: a job file whose settings the flags override.
+	ConfigFile string
 }
 
 func newEstimateCmd(f *Factory, g *globalOptions) *cobra.Command {
@@ -89,37 +94,88 @@ func estimateRun(cmd *cobra.Command, f *Factory, g *globalOptions, opts *estimat
 	if opts.Compat.ListTypes {
 		return listTypes(f, ro, cfg)
 	}
-	if err := modelFromArgs(&opts.Model, args); err != nil {
-		return err
-	}
-	if err := opts.finish(cmd.Flags()); err != nil {
-		return err
-	}
-	if err := cfg.applyToJob(cmd.Flags(), &opts.Job); err != nil {
-		return err
-	}
-	if opts.Compat.LoadFullModel {
-		fmt.Fprintln(f.IO.ErrOut, "note: --load-full-model is not needed: gpumem never loads weights; it counts every parameter tensor exactly from config.json")
-	}
-	m, err := resolveModelWith(cmd.Context(), f, opts.Model, opts.Hub)
+	in, err := opts.inputs(cmd, f, args, cfg)
 	if err != nil {
 		return err
 	}
 	if opts.Compat.ShowDetailed {
-		return showDetailed(f, m, opts.Job, cfg, ro)
+		return showDetailed(f, in.model, in.job, cfg, ro)
 	}
-	job := opts.Job
-	if cmd.Flags().Changed("fragmentation-gib") {
-		est := func(j memory.Job) (memory.Result, error) { return memory.Estimate(m, j) }
-		if job, err = applyFragmentationGiB(est, job, opts.Compat.FragmentationGiB); err != nil {
-			return err
-		}
-	}
-	res, err := memory.Estimate(m, job)
+	res, err := in.estimate(cmd.Flags(), opts)
 	if err != nil {
 		return err
 	}
 	return report.Estimate(f.IO.Out, res, ro)
+}
+
+// estimateInputs are a resolved model and job, with notes on how they
+// were read.
+type estimateInputs struct {
+	model *model.Model
+	job   memory.Job
+	// warnings are added to the result (an assumed model shape).
+	warnings []string
+}
+
+// inputs reads the job file, interprets the flags and resolves the model.
+func (opts *estimateOptions) inputs(cmd *cobra.Command, f *Factory, args []string, cfg *configDir) (estimateInputs, error) {
+	var in estimateInputs
+	fs := cmd.Flags()
+	jf, err := loadJobFile(opts.ConfigFile)
+	if err != nil {
+		return in, err
+	}
+	if err := modelFromArgs(&opts.Model, args); err != nil {
+		return in, err
+	}
+	if jf != nil {
+		if err := opts.applyJobFile(fs, jf); err != nil {
+			return in, err
+		}
+		for _, n := range jf.Notes {
+			fmt.Fprintf(f.IO.ErrOut, "note: %s: %s\n", jf.Name, n)
+		}
+	}
+	if err := opts.finish(fs); err != nil {
+		return in, err
+	}
+	opts.finishJobFile(jf)
+	if err := cfg.applyToJob(fs, &opts.Job); err != nil {
+		return in, err
+	}
+	if opts.Compat.LoadFullModel {
+		fmt.Fprintln(f.IO.ErrOut, "note: --load-full-model is not needed: gpumem never loads weights; it counts every parameter tensor exactly from config.json")
+	}
+	in.job = opts.Job
+	if opts.Model == "" && jf != nil && jf.Shape != nil {
+		m, err := syntheticModel(jf)
+		if err != nil {
+			return in, err
+		}
+		in.model, in.warnings = m, m.Warnings
+		return in, nil
+	}
+	in.model, err = resolveModelWith(cmd.Context(), f, opts.Model, opts.Hub)
+	return in, err
+}
+
+// estimate runs the estimate, with --fragmentation-gib turned into the
+// job's fragmentation fraction first.
+func (in estimateInputs) estimate(fs *pflag.FlagSet, opts *estimateOptions) (memory.Result, error) {
+	job := in.job
+	est := func(j memory.Job) (memory.Result, error) { return memory.Estimate(in.model, j) }
+	if fs.Changed("fragmentation-gib") {
+		var err error
+		if job, err = applyFragmentationGiB(est, job, opts.Compat.FragmentationGiB); err != nil {
+			return memory.Result{}, err
+		}
+	}
+	res, err := est(job)
+	if err != nil {
+		return res, err
+	}
+	res.Warnings = slices.Concat(in.warnings, res.Warnings)
+	return res, nil
 }
 
 // addEstimateFlags declares the job flags. Each maps onto one memory.Job
@@ -128,6 +184,7 @@ func addEstimateFlags(fs *pflag.FlagSet, o *estimateOptions) {
 	j := &o.Job
 	fs.StringVarP(&o.Model, "model", "m", "", "model: catalog id or alias, Hub id, or path to config.json or a model folder")
 	fs.StringVar(&o.Mode, "mode", "train", "what the job does: train, inference or serving")
+	fs.StringVar(&o.ConfigFile, "config", "", "job file (JSON or YAML) with the job's settings; flags given on the command line override it")
 	fs.BoolVar(&o.Explain, "explain", false, "print each component's formula with its inputs and source")
 
 	// Precision and optimizer.
@@ -352,21 +409,11 @@ func (o *estimateOptions) finishMethod(fs *pflag.FlagSet) error {
 // parseGradCheckpoint accepts the spellings users bring: true/false,
 // none/full/selective and every-N.
 func parseGradCheckpoint(s string) (string, error) {
-	v := strings.ToLower(strings.TrimSpace(s))
-	switch v {
-	case "", "false", "no", "0", "off", "none":
-		return "", nil
-	case "true", "yes", "1", "on", "full":
-		return "full", nil
-	case "selective":
-		return "selective", nil
+	gc, ok := jobfile.ParseGradCheckpoint(s)
+	if !ok {
+		return "", usageErrorf("--grad-checkpoint: unknown mode %q (want none, full, selective, every-N or true/false)", s)
 	}
-	if n, ok := strings.CutPrefix(v, "every-"); ok {
-		if k, err := strconv.Atoi(n); err == nil && k > 0 {
-			return v, nil
-		}
-	}
-	return "", usageErrorf("--grad-checkpoint: unknown mode %q (want none, full, selective, every-N or true/false)", s)
+	return gc, nil
 }
 
 // finishSet parses --set name=value overrides.

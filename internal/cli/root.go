@@ -91,6 +91,7 @@ and what nvidia-smi shows.`,
 		newGPUsCmd(f, g), newFitCmd(f, g), newPlanCmd(f, g),
 		newProbeCmd(f, g), newCalibrateCmd(f, g),
 		newServePlanCmd(f, g),
+		newCalculateCmd(f, g), newQuickCmd(f, g), newValidateCmd(f, g),
 	)
 	for _, c := range root.Commands() {
 		c.SetFlagErrorFunc(root.FlagErrorFunc())

@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpumem/gpumem/jobfile"
+	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/report"
+)
+
+// validation is the answer of gpumem validate, also its JSON form.
+type validation struct {
+	File     string            `json:"file"`
+	Valid    bool              `json:"valid"`
+	Layout   string            `json:"layout,omitempty"` // "job" or "engine-calculator"
+	Model    string            `json:"model,omitempty"`
+	Problems []jobfile.Problem `json:"problems"`
+	Notes    []string          `json:"notes,omitempty"`
+}
+
+func newValidateCmd(f *Factory, g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:     "validate FILE",
+		GroupID: "estimate",
+		Short:   "Check a job file and report every problem at once",
+		Long: `Check a job file (gpumem's layout or the engine calculators') without estimating it:
+unknown keys (with the nearest known key), values of the wrong type, impossible values,
+a model that cannot be found, and a job the estimators reject for this model. Every
+problem is listed; the exit code is 1 if there is any.
+
+A Hub id is checked against the local Hugging Face cache only: validate never uses
+the network.`,
+		Example: `  gpumem validate job.yaml
+  gpumem validate llama2_7b_deepspeed.json --format json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v := validateFile(cmd.Context(), f, args[0])
+			if err := renderValidation(f, g, v); err != nil {
+				return err
+			}
+			if !v.Valid {
+				return &ExitCodeError{Code: ExitError}
+			}
+			return nil
+		},
+	}
+}
+
+// validateFile collects every problem of the file at path.
+func validateFile(ctx context.Context, f *Factory, path string) validation {
+	v := validation{File: path}
+	jf, err := jobfile.Load(path)
+	var je *jobfile.Error
+	switch {
+	case errors.As(err, &je):
+		v.Problems = append(v.Problems, je.Problems...)
+	case err != nil:
+		v.Problems = append(v.Problems, jobfile.Problem{Message: err.Error()})
+		return v
+	}
+	if jf == nil {
+		return v
+	}
+	v.Layout = jf.Layout
+	m, p := validateModel(ctx, f, jf)
+	v.Problems = append(v.Problems, p...)
+	if m != nil {
+		v.Model = m.ID
+		if len(v.Problems) == 0 {
+			if _, err := memory.Estimate(m, jf.Job); err != nil {
+				v.Problems = append(v.Problems, jobfile.Problem{Message: "the estimators reject the job: " + err.Error()})
+			}
+		}
+	}
+	v.Notes = jf.Notes
+	v.Valid = len(v.Problems) == 0
+	return v
+}
+
+// validateModel resolves the file's model without the network.
+func validateModel(ctx context.Context, f *Factory, jf *jobfile.File) (*model.Model, []jobfile.Problem) {
+	switch {
+	case jf.Shape != nil:
+		m, note, err := jf.Shape.Model()
+		if err != nil {
+			return nil, []jobfile.Problem{{Key: "model", Message: err.Error()}}
+		}
+		jf.Notes = append(jf.Notes, note)
+		return m, nil
+	case jf.Model == "":
+		return nil, []jobfile.Problem{{Key: "model", Message: "missing: give a catalog id or alias, a Hub id, a config.json path, or {\"num_parameters\": \"7B\"}"}}
+	}
+	m, err := model.Load(jf.Model)
+	if err == nil {
+		return m, nil
+	}
+	if errors.Is(err, model.ErrNotFound) && looksLikeHubID(jf.Model) {
+		ho := hubOptions{Offline: true}
+		if m, herr := resolveModelWith(ctx, f, jf.Model, ho); herr == nil {
+			return m, nil
+		}
+		return nil, []jobfile.Problem{{Key: "model", Message: fmt.Sprintf("%q is not in the catalog or the local Hugging Face cache (validate does not use the network; gpumem params %s fetches it)", jf.Model, jf.Model)}}
+	}
+	msg := err.Error()
+	if errors.Is(err, model.ErrNotFound) {
+		if s := suggestModel(jf.Model); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+	}
+	return nil, []jobfile.Problem{{Key: "model", Message: msg}}
+}
+
+// suggestModel returns the catalog alias nearest to name, if close.
+func suggestModel(name string) string {
+	best, bestD := "", 1<<30
+	for _, e := range model.Catalog() {
+		for _, k := range append([]string{e.ID}, e.Aliases...) {
+			if d := levenshtein(strings.ToLower(name), strings.ToLower(k)); d < bestD {
+				best, bestD = k, d
+			}
+		}
+	}
+	if bestD <= max(2, len(name)/4) {
+		return best
+	}
+	return ""
+}
+
+// levenshtein is the edit distance of two short names.
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+func renderValidation(f *Factory, g *globalOptions, v validation) error {
+	ro := g.renderOptions(f)
+	if ro.Format == report.JSON {
+		return report.WriteJSON(f.IO.Out, v)
+	}
+	w := f.IO.Out
+	for _, n := range v.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	if v.Valid {
+		fmt.Fprintf(w, "%s: valid %s file (model %s)\n", v.File, v.Layout, v.Model)
+		return nil
+	}
+	fmt.Fprintf(w, "%s: %d problem(s):\n", v.File, len(v.Problems))
+	for _, p := range v.Problems {
+		fmt.Fprintf(w, "  %s\n", p)
+	}
+	return nil
+}

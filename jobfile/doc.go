@@ -1,0 +1,32 @@
+// Package jobfile reads job files: a job for gpumem written down once and
+// estimated, validated and shared as a file instead of a command line.
+//
+// # Job files
+//
+// A job file is a JSON or YAML object whose keys are the JSON names of
+// [memory.Job] fields ("seq_len", "per_device_batch", "zero", ...) plus
+// "model": a catalog id or alias, a Hub id or a config.json path, or an
+// object giving only a size ({"num_parameters": "7B"}) from which
+// [Shape.Model] builds a synthetic Llama-like model. Sizes may be written
+// for people: "trainable_params": "1.2M", "gpu_memory": "80GiB".
+// "constants" maps named constants of the memory model to values.
+//
+//	{
+//	  "model": "llama3-8b",
+//	  "method": "lora", "lora_rank": 16, "lora_target_modules": ["q_proj", "v_proj"],
+//	  "seq_len": 4096, "per_device_batch": 2, "grad_checkpoint": "full",
+//	  "gpu_memory": "80GiB",
+//	  "constants": {"fragmentation": 0.08}
+//	}
+//
+// [Parse] checks everything it can without a model and reports every
+// problem at once in an [*Error]: unknown keys (with the nearest known
+// key), values of the wrong type and impossible values.
+//
+// # Engine-calculator files
+//
+// Files in the sectioned layout of the engine calculators ("model",
+// "training", "parallelism", "engine", "hardware" objects; see
+// [ParseCalculator]) are read too, and [Parse] tells the two layouts
+// apart by their sections.
+package jobfile

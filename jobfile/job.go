@@ -1,0 +1,324 @@
+package jobfile
+
+import (
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/units"
+)
+
+// jobField is one memory.Job field a job file may set.
+type jobField struct {
+	index int
+	typ   reflect.Type
+}
+
+var (
+	bytesType = reflect.TypeOf(units.Bytes(0))
+	modeType  = reflect.TypeOf(memory.Mode(""))
+	boolPtr   = reflect.TypeOf((*bool)(nil))
+)
+
+// jobFields maps each memory.Job JSON key to its field.
+var jobFields = func() map[string]jobField {
+	out := map[string]jobField{}
+	t := reflect.TypeOf(memory.Job{})
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			out[name] = jobField{index: i, typ: t.Field(i).Type}
+		}
+	}
+	return out
+}()
+
+// Extra keys of a job file that are not memory.Job JSON names.
+const (
+	keyModel       = "model"
+	keyGPUMemory   = "gpu_memory" // human size; sets gpu_memory_bytes
+	keyDescription = "description"
+)
+
+// knownKeys lists every key a job file accepts, for did-you-mean.
+func knownKeys() []string {
+	keys := []string{keyModel, keyGPUMemory, keyDescription}
+	for k := range jobFields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Value rules for integer keys: the smallest accepted value (1 unless
+// listed here) and the largest where one exists.
+var (
+	intMin = map[string]int64{"gen_len": 0, "images_per_sample": 0, "zero": 0}
+	intMax = map[string]int64{"zero": 3}
+)
+
+// readJob applies the keys of a flat job object to f.
+func (r *reader) readJob(obj map[string]any, f *File) {
+	known := knownKeys()
+	job := reflect.ValueOf(&f.Job).Elem()
+	keys := map[string]bool{}
+	for _, key := range sortedKeys(obj) {
+		v := obj[key]
+		switch key {
+		case keyModel:
+			r.readModel(v, f)
+			continue
+		case keyDescription:
+			r.str(key, v)
+			continue
+		case keyGPUMemory:
+			if _, dup := obj["gpu_memory_bytes"]; dup {
+				r.add(key, "give gpu_memory or gpu_memory_bytes, not both")
+				continue
+			}
+			if b, ok := r.size(key, v); ok {
+				f.Job.GPUMemory = b
+				keys["gpu_memory_bytes"] = true
+			}
+			continue
+		}
+		fd, ok := jobFields[key]
+		if !ok {
+			unknownKey(r, key, known)
+			continue
+		}
+		if r.setField(key, v, job.Field(fd.index), fd.typ) {
+			keys[key] = true
+		}
+	}
+	r.checkJob(&f.Job, keys)
+	for k := range keys {
+		f.Keys = append(f.Keys, k)
+	}
+	sort.Strings(f.Keys)
+}
+
+// setField converts v to the field's type and stores it.
+func (r *reader) setField(key string, v any, dst reflect.Value, typ reflect.Type) bool {
+	switch {
+	case key == "constants":
+		c, ok := r.constants(key, v)
+		if ok {
+			dst.Set(reflect.ValueOf(c))
+		}
+		return ok
+	case key == "grad_checkpoint" || key == "fused_loss":
+		if b, ok := v.(bool); ok {
+			v = strconv.FormatBool(b) // true/false, as the flags take them
+		}
+		s, ok := r.str(key, v)
+		if ok {
+			dst.SetString(s)
+		}
+		return ok
+	case key == "trainable_params":
+		n, ok := r.count(key, v)
+		if ok {
+			dst.SetInt(n)
+		}
+		return ok
+	case typ == bytesType:
+		b, ok := r.size(key, v)
+		if ok {
+			dst.SetInt(int64(b))
+		}
+		return ok
+	case typ == boolPtr:
+		b, ok := r.boolean(key, v)
+		if ok {
+			dst.Set(reflect.ValueOf(&b))
+		}
+		return ok
+	}
+	switch typ.Kind() {
+	case reflect.String:
+		s, ok := r.str(key, v)
+		if ok {
+			dst.SetString(s)
+		}
+		return ok
+	case reflect.Int, reflect.Int64:
+		lo, has := intMin[key]
+		if !has {
+			lo = 1
+		}
+		n, ok := r.integer(key, v, lo)
+		if ok && intMax[key] > 0 && n > intMax[key] {
+			r.add(key, "want %d to %d, got %d", lo, intMax[key], n)
+			return false
+		}
+		if ok {
+			dst.SetInt(n)
+		}
+		return ok
+	case reflect.Float64:
+		x, ok := r.float(key, v)
+		if ok {
+			dst.SetFloat(x)
+		}
+		return ok
+	case reflect.Bool:
+		b, ok := r.boolean(key, v)
+		if ok {
+			dst.SetBool(b)
+		}
+		return ok
+	case reflect.Slice:
+		ss, ok := r.strings(key, v)
+		if ok {
+			dst.Set(reflect.ValueOf(ss))
+		}
+		return ok
+	}
+	r.add(key, "cannot be set from a file")
+	return false
+}
+
+// constants reads the "constants" object: names of memory.Constants
+// mapped to numbers within each constant's bounds.
+func (r *reader) constants(key string, v any) (map[string]float64, bool) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		r.add(key, "want an object of constant names to numbers, got %s", typeName(v))
+		return nil, false
+	}
+	infos := map[string]memory.ConstantInfo{}
+	var names []string
+	for _, c := range memory.Constants() {
+		infos[c.Name] = c
+		names = append(names, c.Name)
+	}
+	out := map[string]float64{}
+	good := true
+	for _, name := range sortedKeys(obj) {
+		k := key + "." + name
+		info, ok := infos[strings.ToLower(name)]
+		if !ok {
+			unknownKey(r, k, names)
+			good = false
+			continue
+		}
+		x, ok := r.float(k, obj[name])
+		if !ok {
+			good = false
+			continue
+		}
+		if x < info.Min || x > info.Max {
+			r.add(k, "%v is out of range [%v, %v] %s", x, info.Min, info.Max, info.Unit)
+			good = false
+			continue
+		}
+		out[info.Name] = x
+	}
+	return out, good
+}
+
+// ParseMode reads a job mode as the CLI spells it (train, training,
+// inference, infer, serving, serve).
+func ParseMode(s string) (memory.Mode, bool) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "train", "training":
+		return memory.Train, true
+	case "inference", "infer":
+		return memory.Inference, true
+	case "serving", "serve":
+		return memory.Serving, true
+	}
+	return "", false
+}
+
+// ParseGradCheckpoint reads a checkpointing setting as users spell it:
+// true/false, none/full/selective and every-N. It returns the
+// memory.Job value ("" for none).
+func ParseGradCheckpoint(s string) (string, bool) {
+	v := strings.ToLower(strings.TrimSpace(s))
+	switch v {
+	case "", "false", "no", "0", "off", "none":
+		return "", true
+	case "true", "yes", "1", "on", "full":
+		return "full", true
+	case "selective":
+		return "selective", true
+	}
+	if n, ok := strings.CutPrefix(v, "every-"); ok {
+		if k, err := strconv.Atoi(n); err == nil && k > 0 {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// checkJob checks the values a job can be wrong about without a model.
+func (r *reader) checkJob(j *memory.Job, keys map[string]bool) {
+	if keys["mode"] {
+		m, ok := ParseMode(string(j.Mode))
+		if !ok {
+			r.add("mode", "unknown mode %q (want train, inference or serving)", j.Mode)
+		}
+		j.Mode = m
+	}
+	if keys["grad_checkpoint"] {
+		gc, ok := ParseGradCheckpoint(j.GradCheckpoint)
+		if !ok {
+			r.add("grad_checkpoint", "unknown mode %q (want none, full, selective, every-N or true/false)", j.GradCheckpoint)
+		}
+		j.GradCheckpoint = gc
+	}
+	switch strings.ToLower(j.FusedLoss) {
+	case "true":
+		j.FusedLoss = "liger" // as the CLI reads a bare --fused-loss
+	case "false":
+		j.FusedLoss = "none"
+	}
+	if keys["gpu_memory_utilization"] && !(j.GPUMemoryUtilization > 0 && j.GPUMemoryUtilization <= 1) {
+		r.add("gpu_memory_utilization", "want a fraction in (0, 1], got %g", j.GPUMemoryUtilization)
+	}
+	if keys["lora_dropout"] && !(j.LoRADropout >= 0 && j.LoRADropout < 1) {
+		r.add("lora_dropout", "want a probability in [0, 1), got %g", j.LoRADropout)
+	}
+	if keys["batch"] && j.Mode == memory.Train {
+		r.add("batch", "is the inference batch; a training job sets per_device_batch")
+	}
+	r.probeValues(j, keys)
+}
+
+// Value returns the value of a memory.Job key the file sets, written as
+// a command-line flag value: numbers in decimal, lists comma-separated,
+// booleans as true/false, sizes in bytes. Keys the file does not set
+// give "".
+func (f *File) Value(key string) string {
+	fd, ok := jobFields[key]
+	if !ok || !f.Has(key) {
+		return ""
+	}
+	v := reflect.ValueOf(f.Job).Field(fd.index)
+	switch {
+	case fd.typ == boolPtr:
+		if v.IsNil() {
+			return ""
+		}
+		return strconv.FormatBool(v.Elem().Bool())
+	case fd.typ.Kind() == reflect.Slice:
+		return strings.Join(v.Interface().([]string), ",")
+	case fd.typ.Kind() == reflect.Map:
+		return ""
+	}
+	switch fd.typ.Kind() {
+	case reflect.String:
+		return v.String()
+	case reflect.Int, reflect.Int64:
+		return strconv.FormatInt(v.Int(), 10)
+	case reflect.Float64:
+		return strconv.FormatFloat(v.Float(), 'g', -1, 64)
+	case reflect.Bool:
+		return strconv.FormatBool(v.Bool())
+	}
+	return ""
+}
