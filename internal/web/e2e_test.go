@@ -91,6 +91,7 @@ type pageState struct {
 	Error     string   `json:"error"`
 	ErrorShow bool     `json:"errorShown"`
 	Invalid   []string `json:"invalid"`
+	Serving   string   `json:"serving"`
 }
 
 type peakText struct {
@@ -112,6 +113,7 @@ const snapshotJS = `(() => {
     gpuRows: [...document.querySelectorAll('#gpus tbody tr')].map((tr) => tr.dataset.gpu + '=' + tr.dataset.verdict),
     error: q('#error').textContent, errorShown: !q('#error').hidden,
     invalid: [...document.querySelectorAll('[aria-invalid=true]')].map((e) => e.name),
+    serving: q('#serving').textContent,
   };
 })()`
 
@@ -408,6 +410,8 @@ func TestPageInChromium(t *testing.T) {
 	st = waitFor(ctx, t, "serving preset", func(q url.Values) bool { return q.Get("mode") == "serving" })
 	if res := checkAgainstAPI(t, base, st); res.Serving == nil {
 		t.Errorf("serving preset: no serving capacity in the result")
+	} else if want := "KV cache pool: " + units.FormatIEC(res.Serving.KVPoolBytes); !strings.HasPrefix(st.Serving, want) {
+		t.Errorf("serving line %q, want it to start with %q", st.Serving, want)
 	}
 	checkPlan(t, base, st, "H100-SXM")
 	saveScreenshot(ctx, t, "serve-8b-h100")

@@ -303,10 +303,21 @@ function render(res, plan, job) {
   $('#params').textContent = params;
   $('#phases').textContent = (p.phases || []).length ? 'Allocated by phase: ' +
     p.phases.map((ph) => `${ph.name} ${formatIEC(ph.bytes)}${ph.name === p.peak_phase ? ' (peak)' : ''}`).join(' · ') : '';
+  $('#serving').textContent = res.serving ? servingText(res.serving) : '';
+  $('#host').textContent = res.host ? `Host memory for offload: ${formatIEC(res.host.cpu_bytes)} CPU RAM` +
+    (res.host.nvme_bytes ? `, ${formatIEC(res.host.nvme_bytes)} NVMe` : '') : '';
   const ws = $('#warnings');
   ws.replaceChildren(...(res.warnings || []).map((w) => el('li', { text: w })));
   renderGPUs(plan, job.gpu);
   renderChart(p, plan, job.gpu);
+}
+
+// servingText summarises a vLLM deployment's KV-cache pool.
+function servingText(v) {
+  let t = `KV cache pool: ${formatIEC(v.kv_pool_bytes)} = ${v.kv_tokens.toLocaleString('en-US')} tokens ` +
+    `(${v.kv_blocks.toLocaleString('en-US')} blocks of ${v.block_size})`;
+  if (v.max_concurrent_seqs !== undefined) t += `; ${v.max_concurrent_seqs.toLocaleString('en-US')} sequences of ${v.seq_len.toLocaleString('en-US')} tokens at once`;
+  return t + '.';
 }
 
 function renderComponents(p) {
