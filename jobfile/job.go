@@ -189,6 +189,12 @@ func (r *reader) constants(key string, v any) (map[string]float64, bool) {
 		r.add(key, "want an object of constant names to numbers, got %s", typeName(v))
 		return nil, false
 	}
+	return r.constantsIn(key+".", obj)
+}
+
+// constantsIn reads constant names and values; prefix starts each key
+// in messages.
+func (r *reader) constantsIn(prefix string, obj map[string]any) (map[string]float64, bool) {
 	infos := map[string]memory.ConstantInfo{}
 	var names []string
 	for _, c := range memory.Constants() {
@@ -198,7 +204,7 @@ func (r *reader) constants(key string, v any) (map[string]float64, bool) {
 	out := map[string]float64{}
 	good := true
 	for _, name := range sortedKeys(obj) {
-		k := key + "." + name
+		k := prefix + name
 		info, ok := infos[strings.ToLower(name)]
 		if !ok {
 			unknownKey(r, k, names)

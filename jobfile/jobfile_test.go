@@ -197,3 +197,15 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestParseConstants(t *testing.T) {
+	c, err := ParseConstants([]byte("fragmentation: 0.1\nCUDA_CONTEXT_MIB: 600\n"), "p.yaml")
+	if err != nil || c["fragmentation"] != 0.1 || c["cuda_context_mib"] != 600 || len(c) != 2 {
+		t.Errorf("ParseConstants = %v, %v", c, err)
+	}
+	_, err = ParseConstants([]byte(`{"fragmentaton": 1, "nccl_mib": "lots", "workspace_mib": 1e9}`), "p.json")
+	var je *Error
+	if !errors.As(err, &je) || len(je.Problems) != 3 || !strings.Contains(err.Error(), `did you mean "fragmentation"`) {
+		t.Errorf("ParseConstants errors: %v", err)
+	}
+}

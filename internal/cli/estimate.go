@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -41,6 +42,9 @@ type estimateOptions struct {
 	Compat compatOptions
 	// ConfigFile is --config: a job file whose settings the flags override.
 	ConfigFile string
+	// ConstantsFile is --constants: a profile of named constants.
+	ConstantsFile string
+	profile       map[string]float64
 }
 
 func newEstimateCmd(f *Factory, g *globalOptions) *cobra.Command {
@@ -123,6 +127,9 @@ func (opts *estimateOptions) inputs(cmd *cobra.Command, f *Factory, args []strin
 	fs := cmd.Flags()
 	jf, err := loadJobFile(opts.ConfigFile)
 	if err != nil {
+		return in, err
+	}
+	if opts.profile, err = loadConstantsFile(opts.ConstantsFile); err != nil {
 		return in, err
 	}
 	if err := modelFromArgs(&opts.Model, args); err != nil {
@@ -265,6 +272,7 @@ func addEstimateFlags(fs *pflag.FlagSet, o *estimateOptions) {
 	fs.StringVar(&j.GPU, "gpu", "", "GPU kind, e.g. H100, A100-80GB, RTX-4090 (selects workspace sizes and capacity)")
 	fs.StringVar(&o.GPUMemory, "gpu-memory", "", "GPU memory when not implied by --gpu, e.g. 80GiB")
 	fs.StringArrayVar(&o.Set, "set", nil, "override a named constant of the memory model, name=value (repeatable); 'gpumem constants' lists them")
+	fs.StringVar(&o.ConstantsFile, "constants", "", "profile of named constants (JSON or YAML object name: value); --set and --calibration win over it")
 
 	// Optional values and spaced lists (see rewriteBoolArgs).
 	fs.Lookup("fused-loss").NoOptDefVal = "true"
@@ -416,9 +424,10 @@ func parseGradCheckpoint(s string) (string, error) {
 	return gc, nil
 }
 
-// finishSet parses --set name=value overrides.
+// finishSet parses --set name=value overrides, then adds the constants
+// of a --constants profile that --set does not name.
 func (o *estimateOptions) finishSet() error {
-	if len(o.Set) == 0 {
+	if len(o.Set) == 0 && len(o.profile) == 0 {
 		return nil
 	}
 	o.Job.Constants = map[string]float64{}
@@ -432,9 +441,50 @@ func (o *estimateOptions) finishSet() error {
 		if err != nil {
 			return usageErrorf("--set %s: value %q is not a number", name, val)
 		}
+		if err := checkConstant(name, v); err != nil {
+			return usageErrorf("--set %w", err)
+		}
 		o.Job.Constants[name] = v
 	}
+	for name, v := range o.profile {
+		if _, ok := o.Job.Constants[name]; !ok {
+			o.Job.Constants[name] = v
+		}
+	}
 	return nil
+}
+
+// checkConstant checks a constant's name and range against
+// memory.Constants, suggesting the nearest name for a typo.
+func checkConstant(name string, v float64) error {
+	var names []string
+	for _, c := range memory.Constants() {
+		if strings.EqualFold(c.Name, name) {
+			if math.IsNaN(v) || v < c.Min || v > c.Max {
+				return fmt.Errorf("%s=%v: out of range [%v, %v] %s", name, v, c.Min, c.Max, c.Unit)
+			}
+			return nil
+		}
+		names = append(names, c.Name)
+	}
+	if s := suggestName(name, names); s != "" {
+		return fmt.Errorf("%s: unknown constant (did you mean %q? 'gpumem constants' lists them)", name, s)
+	}
+	return fmt.Errorf("%s: unknown constant ('gpumem constants' lists them)", name)
+}
+
+// suggestName returns the name in names nearest to s, if close.
+func suggestName(s string, names []string) string {
+	best, bestD := "", 1<<30
+	for _, n := range names {
+		if d := levenshtein(strings.ToLower(s), strings.ToLower(n)); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	if bestD <= max(2, len(s)/4) {
+		return best
+	}
+	return ""
 }
 
 // boolFlagNames lists a flag set's boolean flags, for the rewrite of

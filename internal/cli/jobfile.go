@@ -94,7 +94,7 @@ func (o *estimateOptions) applyJobFile(fs *pflag.FlagSet, f *jobfile.File) error
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if !given[strings.ToLower(name)] {
+		if _, inProfile := o.profile[name]; !given[strings.ToLower(name)] && !inProfile {
 			if err := fs.Set("set", name+"="+fmtFloat(f.Job.Constants[name])); err != nil {
 				return err
 			}
@@ -124,6 +124,18 @@ func loadJobFile(path string) (*jobfile.File, error) {
 		return nil, fmt.Errorf("--config: %w", err)
 	}
 	return f, nil
+}
+
+// loadConstantsFile reads --constants.
+func loadConstantsFile(path string) (map[string]float64, error) {
+	if path == "" {
+		return nil, nil
+	}
+	c, err := jobfile.LoadConstants(path)
+	if err != nil {
+		return nil, fmt.Errorf("--constants %w", err)
+	}
+	return c, nil
 }
 
 // syntheticModel builds the model of a file that gives only a size, and

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,5 +90,53 @@ func TestJobFileSyntheticModel(t *testing.T) {
 	}
 	if len(r.Warnings) == 0 || !strings.Contains(r.Warnings[0], "model shape assumed") {
 		t.Errorf("warnings %q do not say the shape was assumed", r.Warnings)
+	}
+}
+
+func TestConstantsProfile(t *testing.T) {
+	prof := writeJob(t, "c.yaml", "fragmentation: 0.2\ncuda_context_mib: 700\nnccl_mib: 100\n")
+	job := writeJob(t, "j.json", `{"model": "llama2-7b", "seq_len": 512, "constants": {"cuda_context_mib": 900, "workspace_mib": 16}}`)
+	r := estimateJSON(t, "--config", job, "--constants", prof, "--set", "fragmentation=0.1")
+	want := map[string]float64{"fragmentation": 0.1, "cuda_context_mib": 700, "nccl_mib": 100, "workspace_mib": 16}
+	if diff := cmp.Diff(want, r.Job.Constants); diff != "" {
+		t.Errorf("precedence --set > --constants > job file (-want +got):\n%s", diff)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{[]string{"--constants", writeJob(t, "bad.json", `{"fragmentaton": 0.2, "cuda_context_mib": -1}`)}, ExitError,
+			[]string{"2 problems", `did you mean "fragmentation"`, "cuda_context_mib: -1 is out of range"}},
+		{[]string{"--set", "fragmentaton=0.1"}, ExitUsage, []string{`--set fragmentaton: unknown constant (did you mean "fragmentation"?`}},
+		{[]string{"--set", "fragmentation=5"}, ExitUsage, []string{"out of range [0, 2]"}},
+	} {
+		_, errOut, code := runCommand(t, append([]string{"estimate", "llama2-7b"}, tc.args...)...)
+		if code != tc.code {
+			t.Errorf("%v: exit %d, want %d: %s", tc.args, code, tc.code, errOut)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%v: stderr lacks %q: %s", tc.args, w, errOut)
+			}
+		}
+	}
+	out, errOut, code := runCommand(t, "constants", "--constants", prof, "--set", "fragmentation=0.1", "--format", "json")
+	var vals []constantValue
+	if err := json.Unmarshal([]byte(out), &vals); code != 0 || err != nil {
+		t.Fatalf("constants: exit %d, %v: %s", code, err, errOut)
+	}
+	got := map[string]float64{}
+	for _, v := range vals {
+		if v.Overridden {
+			got[v.Name] = v.Value
+		}
+	}
+	if diff := cmp.Diff(map[string]float64{"fragmentation": 0.1, "cuda_context_mib": 700, "nccl_mib": 100}, got); diff != "" {
+		t.Errorf("constants values (-want +got):\n%s", diff)
+	}
+	out, _, _ = runCommand(t, "constants", "--set", "cuda_context_mib=600")
+	if !strings.Contains(out, "600 *") {
+		t.Errorf("constants table does not mark the override:\n%s", out)
 	}
 }
