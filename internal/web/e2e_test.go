@@ -250,25 +250,24 @@ func answerText(a *web.SearchAnswer, unit string) string {
 	return fmt.Sprintf("%d%s", a.Value, unit)
 }
 
-// setField sets a form field as a user would and fires its change event.
+// setField sets a form field as a user would; chromedp's SetValue fires
+// the input and change events the page listens to.
 func setField(ctx context.Context, t *testing.T, sel, value string) {
 	t.Helper()
-	err := chromedp.Do(ctx,
-		chromedp.SetValue(chromedp.CSS(sel), value),
-		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := chromedp.Evaluate[chromedp.Void](fmt.Sprintf(
-				`document.querySelector(%q).dispatchEvent(new Event('change', {bubbles: true}))`, sel))(ctx, tg)
-			return err
-		}))
-	if err != nil {
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(sel), value)); err != nil {
 		t.Fatalf("set %s = %s: %v", sel, value, err)
 	}
 }
 
-// typeInto clears a text field and types value key by key.
+// typeInto clears a text field and types value key by key. (The field is
+// cleared by script: SetValue cannot send an empty string.)
 func typeInto(ctx context.Context, t *testing.T, sel, value string) {
 	t.Helper()
-	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(sel), ""), chromedp.SendKeys(chromedp.CSS(sel), value)); err != nil {
+	clear := chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).value = ''`, sel))(ctx, tg)
+		return err
+	})
+	if err := chromedp.Do(ctx, clear, chromedp.SendKeys(chromedp.CSS(sel), value)); err != nil {
 		t.Fatalf("type %q into %s: %v", value, sel, err)
 	}
 }
@@ -422,6 +421,25 @@ func TestPageInChromium(t *testing.T) {
 	if st.State != "error" || !st.ErrorShow || !strings.Contains(st.Error, "--tp 3") || len(st.Invalid) != 1 || st.Invalid[0] != "tp" {
 		t.Errorf("tp=3: state %q, error %q shown=%v, invalid %v", st.State, st.Error, st.ErrorShow, st.Invalid)
 	}
+
+	// Exact GPU bytes and constant overrides survive a link and an edit.
+	link := "/?model=llama3-8b&mode=serving&gpu_memory_bytes=85520809984&constants.fragmentation=0.2"
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+link)); err != nil {
+		t.Fatal(err)
+	}
+	st = waitFor(ctx, t, "runtime link", func(q url.Values) bool { return q.Get("gpu_memory_bytes") != "" })
+	checkAgainstAPI(t, base, st)
+	if q, _ := url.ParseQuery(st.Query); q.Get("gpu_memory_bytes") != "85520809984" || q.Get("constants.fragmentation") != "0.2" {
+		t.Errorf("runtime link became %q", st.Query)
+	}
+	for sel, want := range map[string]string{"#f-gpu_memory_bytes": "79.647", "#f-constants": "fragmentation=0.2"} {
+		if got, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(sel))); err != nil || got != want {
+			t.Errorf("%s = %q (%v), want %q", sel, got, err, want)
+		}
+	}
+	typeInto(ctx, t, "#f-constants", "fragmentation=0.3")
+	st = waitFor(ctx, t, "constant edited", func(q url.Values) bool { return q.Get("constants.fragmentation") == "0.3" })
+	checkAgainstAPI(t, base, st)
 
 	if msgs := consoleErrors(); len(msgs) > 0 {
 		// The tp=3 request answers 400, which Chromium logs as a failed resource load.

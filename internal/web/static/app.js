@@ -74,6 +74,10 @@ const GROUPS = [
     { k: 'block_size', label: 'KV block size', type: 'int', ph: '16' },
     { k: 'cuda_graphs', label: 'CUDA graphs', type: 'bool' },
   ]},
+  { legend: 'Runtime', fields: [
+    { k: 'gpu_memory_bytes', label: 'GPU memory, GiB (board not listed)', type: 'gib' },
+    { k: 'constants', label: 'Model constants (name=value, …)', type: 'constants', ph: 'fragmentation=0.1' },
+  ]},
   { legend: 'Vision inputs (VLMs)', fields: [
     { k: 'images_per_sample', label: 'Images per sample', type: 'int' },
     { k: 'image_size', label: 'Image side (px)', type: 'int' },
@@ -141,9 +145,10 @@ function buildForm() {
       } else if (f.type === 'bool') {
         input = el('input', { id, name: f.k, type: 'checkbox' });
       } else {
-        input = el('input', { id, name: f.k, type: f.type === 'int' || f.type === 'float' ? 'number' : 'text', spellcheck: 'false' });
+        const numeric = f.type === 'int' || f.type === 'float' || f.type === 'gib';
+        input = el('input', { id, name: f.k, type: numeric ? 'number' : 'text', spellcheck: 'false' });
         if (f.type === 'int') { input.min = '0'; input.step = '1'; }
-        if (f.type === 'float') { input.min = '0'; input.step = 'any'; }
+        if (f.type === 'float' || f.type === 'gib') { input.min = '0'; input.step = 'any'; }
         if (f.ph) input.placeholder = f.ph;
         if (f.list) {
           const dl = el('datalist', { id: id + '-list' });
@@ -171,9 +176,31 @@ function readForm() {
     if (modes && !modes.split(' ').includes(mode)) continue;
     if (e.type === 'checkbox') { if (e.checked) job[e.name] = 'true'; continue; }
     const v = e.value.trim();
-    if (v !== '') job[e.name] = v;
+    if (v === '') continue;
+    const t = FIELD_TYPES.get(e.name);
+    if (t === 'gib') job[e.name] = gibToBytes(e, v);
+    else if (t === 'constants') Object.assign(job, parseConstants(v));
+    else job[e.name] = v;
   }
   return Object.assign(job, extra);
+}
+
+// gibToBytes reads a GiB field as bytes; a value shown unchanged keeps
+// the exact bytes it was written from (links carry bytes, not GiB).
+function gibToBytes(e, v) {
+  if (e.dataset.bytes && e.dataset.shown === v) return e.dataset.bytes;
+  const x = Number(v);
+  return Number.isFinite(x) && x > 0 ? String(Math.round(x * 2 ** 30)) : v;
+}
+
+// parseConstants turns "a=1, b=2" into {"constants.a": "1", "constants.b": "2"}.
+function parseConstants(v) {
+  const out = {};
+  for (const part of v.split(/[,\s]+/).filter(Boolean)) {
+    const [name, val] = part.split('=', 2);
+    out['constants.' + name] = val === undefined ? '' : val;
+  }
+  return out;
 }
 
 function writeForm(job) {
@@ -181,16 +208,32 @@ function writeForm(job) {
   if (job.mode === 'train') job.mode = '';
   for (const e of form.elements) {
     if (!e.name || !FIELD_TYPES.has(e.name)) continue;
+    const t = FIELD_TYPES.get(e.name);
     if (e.type === 'checkbox') e.checked = job[e.name] === 'true' || job[e.name] === '1';
-    else e.value = job[e.name] !== undefined ? job[e.name] : '';
+    else if (t === 'gib') writeGiB(e, job[e.name]);
+    else if (t === 'constants') {
+      e.value = Object.entries(job).filter(([k]) => k.startsWith('constants.')).map(([k, v]) => `${k.slice(10)}=${v}`).join(', ');
+    } else e.value = job[e.name] !== undefined ? job[e.name] : '';
   }
-  for (const [k, v] of Object.entries(job)) if (!FIELD_TYPES.has(k)) extra[k] = v;
+  for (const [k, v] of Object.entries(job)) if (!FIELD_TYPES.has(k) && !k.startsWith('constants.')) extra[k] = v;
   // A GPU or model not in the lists is kept as typed.
   for (const k of ['gpu', 'mode']) {
     const s = form.elements[k];
     if (job[k] && s.value !== job[k]) { s.append(el('option', { value: job[k], text: job[k] })); s.value = job[k]; }
   }
   showMode();
+}
+
+function writeGiB(e, bytes) {
+  delete e.dataset.bytes;
+  delete e.dataset.shown;
+  e.value = '';
+  if (bytes === undefined) return;
+  const b = Number(bytes);
+  if (!Number.isFinite(b) || b <= 0) { e.value = bytes; return; }
+  e.value = String(Number((b / 2 ** 30).toFixed(3)));
+  e.dataset.bytes = bytes;
+  e.dataset.shown = e.value;
 }
 
 function showMode() {
@@ -216,7 +259,7 @@ function typedJob(job) {
   for (const [k, v] of Object.entries(job)) {
     const t = FIELD_TYPES.get(k);
     if (k.startsWith('constants.')) { (out.constants = out.constants || {})[k.slice(10)] = Number(v); continue; }
-    if (t === 'int' || k === 'zero') out[k] = parseInt(v, 10);
+    if (t === 'int' || t === 'gib' || k === 'zero') out[k] = parseInt(v, 10);
     else if (t === 'float') out[k] = Number(v);
     else if (t === 'bool' || t === 'tri') out[k] = v === 'true';
     else if (t === 'list') out[k] = v.split(',').map((s) => s.trim()).filter(Boolean);
