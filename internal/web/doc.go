@@ -29,5 +29,15 @@
 // [NewHTTPServer] sets read, write and idle timeouts; [Serve] shuts down
 // gracefully when its context ends. Responses carry a Content-Security-Policy
 // that allows only the server's own origin, X-Content-Type-Options: nosniff
-// and no CORS headers, and cross-origin browser POSTs are rejected.
+// and no CORS headers, and cross-origin browser POSTs are rejected. With
+// [Options].AllowedHosts set (gpumem serve sets [LoopbackHosts] on a
+// loopback address), requests naming another host get 403, so a site
+// whose name resolves to 127.0.0.1 cannot read the API (DNS rebinding).
+//
+// # Speed
+//
+// An estimate takes microseconds; the server answers more than 10,000
+// estimates a second on two cores over loopback (see the load test). Catalog
+// models are parsed once and kept, and responses are indented by a plain
+// pass over json.Marshal's output that yields report.WriteJSON's bytes.
 package web
