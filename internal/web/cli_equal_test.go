@@ -119,6 +119,7 @@ func TestListsAndParamsMatchCLI(t *testing.T) {
 		{"models none", []string{"models", "--filter", "no-such-model"}, "/api/models?filter=no-such-model"},
 		{"gpus all", []string{"gpus"}, "/api/gpus"},
 		{"gpus filtered", []string{"gpus", "--filter", "hopper"}, "/api/gpus?filter=hopper"},
+		{"optimizers", []string{"optimizers"}, "/api/optimizers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := runCLI(t, append(tc.args, "--format", "json")...)

@@ -9,6 +9,7 @@
 //	GET  /api/params?model=llama3-8b                  report.ParamsReport, as gpumem params --format json
 //	GET  /api/models?filter=qwen                      the catalog, as gpumem models --format json
 //	GET  /api/gpus?filter=h100                        the GPU catalog, as gpumem gpus --format json
+//	GET  /api/optimizers                              the optimizers, as gpumem optimizers --format json
 //	GET  /api/plan, POST /api/plan                    [PlanReport]: fit, largest batch and sequence per GPU
 //	GET  /                                            the page
 //

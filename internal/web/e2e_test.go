@@ -354,6 +354,7 @@ func TestPageInChromium(t *testing.T) {
 	st := waitForPage(ctx, t, "first load", func(q url.Values) bool { return q.Get("seq_len") == "2048" }, consoleErrors)
 	checkAgainstAPI(t, base, st)
 	checkPlan(t, base, st, "H100-SXM")
+	checkLists(ctx, t, base)
 
 	// Type a sequence length key by key: the debounced recompute settles on the last value.
 	typeInto(ctx, t, "#f-seq_len", "4096")
@@ -478,5 +479,39 @@ func checkExport(t *testing.T, base, body, query string) {
 	got, _ := io.ReadAll(resp2.Body)
 	if !bytes.Equal(posted, got) {
 		t.Errorf("exported job %s estimates differently from the page's query %s", body, query)
+	}
+}
+
+// checkLists asserts that the model, GPU and optimizer pickers hold the
+// API's catalogs.
+func checkLists(ctx context.Context, t *testing.T, base string) {
+	t.Helper()
+	var models []web.ModelRow
+	getJSON(t, base+"/api/models", &models)
+	var gpus []struct{ Name string }
+	getJSON(t, base+"/api/gpus", &gpus)
+	var opts []struct {
+		Name    string
+		Aliases []string
+	}
+	getJSON(t, base+"/api/optimizers", &opts)
+	wantModels, wantOpts := 0, 0
+	for _, m := range models {
+		wantModels += 1 + len(m.Aliases)
+	}
+	for _, o := range opts {
+		wantOpts += 1 + len(o.Aliases)
+	}
+	got, err := chromedp.Run(ctx, chromedp.Poll[[]int](`(() => {
+	  const n = (s) => document.querySelectorAll(s).length;
+	  const c = [n('#models option'), n('#f-gpu option'), n('#f-optimizer-list option')];
+	  return c[2] > 0 ? c : null;
+	})()`, chromedp.WithPollingTimeout(10*time.Second)))
+	if err != nil {
+		t.Fatalf("pickers not filled: %v", err)
+	}
+	// The GPU picker has a "none" entry as well.
+	if want := []int{wantModels, len(gpus) + 1, wantOpts}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("pickers hold %v entries (models, GPUs, optimizers), want %v", got, want)
 	}
 }

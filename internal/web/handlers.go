@@ -140,10 +140,21 @@ func (s *Server) handleGPUs(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, filterGPUs(s.opts.GPUs.All(), q.Get("filter")))
 }
 
+func (s *Server) handleOptimizers(w http.ResponseWriter, r *http.Request) {
+	if err := onlyKeys(r.URL.Query()); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, memory.Optimizers())
+}
+
 // onlyKeys rejects query keys other than allowed.
 func onlyKeys(q map[string][]string, allowed ...string) error {
 	for k := range q {
 		if !contains(allowed, k) {
+			if len(allowed) == 0 {
+				return badRequest(k, "unknown query key %q (this route takes none)", k)
+			}
 			return badRequest(k, "unknown query key %q (want %s)", k, strings.Join(allowed, ", "))
 		}
 	}

@@ -59,6 +59,7 @@ func TestBadRequests(t *testing.T) {
 		{"params without model", "GET", "/api/params", "", "model", "missing"},
 		{"params extra key", "GET", "/api/params?model=llama3-8b&seq_len=1", "", "seq_len", "unknown query key"},
 		{"models extra key", "GET", "/api/models?filtre=qwen", "", "filtre", "unknown query key"},
+		{"optimizers take no key", "GET", "/api/optimizers?filter=adam", "", "filter", "takes none"},
 		{"plan unknown GPU", "GET", "/api/plan?model=llama3-8b&gpus=h100,voodoo5", "", "gpus", "voodoo5"},
 		{"plan gpus not a list", "POST", "/api/plan", `{"model":"llama3-8b","gpus":"h100"}`, "gpus", "array"},
 		{"plan bad job", "POST", "/api/plan", `{"model":"llama3-8b","zero":9}`, "zero", "stage"},
@@ -113,6 +114,7 @@ func TestRoutesAndMethods(t *testing.T) {
 		{"DELETE", "/api/plan", http.StatusMethodNotAllowed, "GET, HEAD, POST"},
 		{"POST", "/api/models", http.StatusMethodNotAllowed, "GET, HEAD"},
 		{"POST", "/api/gpus", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{"DELETE", "/api/optimizers", http.StatusMethodNotAllowed, "GET, HEAD"},
 		{"PATCH", "/api/params", http.StatusMethodNotAllowed, "GET, HEAD"},
 		{"POST", "/", http.StatusMethodNotAllowed, "GET, HEAD"},
 	} {

@@ -106,6 +106,7 @@ func (s *Server) routes() http.Handler {
 		{"/api/params", []string{"GET"}, s.handleParams},
 		{"/api/models", []string{"GET"}, s.handleModels},
 		{"/api/gpus", []string{"GET"}, s.handleGPUs},
+		{"/api/optimizers", []string{"GET"}, s.handleOptimizers},
 		{"/api/plan", []string{"GET", "POST"}, s.handlePlan},
 	}
 	for _, a := range api {

@@ -35,7 +35,7 @@ const GROUPS = [
     { k: 'master_weights', label: 'Master weights', type: 'select', opts: ['', 'fp32', 'none'], modes: ['train'] },
     { k: 'compute_dtype', label: 'Autocast dtype', type: 'select', opts: ['', 'bf16', 'fp16'], modes: ['train'] },
     { k: 'optimizer', label: 'Optimizer', type: 'text', ph: 'adamw_torch', modes: ['train'],
-      list: ['adamw_torch', 'adamw_torch_fused', 'adamw_hf', 'adam', 'sgd', 'sgd_momentum', 'lion', 'adafactor', 'adamw_bnb_8bit', 'paged_adamw_8bit', 'paged_adamw_32bit', 'galore_adamw', 'apollo_adamw', 'muon', 'adam_mini', 'lomo'] },
+      list: [] /* filled from /api/optimizers */ },
   ]},
   { legend: 'Activations', fields: [
     { k: 'attn', label: 'Attention', type: 'select', opts: ['', 'eager', 'sdpa', 'flash'], ph: 'sdpa' },
@@ -482,7 +482,8 @@ function exportJSON() {
 
 async function loadLists() {
   try {
-    const [models, gpus] = await Promise.all([getJSON('/api/models'), getJSON('/api/gpus')]);
+    const [models, gpus, optimizers] = await Promise.all([getJSON('/api/models'), getJSON('/api/gpus'), getJSON('/api/optimizers')]);
+    $('#f-optimizer-list').replaceChildren(...optimizers.flatMap((o) => [o.name, ...(o.aliases || [])].map((v) => el('option', { value: v }))));
     $('#models').replaceChildren(...models.flatMap((m) => [m.id, ...(m.aliases || [])].map((v) => el('option', { value: v }))));
     const s = form.elements.gpu;
     const keep = s.value;
