@@ -38,6 +38,7 @@ page works offline.
   GET  /api/params?model=llama3-8b
   GET  /api/models?filter=qwen
   GET  /api/gpus
+  GET  /api/optimizers
   POST /api/plan                                    (fit, largest batch and sequence per GPU)
 
 Models are catalog ids or aliases, and Hub ids resolved as 'gpumem estimate' does

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -92,6 +93,7 @@ type pageState struct {
 	ErrorShow bool     `json:"errorShown"`
 	Invalid   []string `json:"invalid"`
 	Serving   string   `json:"serving"`
+	Chart     []string `json:"chart"`
 }
 
 type peakText struct {
@@ -114,6 +116,7 @@ const snapshotJS = `(() => {
     error: q('#error').textContent, errorShown: !q('#error').hidden,
     invalid: [...document.querySelectorAll('[aria-invalid=true]')].map((e) => e.name),
     serving: q('#serving').textContent,
+    chart: window.Chart && Chart.getChart(q('#chart')) ? Chart.getChart(q('#chart')).data.datasets.map((d) => d.label + '=' + (d.data[0] ?? '')) : [],
   };
 })()`
 
@@ -195,6 +198,17 @@ func checkAgainstAPI(t *testing.T, base string, st pageState) memory.Result {
 		if got.Name != c.Name || got.Bytes != fmt.Sprint(int64(c.Bytes)) || got.Size != units.FormatIEC(c.Bytes) {
 			t.Errorf("component %d: page %+v, API %s %d (%s)", i, got, c.Name, c.Bytes, units.FormatIEC(c.Bytes))
 		}
+	}
+	// The stacked bar has one segment per non-empty component, in GiB.
+	var bars []string
+	for _, c := range p.Components {
+		if c.Bytes > 0 {
+			// JavaScript writes numbers from 1e-6 to 1e21 as 'f' does.
+			bars = append(bars, c.Name+"="+strconv.FormatFloat(float64(c.Bytes)/(1<<30), 'f', -1, 64))
+		}
+	}
+	if len(st.Chart) < len(bars) || fmt.Sprint(st.Chart[:len(bars)]) != fmt.Sprint(bars) {
+		t.Errorf("chart segments %v, want %v", st.Chart, bars)
 	}
 	if !strings.HasPrefix(st.Title, res.Model) {
 		t.Errorf("title %q does not name %s", st.Title, res.Model)
