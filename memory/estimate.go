@@ -14,9 +14,9 @@ func Estimate(m *model.Model, job Job) (Result, error) {
 	}
 	switch job.Mode {
 	case "", Train:
-		return estimateTraining(m, job)
+		return withBand(estimateTraining(m, job))
 	case Inference, Serving:
-		return estimateInference(m, job)
+		return withBand(estimateInference(m, job))
 	}
 	return Result{}, fmt.Errorf("estimate: unknown mode %q (want train, inference or serving)", job.Mode)
 }

@@ -37,6 +37,9 @@ type PerGPU struct {
 	Components []Component `json:"components"`
 	// Phases is the allocated total at each phase of the step.
 	Phases []Phase `json:"phases,omitempty"`
+	// Band is the uncertainty of the device peak: low, expected and high
+	// with the terms they come from (see [Band]).
+	Band *Band `json:"band,omitempty"`
 }
 
 // Component is one row of the breakdown.

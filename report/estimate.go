@@ -37,6 +37,18 @@ func Estimate(w io.Writer, r memory.Result, o Options) error {
 		fmt.Fprintf(&b, ", %s active per token", units.Params(r.ActiveParams))
 	}
 	b.WriteString("\n")
+	if bd := p.Band; bd != nil && bd.ExpectedBytes > 0 {
+		fmt.Fprintf(&b, "band (device peak): %s – %s (−%.1f%% / +%.1f%%)", o.Bytes(bd.LowBytes), o.Bytes(bd.HighBytes),
+			100*float64(bd.ExpectedBytes-bd.LowBytes)/float64(bd.ExpectedBytes), 100*float64(bd.HighBytes-bd.ExpectedBytes)/float64(bd.ExpectedBytes))
+		for i, t := range bd.Terms {
+			sep := "; "
+			if i == 0 {
+				sep = " from "
+			}
+			fmt.Fprintf(&b, "%s%s −%s/+%s", sep, t.Name, o.Bytes(t.DownBytes), o.Bytes(t.UpBytes))
+		}
+		b.WriteString("\n")
+	}
 	if len(p.Phases) > 0 {
 		b.WriteString("phases (allocated):")
 		for _, ph := range p.Phases {

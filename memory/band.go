@@ -1,0 +1,345 @@
+package memory
+
+import (
+	"math"
+	"strings"
+
+	"github.com/gpumem/gpumem/units"
+)
+
+// Band is the uncertainty of an estimate: the range the measured device
+// peak (nvidia-smi) is expected in, and the terms it is made of. Each term
+// is one documented source of error (allocator behaviour, framework
+// versions, settings left to defaults, variable sequence lengths) with
+// how far it can move the peak down and up. Terms are independent, so
+// they combine as a root sum of squares on each side.
+type Band struct {
+	// Peak names the peak the band applies to: "device".
+	Peak string `json:"peak"`
+	// LowBytes, ExpectedBytes and HighBytes bound the device peak;
+	// ExpectedBytes is PerGPU.DevicePeakBytes.
+	LowBytes      units.Bytes `json:"low_bytes"`
+	ExpectedBytes units.Bytes `json:"expected_bytes"`
+	HighBytes     units.Bytes `json:"high_bytes"`
+	// Terms are the contributions, largest first.
+	Terms []BandTerm `json:"terms"`
+}
+
+// BandTerm is one contribution to a [Band].
+type BandTerm struct {
+	// Name identifies the term: "allocator", "runtime", "residual", "activations",
+	// "comm_buffers", "seq_len_cap", "optimizer_default".
+	Name string `json:"name"`
+	// Level is the lowest peak the term moves: "allocated", "reserved"
+	// or "device" (a term moves its level and every level above it).
+	Level string `json:"level"`
+	// DownBytes and UpBytes are how far the term can move the peak below
+	// and above the estimate (both non-negative).
+	DownBytes units.Bytes `json:"down_bytes"`
+	UpBytes   units.Bytes `json:"up_bytes"`
+	// Reason says what is uncertain; Source where the width comes from.
+	Reason string `json:"reason"`
+	Source string `json:"source"`
+}
+
+// Relative widths of the band terms. Each is a fraction of the component
+// it applies to.
+const (
+	// Fragmentation ranges: reserved exceeds allocated by 2–10 % in steady
+	// training (MODEL.md §10), 0–2 % for HF inference and about 15 % on
+	// torch 1.x (§15.5; read as 10–20 %). A calibrated fraction is
+	// trusted to ±2 points.
+	fragTrainLo, fragTrainHi   = 0.02, 0.10
+	fragInferLo, fragInferHi   = 0.0, 0.03
+	fragLegacyLo, fragLegacyHi = 0.10, 0.20
+	fragCalibrated             = 0.02
+	// Sharded training (ZeRO-3, FSDP) runs collectives on their own
+	// streams: the ZeRO-3 record sits 13–22 % above an allocated-based
+	// estimate (MODEL.md §15.11); read as 8–22 %.
+	fragShardedLo, fragShardedHi = 0.08, 0.22
+
+	// Residual: what the component inventories leave unexplained. The
+	// scored development measurements (accuracy package) put 80 % of the
+	// estimates within 5 % of the measured peak once every known
+	// component is counted, so ±5 % of the allocated peak.
+	residual = 0.05
+
+	// CUDA context: 300–600 MiB with lazy loading, more with
+	// FlashAttention/Triton kernels, up to about 1 GiB (MODEL.md §10,
+	// pytorch PR #86509); 0.7–1.5 GiB with eager loading (§15.5: 1343 MiB
+	// measured). A calibrated context is trusted to ±10 %.
+	ctxLazyLoMiB, ctxLazyHiMiB   = 300, 1024
+	ctxEagerLoMiB, ctxEagerHiMiB = 700, 1536
+	ctxCalibrated                = 0.10
+
+	// NCCL: 0.2–1 GiB per communicator (MODEL.md §10) around the
+	// 512 MiB the estimate counts: -60 %/+100 %.
+	ncclDown, ncclUp = 0.6, 1.0
+
+	// Saved activations and the loss: the per-framework inventories are
+	// measured (MODEL.md §4.3, §14) and put the single-GPU training
+	// records within ±5 % (accuracy package); ±10 % covers version drift
+	// (kernel choices, compile, §15.14). An unstated framework adds 5
+	// points below (fused-kernel frameworks save less: 32 vs 45.5 sbh per
+	// Llama layer, §14.1), an unstated attention implementation 5 more
+	// (SDPA with a padding mask saves full-width K and V, flash does not,
+	// §15.7). Selective checkpointing policies differ by framework
+	// (Megatron recomputes the attention core, torchtitan's op-level SAC
+	// keeps matmul outputs): 25 % below.
+	actDown, actUp       = 0.10, 0.10
+	actUnstated          = 0.05
+	actSelectiveDown     = 0.25
+	actSeqCapDown        = 0.50
+	commDown, commUp     = 0.50, 0.50
+	bandTermsPerEstimate = 6
+	mib                  = float64(units.MiB)
+	fragPrefix           = "fragmentation"
+)
+
+// withBand attaches the band to an estimate; the hook of [Estimate].
+func withBand(r Result, err error) (Result, error) {
+	if err == nil {
+		b := EstimateBand(r)
+		r.PerGPU.Band = &b
+	}
+	return r, err
+}
+
+// EstimateBand computes the band of an estimate from its job and
+// components. It is a pure function of the result.
+func EstimateBand(r Result) Band {
+	j, p := r.Job, r.PerGPU
+	terms := make([]BandTerm, 0, bandTermsPerEstimate)
+	add := func(t BandTerm) {
+		if t.DownBytes > 0 || t.UpBytes > 0 {
+			terms = append(terms, t)
+		}
+	}
+	add(allocatorTerm(j, p))
+	add(runtimeTerm(j, p))
+	if j.Mode != Serving { // vLLM's KV pool absorbs these differences
+		add(residualTerm(p))
+		add(activationTerm(j, p))
+		add(seqCapTerm(j, p))
+	}
+	add(commTerm(p))
+	add(optimizerDefaultTerm(j, p))
+	sortTerms(terms)
+	lo, hi := combine(terms, levelDevice)
+	return Band{Peak: "device", LowBytes: sat(p.DevicePeakBytes - lo), ExpectedBytes: p.DevicePeakBytes,
+		HighBytes: units.Add(p.DevicePeakBytes, hi), Terms: terms}
+}
+
+// Peak levels, ordered.
+const (
+	levelAllocated = iota
+	levelReserved
+	levelDevice
+)
+
+func levelOf(s string) int {
+	switch s {
+	case "reserved":
+		return levelReserved
+	case "device":
+		return levelDevice
+	}
+	return levelAllocated
+}
+
+// combine adds the terms that move level (root sum of squares per side).
+func combine(terms []BandTerm, level int) (down, up units.Bytes) {
+	var d2, u2 float64
+	for _, t := range terms {
+		if levelOf(t.Level) <= level {
+			d2 += float64(t.DownBytes) * float64(t.DownBytes)
+			u2 += float64(t.UpBytes) * float64(t.UpBytes)
+		}
+	}
+	return units.FromFloat(math.Sqrt(d2)), units.FromFloat(math.Sqrt(u2))
+}
+
+// BandAt returns the band of the peak at level ("allocated", "reserved"
+// or "device"): the terms that move that peak, around it. ok is false
+// when the estimate has no band.
+func (p PerGPU) BandAt(level string) (low, high units.Bytes, ok bool) {
+	if p.Band == nil {
+		return 0, 0, false
+	}
+	peak := p.DevicePeakBytes
+	switch levelOf(level) {
+	case levelAllocated:
+		peak = p.AllocatedPeakBytes
+	case levelReserved:
+		peak = p.ReservedPeakBytes
+	}
+	d, u := combine(p.Band.Terms, levelOf(level))
+	return sat(peak - d), units.Add(peak, u), true
+}
+
+func sat(b units.Bytes) units.Bytes { return max(b, 0) }
+
+func frac(b units.Bytes, f float64) units.Bytes { return units.FromFloat(float64(b) * f) }
+
+// bandComponent returns the bytes of the named row of the breakdown.
+func bandComponent(p PerGPU, name string) units.Bytes {
+	for _, c := range p.Components {
+		if c.Name == name {
+			return c.Bytes
+		}
+	}
+	return 0
+}
+
+// overridden reports whether the job sets a constant whose name starts
+// with prefix (a calibrated value).
+func overridden(j Job, prefix string) bool {
+	for k := range j.Constants {
+		if strings.HasPrefix(strings.ToLower(k), prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// allocatorTerm: the fragmentation fraction within its documented range.
+func allocatorTerm(j Job, p PerGPU) BandTerm {
+	frag, alloc := bandComponent(p, "fragmentation"), float64(p.AllocatedPeakBytes)
+	t := BandTerm{Name: "allocator", Level: "reserved",
+		Reason: "caching-allocator fragmentation (reserved − allocated) varies with the shapes a run allocates",
+		Source: "MODEL.md §10 (2–10 % in steady training), §15.5 (0–2 % HF inference, ≈ 15 % torch 1.x), §15.11 (13–22 % sharded)"}
+	if frag <= 0 || alloc <= 0 {
+		return t
+	}
+	f := float64(frag) / alloc
+	lo, hi := fragTrainLo, fragTrainHi
+	switch {
+	case overridden(j, fragPrefix):
+		lo, hi = f-fragCalibrated, f+fragCalibrated
+		t.Reason = "calibrated fragmentation fraction, trusted to ±2 points"
+	case j.Mode == Inference || j.Mode == Serving:
+		lo, hi = fragInferLo, fragInferHi
+	case hasSoftware(j.Software, "torch1"):
+		lo, hi = fragLegacyLo, fragLegacyHi
+	case f > fragTrainHi: // the sharded-training fraction
+		lo, hi = fragShardedLo, fragShardedHi
+	}
+	lo, hi = min(lo, f), max(hi, f)
+	t.DownBytes = units.FromFloat(max(0, f-lo) * alloc)
+	t.UpBytes = units.FromFloat(max(0, hi-f) * alloc)
+	return t
+}
+
+// runtimeTerm: the CUDA context and NCCL communicators.
+func runtimeTerm(j Job, p PerGPU) BandTerm {
+	t := BandTerm{Name: "runtime", Level: "device",
+		Reason: "CUDA context size depends on the driver, CUDA version and kernels loaded; NCCL buffers on channels and peers",
+		Source: "MODEL.md §10 (context 300–600 MiB lazy, ~1 GiB with more kernels; NCCL 0.2–1 GiB per communicator), §15.5 (1343 MiB eager)"}
+	ctx := float64(bandComponent(p, "cuda_context"))
+	var d, u float64
+	switch {
+	case ctx <= 0:
+	case overridden(j, "cuda_context"):
+		d, u = ctx*ctxCalibrated, ctx*ctxCalibrated
+	case hasSoftware(j.Software, "torch1"):
+		d, u = max(0, ctx-ctxEagerLoMiB*mib), max(0, ctxEagerHiMiB*mib-ctx)
+	default:
+		d, u = max(0, ctx-ctxLazyLoMiB*mib), max(0, ctxLazyHiMiB*mib-ctx)
+	}
+	if n := float64(bandComponent(p, "nccl")); n > 0 && !overridden(j, "nccl") {
+		d, u = math.Hypot(d, n*ncclDown), math.Hypot(u, n*ncclUp)
+	}
+	t.DownBytes, t.UpBytes = units.FromFloat(d), units.FromFloat(u)
+	return t
+}
+
+// residualTerm: the estimator's residual error on measured runs.
+func residualTerm(p PerGPU) BandTerm {
+	r := frac(p.AllocatedPeakBytes, residual)
+	return BandTerm{Name: "residual", Level: "allocated", DownBytes: r, UpBytes: r,
+		Reason: "tensors and transients the component inventories do not list",
+		Source: "dev measurements: 80 % of the scored records are within 5 % of the estimate (accuracy.CheckBand)"}
+}
+
+// activationTerm: saved activations and the loss at the peak phase.
+func activationTerm(j Job, p PerGPU) BandTerm {
+	act := units.Add(bandComponent(p, "activations"), units.Add(bandComponent(p, "output_activations"), bandComponent(p, "loss")))
+	t := BandTerm{Name: "activations", Level: "allocated",
+		Reason: "saved-activation inventories change with framework and library versions",
+		Source: "MODEL.md §4.3, §14 item 1, §15.7, §15.14; dev measurements within ±5 % with the stated framework"}
+	down := actDown
+	var unstated []string
+	if j.Framework == "" {
+		down += actUnstated
+		unstated = append(unstated, "framework")
+	}
+	if j.Attention == "" {
+		down += actUnstated
+		unstated = append(unstated, "attention")
+	}
+	if len(unstated) > 0 {
+		t.Reason += "; not stated, so defaults assumed: " + strings.Join(unstated, ", ")
+	}
+	if j.GradCheckpoint == "selective" {
+		down = max(down, actSelectiveDown)
+		t.Reason += "; selective checkpointing keeps different tensors in each framework"
+	}
+	t.DownBytes, t.UpBytes = frac(act, down), frac(act, actUp)
+	return t
+}
+
+// seqCapTerm: unpacked data, where --seq-len only caps the sample length.
+func seqCapTerm(j Job, p PerGPU) BandTerm {
+	t := BandTerm{Name: "seq_len_cap", Level: "allocated",
+		Reason: "packed is false: seq_len only caps variable-length samples, and the peak is set by the longest batch the run meets",
+		Source: "MODEL.md §15.15; testdata README (unpacked datasets: the real peak depends on the longest batch)"}
+	if j.Mode == Inference || j.Packed == nil || *j.Packed {
+		return t
+	}
+	act := units.Add(bandComponent(p, "activations"), units.Add(bandComponent(p, "output_activations"), bandComponent(p, "loss")))
+	t.DownBytes = frac(act, actSeqCapDown)
+	return t
+}
+
+// commTerm: data-parallel communication buffers (DDP buckets, DeepSpeed
+// IPG buckets, FSDP unsharded units).
+func commTerm(p PerGPU) BandTerm {
+	c := bandComponent(p, "comm_buffers")
+	return BandTerm{Name: "comm_buffers", Level: "allocated", DownBytes: frac(c, commDown), UpBytes: frac(c, commUp),
+		Reason: "bucket sizes and overlap settings of the distributed engine",
+		Source: "MODEL.md §14 item 2 (IPG buckets 1–2 GB at defaults, FSDP unsharded units, prefetch)"}
+}
+
+// optimizerDefaultTerm: no optimizer given, so torch's foreach AdamW with
+// its step intermediate is assumed; the fused AdamW that HF Trainer picks
+// on torch >= 2.8 has none, which lowers a peak at the step.
+func optimizerDefaultTerm(j Job, p PerGPU) BandTerm {
+	t := BandTerm{Name: "optimizer_default", Level: "allocated",
+		Reason: "optimizer not stated: foreach AdamW assumed; fused AdamW (HF default on torch >= 2.8) has no step intermediate",
+		Source: "MODEL.md §2.1 (HF default optimizer), §2.3 (foreach +1× states at step), §15.6"}
+	if (j.Mode != "" && j.Mode != Train) || j.Optimizer != "" || p.PeakPhase != "step" {
+		return t
+	}
+	step := bandComponent(p, "optimizer_step")
+	if step <= 0 {
+		return t
+	}
+	alt := sat(p.AllocatedPeakBytes - step)
+	for _, ph := range p.Phases {
+		if ph.Name != "step" {
+			alt = max(alt, ph.Bytes)
+		}
+	}
+	t.DownBytes = sat(p.AllocatedPeakBytes - alt)
+	return t
+}
+
+// sortTerms orders terms by their larger side, largest first.
+func sortTerms(ts []BandTerm) {
+	size := func(t BandTerm) units.Bytes { return max(t.DownBytes, t.UpBytes) }
+	for i := 1; i < len(ts); i++ {
+		for k := i; k > 0 && size(ts[k]) > size(ts[k-1]); k-- {
+			ts[k], ts[k-1] = ts[k-1], ts[k]
+		}
+	}
+}
