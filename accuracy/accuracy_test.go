@@ -279,16 +279,68 @@ func FuzzParse(f *testing.F) {
 // multiGPUNotes bands the multi-GPU training rows. They are reported and
 // summarised separately from the single-GPU targets; each band says what
 // the estimate is believed to miss.
+//
+// Targets (median |error| <= 5 %, p90 <= 12 %) are not met on the four
+// scored reserved-memory rows (median 11.7 %, p90 17.8 % at the time of
+// writing). Component by component, the allocated estimate agrees with
+// the peak active memory torchtitan logged for the same runs to within
+// 3 % (TestDevMultiGPUAllocated); the gap is the reserved figure: these
+// checkpointed FSDP runs reserved 36-44 % above their active peak, against
+// fragmentation_sharded's 15 %. The cause is not modelled (per-stream
+// caching of FSDP's all-gather/reduce-scatter buffers and the 2 GiB fp32
+// logits blocks are candidates), and no factor is fitted to hide it.
 var multiGPUNotes = map[string]struct {
 	lo, hi float64
 	why    string
 }{
-	"torchtitan-pr165-llama7b-fsdp1-ac-bs8":           {-25, -10, "FSDP1 reserved: the allocated estimate (sharded states, checkpoints, 12·N·V CE, two unsharded units + root) plus fragmentation_sharded is still low; torchtitan then returned fp32 logits from the model and held them through backward (+4·N·V), not modelled"},
-	"torchtitan-pr165-llama7b-fsdp2-ac-bs8":           {-22, -8, "as the FSDP1 row"},
-	"torchtitan-pr165-llama7b-fsdp2-ac-compile-bs8":   {-16, -4, "as the FSDP1 row; compile shrinks the recomputed layer"},
-	"torchtitan-pr165-llama7b-fsdp2-noac-compile-bs8": {-2, 10, "no checkpointing: activations dominate and match"},
-	"peft-docs-llama2-70b-lora-zero3-8xh100":          {-12, 2, "read from a screenshot (low reliability)"},
-	"peft-docs-llama2-70b-lora-fsdp-8xh100":           {-15, 0, "read from a screenshot (low reliability)"},
+	"torchtitan-pr165-llama7b-fsdp1-ac-bs8":           {-22, -13, "allocated 22.97 GiB vs 23.58 GiB logged active (-2.6 %) once the fp32 logits the early-2024 loop held through backward are counted (software torchtitan-2024q1); reserved was 36 % above active (fragmentation_sharded 15 %)"},
+	"torchtitan-pr165-llama7b-fsdp2-ac-bs8":           {-20, -10, "as the FSDP1 row: allocated within 1.1 % of the logged active 22.73 GiB; reserved 36 % above active"},
+	"torchtitan-pr165-llama7b-fsdp2-ac-compile-bs8":   {-13, -4, "as the FSDP2 row; compile shrinks the recomputed layer (active peak not logged)"},
+	"torchtitan-pr165-llama7b-fsdp2-noac-compile-bs8": {-2, 8, "no checkpointing: activations dominate and match; the reserved peak is held to the GPU's capacity (the allocator frees cached blocks and retries)"},
+	"peft-docs-llama2-70b-lora-zero3-8xh100":          {-14, -4, "read from a screenshot (low reliability, unit ±7 %); ZeRO-3's gathered working set is modelled as the largest module + prefetch bucket; parameters kept for reuse (stage3_max_reuse_distance) are not modelled"},
+	"peft-docs-llama2-70b-lora-fsdp-8xh100":           {5, 15, "read from a 72-80 GB screenshot range, lower end chosen (low reliability); FSDP mixed precision shards the fp32-loaded model (4 B/param sharded, 32 GiB here) — against the range's upper end the error is -0.5 %"},
+}
+
+// multiGPUActive are the peak active bytes torchtitan logged next to the
+// reserved figure (the records' other_measurements.peak_active_GiB): the
+// allocated estimate is compared with them.
+var multiGPUActive = map[string]float64{
+	"torchtitan-pr165-llama7b-fsdp1-ac-bs8": 23.579,
+	"torchtitan-pr165-llama7b-fsdp2-ac-bs8": 22.733,
+}
+
+func TestDevMultiGPUAllocated(t *testing.T) {
+	recs, err := DevRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, r := range recs {
+		gib, ok := multiGPUActive[r.ID]
+		if !ok {
+			continue
+		}
+		seen++
+		job, err := TrainingJob(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := model.Lookup(r.Job.ConfigID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := memory.Estimate(m, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := float64(res.PerGPU.AllocatedPeakBytes) / (1 << 30)
+		if e := 100 * (got - gib) / gib; e < -5 || e > 5 {
+			t.Errorf("%s: allocated %.2f GiB vs logged active %.2f GiB (%+.1f %%), want within ±5 %%", r.ID, got, gib, e)
+		}
+	}
+	if seen != len(multiGPUActive) {
+		t.Errorf("%d of %d records with a logged active peak found", seen, len(multiGPUActive))
+	}
 }
 
 func TestDevMultiGPURowsNoted(t *testing.T) {

@@ -201,6 +201,10 @@ func softwareOf(r Record) []string {
 	if strings.Contains(text, "bitsandbytes 0.41") || strings.Contains(text, "bnb 0.41") {
 		sw = append(sw, "bnb<0.43.2")
 	}
+	if strings.Contains(text, "torchtitan") && strings.Contains(text, "march 2024") {
+		// Before torchtitan freed pred ahead of backward.
+		sw = append(sw, "torchtitan-2024q1")
+	}
 	return sw
 }
 

@@ -80,6 +80,23 @@ type Job struct {
 	VirtualStages    int    `json:"virtual_pipeline_stages,omitempty"`
 	OffloadOptimizer string `json:"offload_optimizer,omitempty"` // none|cpu|nvme
 	OffloadParams    string `json:"offload_params,omitempty"`    // none|cpu|nvme
+	// PipelineSchedule is the pipeline schedule: 1f1b (default),
+	// interleaved (the default when VirtualStages > 1) or gpipe.
+	PipelineSchedule string `json:"pipeline_schedule,omitempty"` // --pipeline-schedule
+
+	// Engine buffers. Zero or nil means the engine's default; for
+	// DeepSpeed under the HF Trainer (Framework hf) the Trainer's "auto"
+	// values. Sizes are in elements, as DeepSpeed's config counts them.
+	OverlapComm               *bool   `json:"overlap_comm,omitempty"`                       // DeepSpeed zero_optimization.overlap_comm (default true for ZeRO-3, false below)
+	ContiguousGradients       *bool   `json:"contiguous_gradients,omitempty"`               // DeepSpeed zero_optimization.contiguous_gradients (default true)
+	ReduceBucketSize          int64   `json:"reduce_bucket_size,omitempty"`                 // DeepSpeed reduce_bucket_size (default 5e8; HF auto hidden²)
+	AllgatherBucketSize       int64   `json:"allgather_bucket_size,omitempty"`              // DeepSpeed allgather_bucket_size (default 5e8)
+	PrefetchBucketSize        int64   `json:"stage3_prefetch_bucket_size,omitempty"`        // DeepSpeed stage3_prefetch_bucket_size (default 5e7; HF auto 0.9·hidden²)
+	MaxLiveParameters         int64   `json:"stage3_max_live_parameters,omitempty"`         // DeepSpeed stage3_max_live_parameters (default 1e9)
+	ParamPersistenceThreshold int64   `json:"stage3_param_persistence_threshold,omitempty"` // DeepSpeed stage3_param_persistence_threshold (default 1e5; HF auto 10·hidden)
+	SubGroupSize              int64   `json:"sub_group_size,omitempty"`                     // DeepSpeed sub_group_size (default 1e9)
+	DDPBucketCapMB            float64 `json:"ddp_bucket_cap_mb,omitempty"`                  // torch DDP bucket_cap_mb (default 25)
+	GradientAsBucketView      bool    `json:"gradient_as_bucket_view,omitempty"`            // torch DDP gradient_as_bucket_view (default false: buckets are a second gradient copy)
 
 	// Inference and serving.
 	Batch                int     `json:"batch,omitempty"`                  // --batch-size in inference mode
@@ -102,7 +119,9 @@ type Job struct {
 	// "torch1" (zero_grad keeps grads, eager module loading),
 	// "transformers<4.36" (tuple KV cache), "bnb<0.43.2" (4-bit inputs saved),
 	// "transformers<4.45" (logits of every prompt position upcast to fp32),
-	// "vllm<0.8" (V0 engine: smaller sampler warm-up in the profile run).
+	// "vllm<0.8" (V0 engine: smaller sampler warm-up in the profile run),
+	// "torchtitan-2024q1" (the training loop held the model's fp32 logits
+	// through backward, before torchtitan freed them with del pred).
 	Software []string `json:"software,omitempty"`
 
 	// Constants overrides named empirical constants of the memory model

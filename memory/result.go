@@ -17,8 +17,55 @@ type Result struct {
 	// Host is CPU RAM / NVMe needed for offload, if any.
 	Host *Host `json:"host,omitempty"`
 	// Serving is the KV-cache capacity of a vLLM deployment (Mode serving only).
-	Serving  *ServingResult `json:"serving,omitempty"`
-	Warnings []string       `json:"warnings,omitempty"`
+	Serving *ServingResult `json:"serving,omitempty"`
+	// Parallel is the resolved layout of a distributed training job (nil
+	// for a single process).
+	Parallel *Parallel `json:"parallel,omitempty"`
+	// Stages has one entry per pipeline stage when PP > 1; PerGPU is then
+	// the most loaded stage's (the largest device peak).
+	Stages   []StageResult `json:"stages,omitempty"`
+	Warnings []string      `json:"warnings,omitempty"`
+}
+
+// Parallel is the resolved parallel layout of a training job.
+type Parallel struct {
+	// Engine is the normalised engine: ddp, deepspeed, fsdp, fsdp2 or megatron.
+	Engine string `json:"engine"`
+	// World is the number of GPUs; World = DP·TP·PP·CP.
+	World int `json:"world"`
+	DP    int `json:"dp"`
+	TP    int `json:"tp"`
+	PP    int `json:"pp"`
+	CP    int `json:"cp"`
+	EP    int `json:"ep"`
+	// ZeRO is the sharding stage the engine amounts to: 0 replicated,
+	// 1 optimizer states, 2 + gradients, 3 + parameters.
+	ZeRO int `json:"zero"`
+	// ShardGroup is the number of ranks the sharded states are divided by.
+	ShardGroup int `json:"shard_group"`
+	// LargestUnitParams is the parameter count (on this rank, before
+	// data-parallel sharding) of the largest unit a ZeRO-3/FSDP rank
+	// gathers at once: one wrapped decoder layer or the root unit.
+	LargestUnitParams int64 `json:"largest_unit_params,omitempty"`
+	// PeakStage is the pipeline stage whose GPU is the most loaded.
+	PeakStage int `json:"peak_stage,omitempty"`
+}
+
+// StageResult is the memory of a GPU of one pipeline stage.
+type StageResult struct {
+	// Stage is the 0-based pipeline stage.
+	Stage int `json:"stage"`
+	// FirstLayer and Layers are the text layers the stage runs.
+	FirstLayer int `json:"first_layer"`
+	Layers     int `json:"layers"`
+	// InFlight is the number of micro-batches whose activations the stage
+	// holds at its peak (1F1B: min(pp − stage, micro-batches)).
+	InFlight float64 `json:"micro_batches_in_flight"`
+	// Embedding and OutputLayer say whether the stage holds the input
+	// embedding / the final norm, output head and loss.
+	Embedding   bool   `json:"embedding,omitempty"`
+	OutputLayer bool   `json:"output_layer,omitempty"`
+	PerGPU      PerGPU `json:"per_gpu"`
 }
 
 // PerGPU is the memory of one (the most loaded) GPU.
@@ -67,8 +114,11 @@ type Phase struct {
 	Bytes units.Bytes `json:"bytes"`
 }
 
-// Host is host-side memory needed by offload.
+// Host is host-side memory needed by offload, per node: the offloaded
+// states of every rank on the node.
 type Host struct {
 	CPUBytes  units.Bytes `json:"cpu_bytes"`
 	NVMeBytes units.Bytes `json:"nvme_bytes,omitempty"`
+	// GPUsPerNode is the number of ranks whose states one node holds.
+	GPUsPerNode int `json:"gpus_per_node,omitempty"`
 }

@@ -48,34 +48,66 @@ type trainParts struct {
 // estimateTraining is the training memory model: model states, activations,
 // the output layer and loss, transients and runtime overheads over the
 // phases of one step; the allocated peak is the largest phase (MODEL.md §11).
+// With pipeline parallelism every stage is estimated and the most loaded
+// one is the answer.
 func estimateTraining(m *model.Model, job Job) (Result, error) {
 	var s setup
 	if err := s.init(m, job); err != nil {
 		return Result{}, err
 	}
+	if s.dist.pp > 1 {
+		return s.estimateStages(), nil
+	}
 	var t trainParts
+	s.stageParts(&t)
+	return s.assemble(&t), nil
+}
+
+// stageParts computes the parts of the current pipeline stage.
+func (s *setup) stageParts(t *trainParts) {
+	d := &s.dist
 	t.p = s.countParams()
 	t.st = s.modelStates(&t.p)
 	t.act = s.activations()
 	t.loss = s.lossMemory()
-	switch d := &s.dist; {
-	case d.pp > 1:
+	if d.pp > 1 && !d.last {
 		t.loss = lossTerms{} // the output layer runs on the last stage
-	case d.tp > 1:
-		// Vocab-parallel logits and cross-entropy (Megatron, torchtitan loss_parallel).
-		t.loss.peak /= float64(d.tp)
-		t.loss.held /= float64(d.tp)
 	}
-	if d := &s.dist; d.cp > 1 {
-		t.loss.peak /= float64(d.cp)
-		t.loss.held /= float64(d.cp)
+	// Vocab-parallel logits and cross-entropy (Megatron, torchtitan
+	// loss_parallel); context parallelism splits the tokens.
+	if k := float64(d.tp * d.cp); k > 1 {
+		t.loss.peak /= k
+		t.loss.held /= k
+		t.loss.persist /= k
 	}
-	t.comm = s.commBuffers(&t.st)
-	t.ov = runtimeOverheads(job, &s.c)
-	if t.ov.Warning != "" {
+	t.comm = s.commBuffers(&t.st, &t.p)
+	t.ov = runtimeOverheads(s.job, &s.c)
+	if t.ov.Warning != "" && d.stage == 0 {
 		s.warn(t.ov.Warning)
 	}
-	return s.assemble(&t), nil
+}
+
+// estimateStages estimates every pipeline stage and answers with the most
+// loaded one (the largest device peak), listing all of them in Stages.
+func (s *setup) estimateStages() Result {
+	d := &s.dist
+	stages := make([]StageResult, d.pp)
+	var best Result
+	warnings := s.warnings
+	for i := range d.pp {
+		s.setStage(i)
+		s.warnings = warnings[:len(warnings):len(warnings)]
+		var t trainParts
+		s.stageParts(&t)
+		r := s.assemble(&t)
+		stages[i] = StageResult{Stage: i, FirstLayer: d.stageLo, Layers: d.stageLayers, InFlight: d.inFlight,
+			Embedding: d.first, OutputLayer: d.last, PerGPU: r.PerGPU}
+		if i == 0 || r.PerGPU.DevicePeakBytes > best.PerGPU.DevicePeakBytes {
+			best = r
+		}
+	}
+	best.Stages = stages
+	return best
 }
 
 // rows builds the allocated-level rows with their per-phase bytes.
@@ -98,11 +130,11 @@ func (s *setup) rows(t *trainParts, out *[numRows]comp) {
 	out[rowEncoder] = comp{v: [numPhases]float64{a.encoder, a.encoder, a.encoder, a.encoder, 0}}
 	out[rowOut] = comp{v: [numPhases]float64{a.out, a.out, 0, 0, 0}}
 	out[rowMask] = comp{v: [numPhases]float64{a.mask, a.mask, a.mask, a.mask, 0}}
-	heldStep := 0.0
+	heldStep := l.persist
 	if s.loss == lossLitGPTChunked {
 		heldStep = l.held
 	}
-	out[rowLoss] = comp{v: [numPhases]float64{0, l.peak, l.held, l.held, heldStep}, always: s.loss != lossNone}
+	out[rowLoss] = comp{v: [numPhases]float64{l.persist, l.peak, l.held, l.held, heldStep}, always: s.loss != lossNone}
 	out[rowBwd] = comp{v: [numPhases]float64{0, 0, a.trans, a.trans, 0}}
 	if s.optInBwd {
 		out[rowStep] = comp{v: [numPhases]float64{0, 0, st.optim.transient, st.optim.transient, 0}}
@@ -144,10 +176,23 @@ func (s *setup) gradPhases(t *trainParts) [numPhases]float64 {
 	case s.optInBwd:
 		one := t.p.maxTensor * s.gradElemBytes(s.method == MethodLoRA || s.method == MethodQLoRA)
 		return [numPhases]float64{0, 0, one, one, 0}
-	case s.accum > 1 || s.torch1:
+	case s.accum > 1 || s.torch1 || s.gradsPersist():
 		return [numPhases]float64{g, g, g, g, g}
 	}
 	return [numPhases]float64{0, 0, t.st.gradsHead, g - t.st.gradsEmb, g}
+}
+
+// gradsPersist reports whether the engine allocates the gradients once
+// and keeps them: Megatron's contiguous main_grad buffer, DDP buckets
+// that are the gradients (gradient_as_bucket_view).
+func (s *setup) gradsPersist() bool {
+	switch s.dist.engine {
+	case engineMegatron:
+		return true
+	case engineDDP:
+		return s.job.GradientAsBucketView
+	}
+	return false
 }
 
 // castPhases is the life of the AMP weight copies (MODEL.md §2.2, §15.9):
@@ -226,6 +271,7 @@ func (s *setup) assemble(t *trainParts) Result {
 		comps = append(comps, Component{Name: "nccl", Bytes: nb, Level: "device", Phase: "persistent",
 			Formula: "communicators × nccl_mib", Source: "NVIDIA/nccl src/init.cc buffer defaults (MODEL.md §10)"})
 	}
+	reserved, device = s.capReserved(t, comps, alloc, reserved, device)
 	phases := make([]Phase, numPhases)
 	for ph := range numPhases {
 		phases[ph] = Phase{Name: phaseNames[ph], Bytes: totals[ph]}
@@ -247,9 +293,13 @@ func (s *setup) assemble(t *trainParts) Result {
 		},
 		Warnings: s.warnings,
 	}
-	if t.st.host > 0 {
-		res.Host = &Host{CPUBytes: units.FromFloat(t.st.host)}
+	if t.st.hostCPU > 0 || t.st.hostNVMe > 0 {
+		// Host memory is per node: every rank of the node offloads its share.
+		perNode := float64(max(s.dist.world/max(s.dist.nodes, 1), 1))
+		res.Host = &Host{CPUBytes: units.FromFloat(t.st.hostCPU * perNode), NVMeBytes: units.FromFloat(t.st.hostNVMe * perNode),
+			GPUsPerNode: int(perNode)}
 	}
+	res.Parallel = s.parallelInfo(t)
 	if s.job.Explain {
 		s.explain(t, &rows, peak, res.PerGPU.Components)
 	}
@@ -257,6 +307,32 @@ func (s *setup) assemble(t *trainParts) Result {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("device peak %s exceeds the GPU's %s", units.FormatIEC(device), units.FormatIEC(limit)))
 	}
 	return res
+}
+
+// capReserved bounds the reserved peak by the GPU: when the caching
+// allocator cannot grow its cache it frees the unused cached blocks and
+// retries the allocation (num_alloc_retries; pytorch/pytorch
+// c10/cuda/CUDACachingAllocator.cpp release_cached_blocks) before it
+// reports out of memory, so reserved never exceeds the GPU memory left
+// after the context, workspaces and NCCL. Fragmentation is what shrinks.
+func (s *setup) capReserved(t *trainParts, comps []Component, alloc, reserved, device units.Bytes) (units.Bytes, units.Bytes) {
+	limit := s.gpuMemory(t)
+	if limit <= 0 {
+		return reserved, device
+	}
+	avail := limit - (device - reserved)
+	if reserved <= avail || alloc > avail {
+		return reserved, device
+	}
+	cut := reserved - avail
+	for i := range comps {
+		if comps[i].Name == "fragmentation" && comps[i].Level == "reserved" {
+			comps[i].Bytes -= cut
+		}
+	}
+	s.warn(fmt.Sprintf("reserved peak held to the GPU's %s: the caching allocator frees cached blocks and retries before running out of memory (fragmentation %s instead of %s)",
+		units.FormatIEC(limit), units.FormatIEC(avail-alloc), units.FormatIEC(reserved-alloc)))
+	return avail, device - cut
 }
 
 // activeParams is the parameter count one token uses: routed experts

@@ -78,14 +78,11 @@ func (s *setup) activations() actTotals {
 	}
 	L := st.Layers
 	lowest := min(max(s.trainable.lowest, 0), L)
-	// Recording layers on this rank: from the lowest trainable one (all
-	// layers when the embedding trains) to the end of pipeline stage 0.
-	lo, hi := lowest, min(max(s.dist.stageLayers, 0), L)
-	if s.method == MethodFull || s.dist.single {
-		hi = L
-	}
+	// Recording layers on this rank: the stage's layers from the lowest
+	// trainable one (all of them when the embedding trains).
+	lo, hi := max(lowest, s.dist.stageLo), min(s.dist.stageHi, L)
 	if s.method == MethodFull {
-		lo = 0
+		lo = s.dist.stageLo
 	}
 	t.nrec = max(hi-lo, 0)
 	// Per-layer inventories by layer type, summed over recording layers.
@@ -158,18 +155,20 @@ func (s *setup) finishActs(t *actTotals, r *actRegime, sum, first, last layerAct
 	t.ckpt = s.residual * float64(st.Hidden) * n * s.c[cActivationScale]
 	s.layerPhases(t, full, first.bytes(n, kvLen)*scale, last.bytes(n, kvLen)*scale)
 	if k := s.dist.inFlight; k > 1 {
-		// Pipeline stage 0 keeps the activations of k micro-batches (§4.7).
+		// A pipeline stage keeps the activations of k micro-batches (§4.7).
 		one := t.fwd
 		t.fwd *= k
 		t.top += (k - 1) * one
 		t.bottom += (k - 1) * one
 	}
 	t.out = s.outsideActs(r)
-	if s.dist.pp > 1 {
-		t.out = 3 * 8 * n // stage 0: ids only; the output layer is on the last stage
+	if s.dist.pp > 1 && !s.dist.last {
+		t.out = 3 * 8 * n // ids only: the output layer is on the last stage
 	}
-	t.vision = s.visionActs(r)
-	t.encoder = s.encoderActs(r)
+	if s.dist.first {
+		t.vision = s.visionActs(r)
+		t.encoder = s.encoderActs(r)
+	}
 	t.mask = s.maskBytes()
 	return *t
 }
@@ -204,7 +203,7 @@ func (s *setup) layerPhases(t *actTotals, full, bottomLayer, topLayer float64) {
 		// enable_input_require_grads makes all of them record (§5.2).
 		t.nckpt = t.nrec
 		if s.framework == FrameworkHF && s.method != MethodFull && s.trainable.lowest < s.m.Text.Layers {
-			t.nckpt = s.m.Text.Layers
+			t.nckpt = s.dist.stageLayers
 		}
 		ck := float64(t.nckpt) * t.ckpt
 		t.fwd = ck

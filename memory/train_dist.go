@@ -2,28 +2,33 @@ package memory
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/gpumem/gpumem/model"
 )
 
-// distSpec is the resolved parallel layout of a training job: what one
-// rank (the most loaded: pipeline stage 0) holds and which model states
-// its data-parallel group shards (MODEL.md §3, §4.7, §4.8, §8).
+// distSpec is the resolved parallel layout of a training job and the
+// pipeline stage being estimated (MODEL.md §3, §4.7, §4.8, §8).
 type distSpec struct {
 	single             bool // one process, nothing sharded
-	world              int
+	world, nodes       int
 	dp, tp, pp, cp, ep int
 	engine             string // ddp, deepspeed, fsdp, fsdp2, megatron
 	zero               int    // 0 none, 1 optimizer, 2 + gradients, 3 + parameters
 	nd                 float64
-	stageLayers        int     // text layers on pipeline stage 0
-	inFlight           float64 // micro-batches whose activations stage 0 holds
 	sp                 bool
-	offloadOpt         bool
-	offloadParams      bool
-	shardGradOp        bool // FSDP SHARD_GRAD_OP: units stay unsharded from forward to backward
+	offloadOpt         string // "", cpu or nvme
+	offloadParams      string // "", cpu or nvme
+	shardGradOp        bool   // FSDP SHARD_GRAD_OP: units stay unsharded from forward to backward
+	schedule           string // 1f1b, interleaved or gpipe
+	virtual            int    // model chunks per GPU (interleaved schedule)
+
+	// The pipeline stage being estimated: text layers [stageLo, stageHi).
+	stage            int
+	stageLo, stageHi int
+	stageLayers      int
+	first, last      bool
+	inFlight         float64 // micro-batches whose activations the stage holds
 }
 
 // Engines (Job.Engine) after normalisation.
@@ -35,19 +40,55 @@ const (
 	engineMegatron  = "megatron"
 )
 
+// Pipeline schedules (Job.PipelineSchedule).
+const (
+	schedule1F1B        = "1f1b"
+	scheduleInterleaved = "interleaved"
+	scheduleGPipe       = "gpipe"
+)
+
 // resolveDist reads the parallel layout. A job without engine and with
 // one GPU is a single process.
 func (s *setup) resolveDist() error {
 	j := s.job
-	d := distSpec{tp: max(j.TP, 1), pp: max(j.PP, 1), cp: max(j.CP, 1), ep: max(j.EP, 1)}
+	d := distSpec{tp: max(j.TP, 1), pp: max(j.PP, 1), cp: max(j.CP, 1), ep: max(j.EP, 1), nodes: max(j.Nodes, 1)}
 	for _, v := range []struct {
 		name string
 		n    int
-	}{{"--num-gpus", j.NumGPUs}, {"--dp", j.DP}, {"--tp", j.TP}, {"--pp", j.PP}, {"--cp", j.CP}, {"--ep", j.EP}, {"--nodes", j.Nodes}, {"--zero", j.ZeRO}} {
+	}{{"--num-gpus", j.NumGPUs}, {"--dp", j.DP}, {"--tp", j.TP}, {"--pp", j.PP}, {"--cp", j.CP}, {"--ep", j.EP}, {"--nodes", j.Nodes}, {"--zero", j.ZeRO}, {"--virtual-stages", j.VirtualStages}} {
 		if v.n < 0 {
 			return fmt.Errorf("%s: want a non-negative value, got %d", v.name, v.n)
 		}
 	}
+	if err := d.resolveWorld(j); err != nil {
+		return err
+	}
+	if err := s.resolveEngine(&d); err != nil {
+		return err
+	}
+	if err := s.checkDivisible(&d); err != nil {
+		return err
+	}
+	if err := s.resolveSchedule(&d); err != nil {
+		return err
+	}
+	d.sp = j.SP
+	if d.sp && d.tp == 1 {
+		s.warn("--sp: sequence parallelism splits along the tensor-parallel group; with --tp 1 it changes nothing")
+	}
+	d.single = d.world == 1 && d.engine == ""
+	if d.single && (d.offloadOpt != "" || d.offloadParams != "") {
+		s.warn("--offload-optimizer/--offload-params need an engine that offloads (--engine deepspeed or fsdp): ignored for a plain single process")
+		d.offloadOpt, d.offloadParams = "", ""
+	}
+	s.dist = d
+	s.setStage(0)
+	return nil
+}
+
+// resolveWorld reconciles the GPU count with the parallel degrees:
+// world = dp × tp × pp × cp (expert parallelism reuses the dp × cp ranks).
+func (d *distSpec) resolveWorld(j Job) error {
 	model := d.tp * d.pp * d.cp
 	d.dp = j.DP
 	d.world = j.NumGPUs
@@ -65,56 +106,21 @@ func (s *setup) resolveDist() error {
 	if d.dp*model != d.world {
 		return fmt.Errorf("--num-gpus %d ≠ dp %d × tp %d × pp %d × cp %d", d.world, d.dp, d.tp, d.pp, d.cp)
 	}
-	if err := s.resolveEngine(&d); err != nil {
-		return err
+	if d.world%d.nodes != 0 {
+		return fmt.Errorf("--nodes %d: %d GPUs cannot be spread evenly over them", d.nodes, d.world)
 	}
-	if err := s.checkDivisible(&d); err != nil {
-		return err
+	if d.ep > 1 && (d.dp*d.cp)%d.ep != 0 {
+		return fmt.Errorf("--ep %d: expert parallelism is carved from the dp × cp = %d data-parallel ranks and must divide them", d.ep, d.dp*d.cp)
 	}
-	L := s.m.Text.Layers
-	d.stageLayers = L
-	d.inFlight = 1
-	if d.pp > 1 {
-		if d.pp > L {
-			return fmt.Errorf("--pp %d: more pipeline stages than the %d layers", d.pp, L)
-		}
-		d.stageLayers = (L + d.pp - 1) / d.pp
-		// 1F1B: stage 0 holds min(p, micro-batches) micro-batches; the
-		// interleaved schedule multiplies by 1 + (p−1)/(p·v) (§4.7).
-		d.inFlight = math.Min(float64(d.pp), float64(s.accum))
-		if v := j.VirtualStages; v > 1 {
-			d.inFlight = float64(d.pp) * (1 + float64(d.pp-1)/float64(d.pp*v))
-		}
-	}
-	d.sp = j.SP
-	d.single = d.world == 1 && d.engine == ""
-	if d.single && (d.offloadOpt || d.offloadParams) {
-		s.warn("--offload-optimizer/--offload-params need an engine that offloads (--engine deepspeed or fsdp): ignored for a plain single process")
-	}
-	s.dist = d
 	return nil
 }
 
 // resolveEngine sets the sharding stage and group of the engine.
 func (s *setup) resolveEngine(d *distSpec) error {
 	j := s.job
-	e := strings.ToLower(strings.TrimSpace(j.Engine))
-	switch {
-	case e == "" && d.world > 1:
-		e = engineDDP
-	case e == "":
-	case e == "ddp" || e == "torch-ddp":
-		e = engineDDP
-	case e == "deepspeed" || e == "ds" || strings.HasPrefix(e, "zero"):
-		e = engineDeepSpeed
-	case e == "fsdp" || e == "fsdp1":
-		e = engineFSDP
-	case e == "fsdp2" || strings.Contains(e, "torchtitan") || e == "fully_shard":
-		e = engineFSDP2
-	case e == "megatron" || e == "megatron-core" || e == "nemo":
-		e = engineMegatron
-	default:
-		return fmt.Errorf("--engine: unknown engine %q (want ddp, deepspeed, fsdp, fsdp2 or megatron)", j.Engine)
+	e, err := normalizeEngine(j.Engine, d.world)
+	if err != nil {
+		return err
 	}
 	d.engine = e
 	d.nd = float64(d.dp)
@@ -125,52 +131,119 @@ func (s *setup) resolveEngine(d *distSpec) error {
 		}
 		d.zero = j.ZeRO
 	case engineFSDP, engineFSDP2:
-		d.zero = 3
-		switch strings.ToLower(j.FSDPStrategy) {
-		case "", "full_shard":
-		case "shard_grad_op":
-			d.zero, d.shardGradOp = 2, true
-		case "no_shard":
-			d.zero = 0
-		case "hybrid_shard", "_hybrid_shard_zero2":
-			// Sharded inside a node, replicated across nodes.
-			d.nd = math.Max(1, float64(d.dp)/float64(max(j.Nodes, 1)))
-			if strings.Contains(strings.ToLower(j.FSDPStrategy), "zero2") {
-				d.zero, d.shardGradOp = 2, true
-			}
-		default:
-			return fmt.Errorf("--fsdp-strategy: unknown strategy %q (want full_shard, shard_grad_op, hybrid_shard or no_shard)", j.FSDPStrategy)
-		}
-		if e == engineFSDP2 {
-			// torchtitan shards over the flattened dp_shard × cp mesh (§15.10).
-			d.nd *= float64(d.cp)
+		if err := s.resolveFSDP(d); err != nil {
+			return err
 		}
 	case engineMegatron:
-		if j.ZeRO >= 1 {
+		if j.ZeRO > 1 {
+			return fmt.Errorf("--zero %d: Megatron's distributed optimizer shards the optimizer state and fp32 master only (ZeRO-1); use --zero 1, or --engine deepspeed for stages 2 and 3", j.ZeRO)
+		}
+		if j.ZeRO == 1 {
 			// Distributed optimizer: fp32 master + states sharded over DP×CP (§3.4).
 			d.zero, d.nd = 1, float64(d.dp*d.cp)
 		}
+	default:
+		if j.ZeRO > 0 {
+			return fmt.Errorf("--zero %d: ZeRO stages need --engine deepspeed (or megatron for its distributed optimizer, fsdp for full sharding)", j.ZeRO)
+		}
 	}
-	d.offloadOpt = isOffload(j.OffloadOptimizer)
-	d.offloadParams = isOffload(j.OffloadParams)
-	if d.offloadParams && d.zero < 3 {
+	if j.FSDPStrategy != "" && e != engineFSDP && e != engineFSDP2 {
+		return fmt.Errorf("--fsdp-strategy %s: needs --engine fsdp or fsdp2 (engine is %s)", j.FSDPStrategy, cond(e == "", "none", e))
+	}
+	if d.offloadOpt, err = offloadTarget("--offload-optimizer", j.OffloadOptimizer); err != nil {
+		return err
+	}
+	if d.offloadParams, err = offloadTarget("--offload-params", j.OffloadParams); err != nil {
+		return err
+	}
+	if d.offloadParams != "" && d.zero < 3 && e != "" {
 		return fmt.Errorf("--offload-params: parameter offload needs ZeRO-3 or FSDP full sharding")
+	}
+	if (d.offloadOpt != "" || d.offloadParams != "") && (e == engineDDP || e == engineMegatron) {
+		return fmt.Errorf("--offload-optimizer/--offload-params: engine %s does not offload (use --engine deepspeed or fsdp)", e)
 	}
 	return nil
 }
 
-// isOffload reports whether an offload flag names a target.
-func isOffload(v string) bool {
-	v = strings.ToLower(strings.TrimSpace(v))
-	return v == "cpu" || v == "nvme" || v == "true"
+// normalizeEngine maps the engine spellings onto the engine names; more
+// than one GPU without an engine is DDP.
+func normalizeEngine(name string, world int) (string, error) {
+	e := strings.ToLower(strings.TrimSpace(name))
+	switch {
+	case e == "" && world > 1:
+		return engineDDP, nil
+	case e == "":
+		return "", nil
+	case e == "ddp" || e == "torch-ddp":
+		return engineDDP, nil
+	case e == "deepspeed" || e == "ds" || strings.HasPrefix(e, "zero"):
+		return engineDeepSpeed, nil
+	case e == "fsdp" || e == "fsdp1":
+		return engineFSDP, nil
+	case e == "fsdp2" || strings.Contains(e, "torchtitan") || e == "fully_shard":
+		return engineFSDP2, nil
+	case e == "megatron" || e == "megatron-core" || e == "nemo":
+		return engineMegatron, nil
+	}
+	return "", fmt.Errorf("--engine: unknown engine %q (want ddp, deepspeed, fsdp, fsdp2 or megatron)", name)
+}
+
+// resolveFSDP maps the FSDP sharding strategy onto a ZeRO stage and a
+// sharding group (MODEL.md §3.5, §3.6). --zero, when given, must agree.
+func (s *setup) resolveFSDP(d *distSpec) error {
+	j := s.job
+	d.zero = 3
+	strategy := strings.ToLower(strings.TrimSpace(j.FSDPStrategy))
+	switch strategy {
+	case "", "full_shard":
+	case "shard_grad_op":
+		d.zero, d.shardGradOp = 2, true
+	case "no_shard":
+		d.zero = 0
+	case "hybrid_shard", "_hybrid_shard_zero2":
+		// Sharded inside a node, replicated across nodes.
+		d.nd = max(1, float64(d.dp)/float64(d.nodes))
+		if strings.Contains(strategy, "zero2") {
+			d.zero, d.shardGradOp = 2, true
+		}
+	default:
+		return fmt.Errorf("--fsdp-strategy: unknown strategy %q (want full_shard, shard_grad_op, hybrid_shard or no_shard)", j.FSDPStrategy)
+	}
+	if j.ZeRO != 0 && j.ZeRO != d.zero {
+		return fmt.Errorf("--zero %d disagrees with --fsdp-strategy %s (ZeRO-%d-like); give one", j.ZeRO, cond(strategy == "", "full_shard", strategy), d.zero)
+	}
+	if d.engine == engineFSDP2 {
+		// torchtitan shards over the flattened dp_shard × cp mesh (§15.10).
+		d.nd *= float64(d.cp)
+	}
+	return nil
+}
+
+// offloadTarget reads an offload flag: "" (none), cpu or nvme.
+func offloadTarget(flag, v string) (string, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "none", "false", "no":
+		return "", nil
+	case "cpu", "true", "yes":
+		return "cpu", nil
+	case "nvme":
+		return "nvme", nil
+	}
+	return "", fmt.Errorf("%s: want none, cpu or nvme, got %q", flag, v)
 }
 
 // checkDivisible rejects tensor/expert parallel sizes the model cannot be
-// split by (Megatron requires heads and KV heads divisible by tp).
+// split by: Megatron and torchtitan require the attention heads and the
+// KV heads (query groups) to be divisible by tp.
 func (s *setup) checkDivisible(d *distSpec) error {
 	st := &s.m.Text
-	if d.tp > 1 && (st.Heads%d.tp != 0 || (st.KVHeads >= d.tp && st.KVHeads%d.tp != 0)) {
-		return fmt.Errorf("--tp %d: %d attention heads / %d KV heads are not divisible by it", d.tp, st.Heads, st.KVHeads)
+	if d.tp > 1 {
+		if st.Heads < d.tp || st.Heads%d.tp != 0 {
+			return fmt.Errorf("--tp %d: the %d attention heads (num_attention_heads) are not divisible by it", d.tp, st.Heads)
+		}
+		if st.KVHeads > 0 && (st.KVHeads < d.tp || st.KVHeads%d.tp != 0) {
+			return fmt.Errorf("--tp %d: the %d KV heads (num_key_value_heads) are not divisible by it; tensor parallelism splits whole KV heads", d.tp, st.KVHeads)
+		}
 	}
 	if d.ep > 1 && (st.MoE == nil || st.MoE.Experts%d.ep != 0) {
 		return fmt.Errorf("--ep %d: the model has no routed experts divisible by it", d.ep)
@@ -178,25 +251,114 @@ func (s *setup) checkDivisible(d *distSpec) error {
 	return nil
 }
 
-// rankFrac is the share of a module's parameters rank 0 of stage 0
-// holds before data-parallel sharding: the stage's layers, 1/tp of Linear
-// weights, embeddings and output head (vocab-parallel), 1/ep of routed
-// experts.
+// resolveSchedule reads the pipeline schedule and virtual stages.
+func (s *setup) resolveSchedule(d *distSpec) error {
+	j := s.job
+	L := s.m.Text.Layers
+	d.virtual = max(j.VirtualStages, 1)
+	sch := strings.ToLower(strings.TrimSpace(j.PipelineSchedule))
+	switch sch {
+	case "":
+		sch = schedule1F1B
+		if d.virtual > 1 {
+			sch = scheduleInterleaved
+		}
+	case "1f1b", "pipedream-flush", "one_f_one_b":
+		sch = schedule1F1B
+	case "interleaved", "interleaved-1f1b", "interleaved1f1b":
+		sch = scheduleInterleaved
+	case "gpipe", "all-forward-all-backward":
+		sch = scheduleGPipe
+	default:
+		return fmt.Errorf("--pipeline-schedule: unknown schedule %q (want 1f1b, interleaved or gpipe)", j.PipelineSchedule)
+	}
+	d.schedule = sch
+	if d.pp == 1 && (d.virtual > 1 || j.PipelineSchedule != "") {
+		s.warn("--virtual-stages/--pipeline-schedule: no effect without pipeline parallelism (--pp 1)")
+		d.virtual, d.schedule = 1, schedule1F1B
+	}
+	if sch == scheduleInterleaved && d.virtual < 2 {
+		return fmt.Errorf("--pipeline-schedule interleaved: give --virtual-stages >= 2 (model chunks per GPU)")
+	}
+	if sch != scheduleInterleaved && d.virtual > 1 {
+		return fmt.Errorf("--virtual-stages %d: only the interleaved schedule runs several model chunks per GPU (schedule %s)", d.virtual, sch)
+	}
+	if d.pp*d.virtual > L {
+		if d.virtual > 1 {
+			return fmt.Errorf("--pp %d × --virtual-stages %d: more model chunks than the %d layers", d.pp, d.virtual, L)
+		}
+		return fmt.Errorf("--pp %d: more pipeline stages than the %d layers", d.pp, L)
+	}
+	if d.pp > 1 && L%(d.pp*d.virtual) != 0 {
+		s.warn(fmt.Sprintf("--pp %d: %d layers do not split evenly; the first stages get one layer more", d.pp*d.virtual, L))
+	}
+	return nil
+}
+
+// setStage selects the pipeline stage the component formulas describe:
+// its text layers, whether it holds the embedding (first stage) or the
+// output layer and loss (last stage), and how many micro-batches of
+// activations it keeps (MODEL.md §4.7).
+func (s *setup) setStage(i int) {
+	d := &s.dist
+	L := s.m.Text.Layers
+	base, rem := L/d.pp, L%d.pp
+	d.stage = i
+	d.stageLo = i*base + min(i, rem)
+	d.stageLayers = base
+	if i < rem {
+		d.stageLayers++
+	}
+	d.stageHi = d.stageLo + d.stageLayers
+	d.first, d.last = i == 0, i == d.pp-1
+	d.inFlight = 1
+	if d.pp == 1 {
+		return
+	}
+	m := float64(s.accum) // micro-batches per step
+	switch d.schedule {
+	case scheduleGPipe:
+		// All forwards before any backward.
+		d.inFlight = m
+	case scheduleInterleaved:
+		// Megatron interleaved 1F1B: rank i runs (p−i−1)·2 + (v−1)·p
+		// warm-up chunk forwards, then holds one more; a chunk is 1/v of
+		// the stage (megatron/core/pipeline_parallel/schedules.py
+		// forward_backward_pipelining_with_interleaving). Stage 0 gets
+		// Korthikanti's factor p·(1 + (p−1)/(p·v)) (§4.7).
+		p, v := float64(d.pp), float64(d.virtual)
+		chunks := (p-float64(i)-1)*2 + (v-1)*p + 1
+		d.inFlight = min(chunks, m*v) / v
+	default:
+		// 1F1B (PipeDream-Flush): stage i holds min(p − i, m) micro-batches.
+		d.inFlight = min(float64(d.pp-i), m)
+	}
+}
+
+// rankFrac is the share of a module's parameters one rank of the current
+// pipeline stage holds before data-parallel sharding: the stage's layers,
+// 1/tp of Linear weights, embeddings and output head (vocab-parallel),
+// 1/ep of routed experts. The embedding sits on the first stage, the
+// final norm and head on the last (with a copy of tied embeddings, as
+// Megatron keeps for the shared output weight).
 func (s *setup) rankFrac(mod *model.Module) float64 {
 	d := &s.dist
 	if d.single || (d.tp == 1 && d.pp == 1 && d.ep == 1) || s.wholeModel {
 		return 1
 	}
 	f := 1.0
-	if mod.Stack == stackText && mod.Layer >= 0 {
+	switch {
+	case mod.Stack == stackText && mod.Layer >= 0:
 		n := max(mod.Layers, 1)
-		hi := min(mod.Layer+n, d.stageLayers)
-		if hi <= mod.Layer {
+		lo, hi := max(mod.Layer, d.stageLo), min(mod.Layer+n, d.stageHi)
+		if hi <= lo {
 			return 0
 		}
-		f = float64(hi-mod.Layer) / float64(n)
-	} else if d.pp > 1 && (mod.Component == compLMHead || mod.Component == "final_norm") {
-		return 0 // on the last stage
+		f = float64(hi-lo) / float64(n)
+	case d.pp > 1:
+		if !s.onStage(mod) {
+			return 0
+		}
 	}
 	switch {
 	case mod.Expert:
@@ -207,131 +369,18 @@ func (s *setup) rankFrac(mod *model.Module) float64 {
 	return f
 }
 
-// shardStates divides the model states by the data-parallel sharding
-// group (ZeRO arXiv:1910.02054 §5: stage 1 optimizer states, 2 + grads,
-// 3 + params) and moves offloaded states to the host.
-func (s *setup) shardStates(r *rankStates) (hostBytes float64) {
+// onStage reports whether a module outside the text layers lives on the
+// current pipeline stage.
+func (s *setup) onStage(mod *model.Module) bool {
 	d := &s.dist
-	if d.single || (d.nd <= 1 && !d.offloadOpt && !d.offloadParams) {
-		return 0
+	switch {
+	case mod.Component == compLMHead || mod.Component == "final_norm":
+		return d.last
+	case mod.Component == compEmbedding && mod.Stack == stackText:
+		return d.first || (d.last && s.m.Text.TiedEmbeddings)
 	}
-	nd := math.Max(d.nd, 1)
-	if d.zero >= 1 {
-		r.master /= nd
-		r.optim.states /= nd
-		r.optim.transient /= nd
-	}
-	if d.zero >= 2 {
-		r.grads /= nd
-		r.gradsHead /= nd
-		r.gradsEmb /= nd
-	}
-	if d.zero >= 3 {
-		r.weights /= nd
-		r.adapters /= nd
-	}
-	if d.offloadOpt {
-		// ZeRO-Offload (arXiv:2101.06840): fp32 master, states and the
-		// update run on the host.
-		hostBytes += r.master + r.optim.states
-		r.master, r.optim.states, r.optim.transient = 0, 0, 0
-	}
-	if d.offloadParams {
-		hostBytes += r.weights
-		r.weights = 0
-	}
-	return hostBytes
-}
-
-// DeepSpeed defaults (microsoft/DeepSpeed:deepspeed/runtime/zero/config.py)
-// and the HF Trainer's "auto" values (transformers integrations/deepspeed.py):
-// MODEL.md §3.3.
-const (
-	dsReduceBucket   = 5e8 // reduce_bucket_size, elements
-	dsPrefetchBucket = 5e7 // stage3_prefetch_bucket_size, elements
-)
-
-// commBuffers is the per-phase memory of the engine's communication and
-// gathering buffers on one rank (MODEL.md §3.3, §3.5, §3.6, §3.7).
-func (s *setup) commBuffers(r *rankStates) [numPhases]float64 {
-	d := &s.dist
-	if d.single {
-		return [numPhases]float64{}
-	}
-	c := s.compute.BytesPerElement()
-	h := float64(s.m.Text.Hidden)
-	reduce, prefetch := dsReduceBucket, dsPrefetchBucket
-	if s.framework == FrameworkHF {
-		reduce, prefetch = h*h, 0.9*h*h
-	}
-	unit, root := s.fsdpUnits()
-	switch d.engine {
-	case engineDDP:
-		// gradient_as_bucket_view=False (default): all-reduce buckets as
-		// large as the gradients, kept for the whole run (§3.7).
-		return allPhases(r.grads)
-	case engineDeepSpeed:
-		switch d.zero {
-		case 0, 1, 2:
-			// Independent-partition gradient bucket (contiguous_gradients).
-			return allPhases(reduce * c)
-		default:
-			// Gathered parameters: the module in use and the prefetched
-			// one, plus the prefetch bucket and one reduce bucket (§3.3).
-			g := 2*unit*c + prefetch*c + reduce*c
-			return [numPhases]float64{g, g, g, g, 0}
-		}
-	case engineFSDP, engineFSDP2:
-		if d.zero == 0 {
-			return allPhases(r.grads)
-		}
-		// Current + prefetched unit unsharded in the compute dtype, the
-		// root unit (embedding, final norm, lm_head) kept unsharded through
-		// forward and backward, the unit's unsharded fp32 gradient (§3.5).
-		fwd := 2*unit*c + root*c
-		if d.shardGradOp {
-			fwd = float64(s.dist.stageLayers)/float64(max(s.m.Text.Layers, 1))*unit*float64(s.m.Text.Layers)*c + root*c
-		}
-		bwd := fwd + 4*unit
-		return [numPhases]float64{fwd, fwd, bwd, bwd, 0}
-	}
-	return [numPhases]float64{}
-}
-
-// fsdpUnits returns the parameters of the largest wrapped unit (one
-// decoder layer) and of the root unit, on this rank before sharding.
-func (s *setup) fsdpUnits() (unit, root float64) {
-	L := float64(max(s.m.Text.Layers, 1))
-	var layers float64
-	for i := range s.m.Modules {
-		mod := &s.m.Modules[i]
-		f := s.rankFrac(mod)
-		switch {
-		case mod.Stack == stackText && mod.Layer >= 0:
-			layers += float64(mod.Params) * f
-		case mod.Stack == stackText:
-			root += float64(mod.Params) * f
-		}
-	}
-	return layers / math.Min(L, float64(s.dist.stageLayers)), root
-}
-
-// allPhases repeats v over the phases.
-func allPhases(v float64) [numPhases]float64 { return [numPhases]float64{v, v, v, v, v} }
-
-// ncclBytes is the device memory of the rank's NCCL communicators.
-func (s *setup) ncclBytes() float64 {
-	d := &s.dist
-	if d.single || d.world <= 1 {
-		return 0
-	}
-	n := 0
-	for _, size := range []int{d.dp * d.cp, d.tp, d.pp, d.ep} {
-		if size > 1 {
-			n++
-		}
-	}
-	return float64(n) * s.c[cNCCLMiB] * (1 << 20)
+	// Vision tower, projector, encoder, position tables: the first stage.
+	return d.first
 }
 
 // modelTrainable is the trainable parameter count of the whole model (not
@@ -346,4 +395,25 @@ func (s *setup) modelTrainable(p *trParams) float64 {
 	s.forEachTrainable(func(g tensorGroup) { n += g.count * g.numel() })
 	s.wholeModel = false
 	return n
+}
+
+// parallelInfo is the Result.Parallel of a distributed job.
+func (s *setup) parallelInfo(t *trainParts) *Parallel {
+	d := &s.dist
+	if d.single {
+		return nil
+	}
+	p := &Parallel{Engine: d.engine, World: d.world, DP: d.dp, TP: d.tp, PP: d.pp, CP: d.cp, EP: d.ep,
+		ZeRO: d.zero, ShardGroup: int(d.nd)}
+	switch {
+	case d.engine == engineDeepSpeed && d.zero == 3:
+		p.LargestUnitParams = int64(s.largestModule() + 0.5)
+	case s.isFSDP() && d.zero >= 2:
+		unit, root := s.fsdpUnits()
+		p.LargestUnitParams = int64(max(unit, root) + 0.5)
+	}
+	if t != nil {
+		p.PeakStage = d.stage
+	}
+	return p
 }

@@ -8,6 +8,9 @@ type lossTerms struct {
 	peak  float64 // largest while the loss runs forward and its backward starts
 	held  float64 // still alive while the layers run backward (and at step)
 	chunk float64 // tokens per chunk for chunked variants (for explain)
+	// persist is alive in every phase, the next step's forward included
+	// (a reference the training loop keeps until it is reassigned).
+	persist float64
 }
 
 // litgptChunk is litgpt's lm_head_chunk_size and chunked_cross_entropy
@@ -78,6 +81,17 @@ func (s *setup) lossMemory() lossTerms {
 		// (huggingface/transformers:src/transformers/models/gemma2/modeling_gemma2.py).
 		fwd += c * NV
 		bwd += c * NV
+	}
+	if s.titanLogits {
+		// torchtitan (early 2024): the model returns logits.float() and
+		// the loop keeps pred until the next step reassigns it, so the fp32
+		// logits (4·N·V) outlive the loss; later releases del pred before
+		// backward ("need to free to before bwd to avoid peaking memory",
+		// pytorch/torchtitan train.py). The bf16 logits are not kept: the
+		// cast saves nothing for backward.
+		fwd = 4*NV + 4*NV
+		bwd = 12*NV + 4*NV
+		return lossTerms{peak: math.Max(fwd, bwd), held: 4 * NV, persist: 4 * NV}
 	}
 	return lossTerms{peak: math.Max(fwd, bwd)}
 }

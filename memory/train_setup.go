@@ -93,6 +93,7 @@ type setup struct {
 	optInBwd          bool
 	torch1            bool
 	bnbOld            bool
+	titanLogits       bool // torchtitan kept the model's fp32 logits through backward (early 2024)
 	lora              loraSpec
 	trainable         trainSpec
 	dist              distSpec
@@ -131,9 +132,6 @@ func (s *setup) init(m *model.Model, job Job) error {
 	if err := s.resolveTrainable(); err != nil {
 		return err
 	}
-	if s.dist.pp > 1 {
-		s.warn(fmt.Sprintf("--pp %d: the estimate is for pipeline stage 0 (embedding, %d layers, %.3g micro-batches in flight); the last stage holds the output layer and loss instead", s.dist.pp, s.dist.stageLayers, s.dist.inFlight))
-	}
 	return nil
 }
 
@@ -158,9 +156,12 @@ func (s *setup) resolveFramework() error {
 			s.torch1 = true
 		case "bnb<0.43.2":
 			s.bnbOld = true
-		case "transformers<4.36":
+		case "torchtitan-2024q1":
+			s.titanLogits = true
+		case "transformers<4.36", "transformers<4.45", "vllm<0.8":
+			// Inference-only eras: no effect on training.
 		default:
-			return fmt.Errorf("--software: unknown software era %q (want torch1, transformers<4.36 or bnb<0.43.2)", sw)
+			return fmt.Errorf("--software: unknown software era %q (want torch1, transformers<4.36, bnb<0.43.2 or torchtitan-2024q1)", sw)
 		}
 	}
 	return nil

@@ -21,7 +21,8 @@ type rankStates struct {
 	castCache float64 // AMP autocast weight copies (MODEL.md §2.2)
 	castHead  float64 // the part of castCache belonging to lm_head
 	dequant   float64 // QLoRA dequantized weight buffers (MODEL.md §6.2)
-	host      float64 // states offloaded to host memory
+	hostCPU   float64 // states offloaded to host memory (this rank)
+	hostNVMe  float64 // states offloaded to NVMe (this rank)
 }
 
 // modelStates computes weights, master copy, gradients, optimizer state
@@ -75,7 +76,7 @@ func (s *setup) modelStates(p *trParams) rankStates {
 		r.castCache /= float64(s.dist.tp)
 		r.castHead /= float64(s.dist.tp)
 	}
-	r.host = s.shardStates(&r)
+	r.hostCPU, r.hostNVMe = s.shardStates(&r, p)
 	return r
 }
 
@@ -139,10 +140,13 @@ func (s *setup) castCacheBytes() (all, head float64) {
 		case mod.Stack == stackVision && !s.trainable.vision:
 			continue
 		case mod.Component == compLMHead:
+			if !s.dist.last {
+				continue
+			}
 			head += w
 		case mod.Stack == stackText && mod.Layer >= 0 && mod.Layers > 0:
-			lo := max(mod.Layer, s.trainable.lowest)
-			hi := mod.Layer + mod.Layers - 1
+			lo := max(mod.Layer, s.trainable.lowest, s.dist.stageLo)
+			hi := min(mod.Layer+mod.Layers, s.dist.stageHi) - 1
 			if hi < lo || L == 0 {
 				continue
 			}

@@ -1,0 +1,380 @@
+package memory
+
+import "github.com/gpumem/gpumem/model"
+
+// DeepSpeed defaults (microsoft/DeepSpeed:deepspeed/runtime/zero/config.py)
+// and the HF Trainer's "auto" values (transformers integrations/deepspeed.py
+// trainer_config_finalize): MODEL.md §3.3.
+const (
+	dsReduceBucket    = 5e8 // reduce_bucket_size, elements
+	dsAllgatherBucket = 5e8 // allgather_bucket_size, elements
+	dsPrefetchBucket  = 5e7 // stage3_prefetch_bucket_size, elements
+	dsMaxLive         = 1e9 // stage3_max_live_parameters, elements
+	dsPersistence     = 1e5 // stage3_param_persistence_threshold, elements
+	dsSubGroup        = 1e9 // sub_group_size, elements
+	// ZeRO-Infinity NVMe swapping (deepspeed/runtime/zero/offload_config.py):
+	// offload_param buffer_count 5 × buffer_size 1e8 elements; offload_optimizer
+	// buffer_count 4 sub-group-sized fp32 swap buffers.
+	dsParamSwapBuffers = 5 * 1e8
+	dsOptSwapBuffers   = 4
+)
+
+// dsKnobs are the DeepSpeed buffer sizes of the job, in elements.
+type dsKnobs struct {
+	reduce, allgather, prefetch, maxLive, persist, subGroup float64
+	overlap, contiguous                                     bool
+}
+
+// deepspeedKnobs resolves the DeepSpeed settings: the job's values, else
+// the HF Trainer's "auto" values under the HF framework, else DeepSpeed's
+// defaults. overlap_comm defaults to true for ZeRO-3 only.
+func (s *setup) deepspeedKnobs() dsKnobs {
+	j := &s.job
+	h := float64(s.m.Text.Hidden)
+	hf := s.framework == FrameworkHF
+	pick := func(v int64, auto, def float64) float64 {
+		switch {
+		case v > 0:
+			return float64(v)
+		case hf && auto > 0:
+			return auto
+		}
+		return def
+	}
+	k := dsKnobs{
+		reduce:     pick(j.ReduceBucketSize, h*h, dsReduceBucket),
+		allgather:  pick(j.AllgatherBucketSize, 0, dsAllgatherBucket),
+		prefetch:   pick(j.PrefetchBucketSize, 0.9*h*h, dsPrefetchBucket),
+		maxLive:    pick(j.MaxLiveParameters, 0, dsMaxLive),
+		persist:    pick(j.ParamPersistenceThreshold, 10*h, dsPersistence),
+		subGroup:   pick(j.SubGroupSize, 0, dsSubGroup),
+		overlap:    s.dist.zero == 3,
+		contiguous: true,
+	}
+	if j.OverlapComm != nil {
+		k.overlap = *j.OverlapComm
+	}
+	if j.ContiguousGradients != nil {
+		k.contiguous = *j.ContiguousGradients
+	}
+	return k
+}
+
+// shardStates divides the model states by the data-parallel sharding
+// group (ZeRO arXiv:1910.02054 §5: stage 1 optimizer states, 2 + grads,
+// 3 + params) and moves offloaded states to the host. It returns the
+// host bytes of this rank (CPU, NVMe).
+func (s *setup) shardStates(r *rankStates, p *trParams) (cpu, nvme float64) {
+	d := &s.dist
+	if d.single || (d.nd <= 1 && d.offloadOpt == "" && d.offloadParams == "" && !s.fsdpMaster()) {
+		return 0, 0
+	}
+	nd := max(d.nd, 1)
+	masterGrad := 0.0
+	if s.master && !s.gradFP32 {
+		masterGrad = 4 * (p.trainable - p.adapters) // the fp32 gradient copy in the step transient
+	}
+	if s.fsdpMaster() {
+		// FSDP mixed precision: the sharded flat parameters are the fp32
+		// model itself (the master); the bf16 copies exist only while a
+		// unit is unsharded (MixedPrecision param_dtype, §3.5).
+		r.weights = r.weights * 4 / s.weight.BytesPerElement()
+		r.master = 0
+	}
+	if d.zero >= 1 {
+		r.master /= nd
+		r.optim.states /= nd
+		stepGrad := masterGrad / nd
+		if d.engine == engineDeepSpeed && d.zero == 3 {
+			// ZeRO-3 converts the gradients to fp32 per optimizer sub-group
+			// (stage3.py _prepare_fp32_grad_for_sub_group; §2.3).
+			stepGrad = min(stepGrad, 4*s.deepspeedKnobs().subGroup)
+		}
+		r.optim.transient = (r.optim.transient-masterGrad)/nd + stepGrad
+	}
+	if d.zero >= 2 {
+		r.grads /= nd
+		r.gradsHead /= nd
+		r.gradsEmb /= nd
+	}
+	if d.zero >= 3 || (s.isFSDP() && d.zero >= 2) {
+		// FSDP SHARD_GRAD_OP still stores sharded flat parameters; the
+		// unsharded units are its communication buffers.
+		r.weights /= nd
+		r.adapters /= nd
+	}
+	host := map[string]float64{}
+	if d.offloadOpt != "" {
+		// ZeRO-Offload (arXiv:2101.06840): fp32 master, optimizer states,
+		// the fp32 gradient partition and the update live on the host;
+		// the GPU keeps its reduce buckets.
+		host[d.offloadOpt] += r.master + r.optim.states + 4*(p.trainable)/nd
+		r.master, r.optim.states, r.optim.transient = 0, 0, 0
+		if d.zero >= 2 {
+			r.grads, r.gradsHead, r.gradsEmb = 0, 0, 0
+		}
+	}
+	if d.offloadParams != "" {
+		host[d.offloadParams] += r.weights
+		r.weights = 0
+	}
+	cpu, nvme = host["cpu"], host["nvme"]
+	if nvme > 0 {
+		// NVMe swapping stages tensors through pinned CPU buffers
+		// (ZeRO-Infinity arXiv:2104.07857 §5).
+		if d.offloadParams == "nvme" {
+			cpu += dsParamSwapBuffers * s.compute.BytesPerElement()
+		}
+		if d.offloadOpt == "nvme" {
+			cpu += dsOptSwapBuffers * 4 * min(s.deepspeedKnobs().subGroup, p.trainable/nd)
+		}
+	}
+	return cpu, nvme
+}
+
+// isFSDP reports whether the engine is PyTorch FSDP (1 or 2).
+func (s *setup) isFSDP() bool { return s.dist.engine == engineFSDP || s.dist.engine == engineFSDP2 }
+
+// fsdpMaster reports whether FSDP shards an fp32 model that is cast to
+// the compute dtype per unit (a bf16/fp16 job with an fp32 master).
+func (s *setup) fsdpMaster() bool {
+	return s.isFSDP() && s.dist.zero >= 2 && s.master && !s.weight.Quantized
+}
+
+// commBuffers is the per-phase memory of the engine's communication and
+// gathering buffers on one rank (MODEL.md §3.3, §3.5, §3.6, §3.7, §4.8, §8).
+func (s *setup) commBuffers(r *rankStates, p *trParams) [numPhases]float64 {
+	d := &s.dist
+	var out [numPhases]float64
+	if d.single {
+		return out
+	}
+	switch d.engine {
+	case engineDDP:
+		out = s.ddpBuckets(r)
+	case engineDeepSpeed:
+		out = s.deepspeedBuffers(r, p)
+	case engineFSDP, engineFSDP2:
+		out = s.fsdpBuffers(r, p)
+	}
+	par := s.parallelBuffers()
+	for ph := range numPhases {
+		out[ph] += par[ph]
+	}
+	return out
+}
+
+// ddpBuckets: DistributedDataParallel(gradient_as_bucket_view=False), the
+// default, keeps all-reduce buckets (bucket_cap_mb, 25 MB each, the first
+// 1 MB) covering every gradient, for the whole run — a second gradient
+// copy (pytorch/pytorch torch/nn/parallel/distributed.py; §3.7). With the
+// view the gradients are the buckets (gradPhases keeps them alive).
+func (s *setup) ddpBuckets(r *rankStates) [numPhases]float64 {
+	if s.job.GradientAsBucketView {
+		return [numPhases]float64{}
+	}
+	return allPhases(r.grads)
+}
+
+// deepspeedBuffers are DeepSpeed's ZeRO buffers (MODEL.md §3.3).
+//
+//   - stage 0: gradients are all-reduced through flattened buffers of up
+//     to 5e8 elements after backward (engine.py buffered_allreduce_fallback);
+//   - stages 1-2: with contiguous_gradients, the independent-partition
+//     gradient bucket of reduce_bucket_size elements in the gradient
+//     dtype, two with overlap_comm (stage_1_and_2.py backward: buf_0,
+//     buf_1); the all-gather of the updated partitions after the step
+//     writes into the flat bf16 parameters in place;
+//   - stage 3: the gathered working set — the module in use plus the
+//     prefetch bucket, capped by stage3_max_live_parameters — the
+//     persistent parameters below stage3_param_persistence_threshold kept
+//     whole on every rank, and one reduce bucket (__ipg_bucket_flat_buffer).
+func (s *setup) deepspeedBuffers(r *rankStates, p *trParams) [numPhases]float64 {
+	k := s.deepspeedKnobs()
+	c := s.compute.BytesPerElement()
+	g := s.gradElemBytes(false)
+	switch s.dist.zero {
+	case 0:
+		b := min(k.reduce, p.trainable) * g
+		return [numPhases]float64{0, 0, 0, 0, b}
+	case 1, 2:
+		if !k.contiguous {
+			return [numPhases]float64{}
+		}
+		b := k.reduce * g
+		if k.overlap {
+			b *= 2
+		}
+		return [numPhases]float64{0, 0, b, b, 0}
+	}
+	largest := s.largestModule()
+	// Offloaded parameters come back from the host through the same
+	// gathered working set.
+	gathered := min(k.maxLive, largest+k.prefetch) * c
+	persist := s.persistentParams(k.persist) * c
+	reduce := min(k.reduce, p.trainable) * g
+	fwd := gathered + persist
+	bwd := fwd + reduce
+	return [numPhases]float64{fwd, fwd, bwd, bwd, persist}
+}
+
+// persistentParams counts the parameters ZeRO-3 leaves unpartitioned on
+// every rank: tensors smaller than the persistence threshold (norms,
+// biases) of the current stage.
+func (s *setup) persistentParams(threshold float64) float64 {
+	var n float64
+	for i := range s.m.Modules {
+		mod := &s.m.Modules[i]
+		f := s.rankFrac(mod)
+		if f == 0 {
+			continue
+		}
+		s.moduleTensorsOnce(mod, func(numel, count float64) {
+			if numel < threshold {
+				n += numel * count * f
+			}
+		})
+	}
+	return n
+}
+
+// moduleTensorsOnce calls fn with each tensor shape of a module (elements
+// of one tensor and how many there are).
+func (s *setup) moduleTensorsOnce(mod *model.Module, fn func(numel, count float64)) {
+	moduleTensors(s.m, mod, 1, func(g tensorGroup) { fn(g.numel(), g.count) })
+}
+
+// fsdpBuffers are FSDP's unsharded units (MODEL.md §3.5, §3.6): the unit
+// computing and the one prefetched (limit_all_gathers, FSDP2's two
+// all-gather outputs) in the compute dtype, the root unit (embedding,
+// final norm, head) which stays unsharded from forward into backward,
+// and in backward the unit's unsharded gradient in the reduce dtype (fp32
+// in torchtitan's MixedPrecisionPolicy, the gradient dtype otherwise)
+// before its reduce-scatter. SHARD_GRAD_OP keeps every unit of the stage
+// unsharded from forward to the end of its backward.
+func (s *setup) fsdpBuffers(r *rankStates, p *trParams) [numPhases]float64 {
+	d := &s.dist
+	if d.zero == 0 {
+		return allPhases(r.grads) // NO_SHARD all-reduces like DDP
+	}
+	c := s.compute.BytesPerElement()
+	unit, root := s.fsdpUnits()
+	fwd := 2*unit*c + root*c
+	if d.shardGradOp {
+		fwd = float64(d.stageLayers)*unit*c + root*c
+	}
+	reduce := s.gradElemBytes(false)
+	if s.framework == FrameworkTorchtitan || s.master {
+		reduce = 4
+	}
+	// Only trainable parameters get unsharded gradients (LoRA: the adapters).
+	gradUnit := unit
+	if d.stageLayers > 0 && s.method != MethodFull {
+		gradUnit = min(unit, p.trainable/float64(d.stageLayers))
+	}
+	bwd := fwd + reduce*gradUnit
+	return [numPhases]float64{fwd, fwd, bwd, bwd, 0}
+}
+
+// largestModule is the parameter count of the largest module ZeRO-3
+// gathers on its own (the module that owns the parameters directly: a
+// Linear, an embedding), on this rank — DeepSpeed's largest_layer_params
+// (stage3.py estimate_zero3_model_states_mem_needs; MODEL.md §3.2).
+func (s *setup) largestModule() float64 {
+	var n float64
+	for i := range s.m.Modules {
+		mod := &s.m.Modules[i]
+		f := s.rankFrac(mod)
+		if f == 0 {
+			continue
+		}
+		// One instance of the module, with the tp/ep split of rankFrac
+		// but not its share of layers.
+		each := float64(mod.Each)
+		switch {
+		case mod.Expert:
+			// Each expert is a module of its own.
+		case mod.In > 0 && mod.Out > 0, mod.Component == compEmbedding:
+			each /= float64(s.dist.tp)
+		}
+		n = max(n, each)
+	}
+	return n
+}
+
+// fsdpUnits returns the parameters of the largest wrapped unit (one
+// decoder layer) and of the root unit, on this rank before sharding.
+func (s *setup) fsdpUnits() (unit, root float64) {
+	var layers float64
+	for i := range s.m.Modules {
+		mod := &s.m.Modules[i]
+		f := s.rankFrac(mod)
+		switch {
+		case mod.Stack == stackText && mod.Layer >= 0:
+			layers += float64(mod.Params) * f
+		case mod.Stack == stackText:
+			root += float64(mod.Params) * f
+		}
+	}
+	return layers / float64(max(s.dist.stageLayers, 1)), root
+}
+
+// parallelBuffers are the transient buffers of model parallelism, one
+// layer at a time (forward and backward):
+//
+//   - sequence parallel: the all-gathered sequence (N·h) before the
+//     column-parallel Linears (Korthikanti et al. §4.2.2);
+//   - context parallel: the K/V blocks exchanged between ranks — all of
+//     them with torchtitan's all-gather rotation, a send and a receive
+//     block with Megatron's ring; dK/dV travel too in backward (§4.8);
+//   - expert parallel: the all-to-all send and receive buffers of the
+//     routed token copies, 2·N·K_e·h (§8).
+func (s *setup) parallelBuffers() [numPhases]float64 {
+	d := &s.dist
+	st := &s.m.Text
+	c := s.compute.BytesPerElement()
+	n := s.tokens / float64(d.cp) // tokens of one micro-batch on this rank
+	var fwd, bwd float64
+	if d.sp && d.tp > 1 {
+		fwd += n * float64(st.Hidden) * c
+		bwd += n * float64(st.Hidden) * c
+	}
+	if d.cp > 1 {
+		kv := 2 * n * float64(st.KVHeads*st.HeadDim) / float64(d.tp) * c // K and V of one local chunk
+		blocks := 2.0
+		if d.engine == engineFSDP2 || s.framework == FrameworkTorchtitan {
+			blocks = float64(d.cp)
+		}
+		fwd += blocks * kv
+		bwd += 2 * blocks * kv
+	}
+	if d.ep > 1 && st.MoE != nil {
+		a2a := 2 * n * float64(st.MoE.ExpertsPerToken) * float64(st.Hidden) * c
+		fwd += a2a
+		bwd += a2a
+	}
+	if fwd == 0 && bwd == 0 {
+		return [numPhases]float64{}
+	}
+	return [numPhases]float64{fwd, fwd, bwd, bwd, 0}
+}
+
+// allPhases repeats v over the phases.
+func allPhases(v float64) [numPhases]float64 { return [numPhases]float64{v, v, v, v, v} }
+
+// ncclBytes is the device memory of the rank's NCCL communicators: one per
+// parallel group the rank joins (dp × cp, tp, pp, ep), each nccl_mib
+// (NVIDIA/nccl src/init.cc buffer defaults; MODEL.md §10).
+func (s *setup) ncclBytes() float64 {
+	d := &s.dist
+	if d.single || d.world <= 1 {
+		return 0
+	}
+	n := 0
+	for _, size := range []int{d.dp * d.cp, d.tp, d.pp, d.ep} {
+		if size > 1 {
+			n++
+		}
+	}
+	return float64(n) * s.c[cNCCLMiB] * (1 << 20)
+}
