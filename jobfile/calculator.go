@@ -59,10 +59,14 @@ type calcReader struct {
 	*reader
 	f    *File
 	keys map[string]bool
+	// paths maps a memory.Job key to the file key that set it, so that
+	// problems found on the job name the file's key.
+	paths map[string]string
 }
 
 func parseCalculatorObject(obj map[string]any, name string) (*File, error) {
-	c := &calcReader{reader: newReader(name), f: &File{Name: name, Layout: LayoutCalculator}, keys: map[string]bool{}}
+	c := &calcReader{reader: newReader(name), f: &File{Name: name, Layout: LayoutCalculator}, keys: map[string]bool{},
+		paths: map[string]string{"seq_len": "model.max_seq_len"}}
 	j := &c.f.Job
 	j.Mode = memory.Train
 	c.keys["mode"] = true
@@ -99,7 +103,13 @@ func parseCalculatorObject(obj map[string]any, name string) (*File, error) {
 	if c.f.Model == "" && c.f.Shape == nil {
 		c.add("model", "missing: give model.num_parameters (e.g. \"7B\") or a model reference")
 	}
+	n := len(c.problems)
 	c.checkJob(j, c.keys)
+	for i := n; i < len(c.problems); i++ {
+		if p, ok := c.paths[c.problems[i].Key]; ok {
+			c.problems[i].Key = p
+		}
+	}
 	for k := range c.keys {
 		c.f.Keys = append(c.f.Keys, k)
 	}
@@ -208,6 +218,7 @@ func (c *calcReader) optimizer(k string, v any) {
 	}
 	c.f.Job.Optimizer = name
 	c.keys["optimizer"] = true
+	c.paths["optimizer"] = k
 }
 
 // dtype reads the training dtype. The calculators count fp16/bf16 training
@@ -222,6 +233,7 @@ func (c *calcReader) dtype(k string, v any) {
 	j := &c.f.Job
 	j.Dtype = s
 	c.keys["dtype"] = true
+	c.paths["dtype"] = k
 	if d, err := memory.ParseDType(s); err == nil && (d.Name == "bf16" || d.Name == "fp16") {
 		j.MasterWeights = "fp32"
 		c.keys["master_weights"] = true
@@ -302,6 +314,7 @@ func (c *calcReader) engine(body map[string]any) {
 			}
 			j.Engine = e
 			c.keys["engine"] = true
+			c.paths["engine"] = k
 		case "zero_stage":
 			if v == nil {
 				continue // null: not DeepSpeed
@@ -371,5 +384,6 @@ func (c *calcReader) setString(k string, v any, dst *string, key string) {
 	if s, ok := c.str(k, v); ok {
 		*dst = s
 		c.keys[key] = true
+		c.paths[key] = k
 	}
 }

@@ -79,7 +79,7 @@ func TestParseCalculatorProblems(t *testing.T) {
 		"training.batch_size: want a whole number", "training.activation_checkpointing: want a level 0-4",
 		`training.optimiser: unknown key (did you mean "optimizer"?)`, "megatron_deepspeed is not modelled",
 		"engine.zero_stage: want a stage 0-3", "hardware.gpu_memory_gb: want a positive size", "parallelism: want an object",
-		"extra: unknown key", "dtype: "} {
+		"extra: unknown key", "training.dtype: "} {
 		if !strings.Contains(msg, w) {
 			t.Errorf("error lacks %q:\n%s", w, msg)
 		}

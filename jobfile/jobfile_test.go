@@ -209,3 +209,25 @@ func TestParseConstants(t *testing.T) {
 		t.Errorf("ParseConstants errors: %v", err)
 	}
 }
+
+func FuzzParseConstants(f *testing.F) {
+	for _, s := range []string{`{"fragmentation": 0.1}`, "cuda_context_mib: 600\n", `{"x": [1]}`, `1`} {
+		f.Add([]byte(s))
+	}
+	infos := map[string]memory.ConstantInfo{}
+	for _, c := range memory.Constants() {
+		infos[c.Name] = c
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ParseConstants(data, "c.yaml")
+		if err != nil {
+			return
+		}
+		for name, v := range c {
+			info, ok := infos[name]
+			if !ok || v < info.Min || v > info.Max {
+				t.Fatalf("accepted %s = %v", name, v)
+			}
+		}
+	})
+}

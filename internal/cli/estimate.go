@@ -61,7 +61,13 @@ three peaks PyTorch and the driver report:
   device     what nvidia-smi shows (plus CUDA context and library workspaces)
 
 The peak is the largest of the phases of a step (forward, loss, backward, optimizer step;
-prefill and decode for inference), and the table says which phase it is.`,
+prefill and decode for inference), and the table says which phase it is. The band line
+gives the range the device peak is expected in, and the terms it comes from.
+
+A job file (--config job.json or job.yaml, see 'gpumem validate') gives the settings
+once; flags on the command line override it. Other calculators' spellings are accepted
+(--precision, --seq-length, --gradient-checkpointing, --flashattn true, --lora true,
+--cpu-offload-optimizer, ...): README "Coming from another calculator" lists them.`,
 		Example: `  # full fine-tuning, pure bf16, AdamW, 4k tokens
   gpumem estimate --model llama3-8b --seq-len 4096 --per-device-batch 1
 
@@ -76,7 +82,10 @@ prefill and decode for inference), and the table says which phase it is.`,
   gpumem estimate --model qwen2.5-7b --mode inference --batch-size 8 --prompt-len 4096 --gen-len 1024
 
   # show every formula with its inputs
-  gpumem estimate --model llama2-7b --seq-len 4096 --explain`,
+  gpumem estimate --model llama2-7b --seq-len 4096 --explain
+
+  # a job file, with a longer sequence than it states
+  gpumem estimate --config job.yaml --seq-len 8192`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return estimateRun(cmd, f, g, opts, args)
