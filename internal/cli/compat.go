@@ -87,8 +87,10 @@ type compatOptions struct {
 	ConfigDir    string
 }
 
-// addCompatFlags declares the aliases and the other tools' flags, hidden
-// from the help listing (README.md documents them).
+// addCompatFlags declares the aliases and the other tools' flags. The
+// aliases and the answer-only flags are hidden from the help listing
+// (README.md documents them); the advanced-tuning flags are listed, their
+// help saying what each maps onto.
 func addCompatFlags(fs *pflag.FlagSet, o *compatOptions) {
 	o.aliases = map[string]*string{}
 	for _, a := range aliasFlags {
@@ -112,8 +114,7 @@ func addCompatFlags(fs *pflag.FlagSet, o *compatOptions) {
 	fs.BoolVar(&o.ShowDetailed, "show-detailed", false, "print the model at every weight dtype (weights, inference, full training, LoRA) instead of one estimate")
 	fs.BoolVar(&o.ListTypes, "list-types", false, "list the weight dtypes (and those of --config-dir) and exit")
 	fs.StringVar(&o.ConfigDir, "config-dir", "", "folder with data_types.json, gpu_types.json and display_settings.json (each optional)")
-	for _, n := range []string{"probe", "estimate-only", "load-full-model", "grad-ckpt-reduction", "attn-act-factor-fa",
-		"attn-act-factor-no-fa", "mlp-act-factor"} {
+	for _, n := range []string{"probe", "estimate-only", "load-full-model"} {
 		_ = fs.MarkHidden(n)
 	}
 }
