@@ -261,6 +261,9 @@ func fragmentationConstant(j memory.Job) (string, error) {
 // first estimate gives the allocated peak and the fraction follows as
 // cushion / allocated. It returns the job to estimate.
 func applyFragmentationGiB(estimate func(memory.Job) (memory.Result, error), job memory.Job, gib float64) (memory.Job, error) {
+	if job.Mode == memory.Serving {
+		return job, usageErrorf("--fragmentation-gib: a serving estimate has no fragmentation term (vLLM sizes its KV pool from the memory left under --gpu-memory-utilization)")
+	}
 	name, err := fragmentationConstant(job)
 	if err != nil {
 		return job, err

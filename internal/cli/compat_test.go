@@ -113,6 +113,7 @@ func TestCompatAnswers(t *testing.T) {
 		{"attn no fa", []string{"--attn-act-factor-no-fa", "4"}, ExitUsage, "no faithful mapping"},
 		{"mlp", []string{"--mlp-act-factor", "6"}, ExitUsage, "no faithful mapping"},
 		{"negative misc", []string{"--misc-overhead-gib", "-1"}, ExitUsage, "non-negative"},
+		{"fragmentation when serving", []string{"--mode", "serving", "--gpu", "h100", "--fragmentation-gib", "2"}, ExitUsage, "no fragmentation term"},
 		{"load full model", []string{"--load-full-model"}, 0, "never loads weights"},
 		{"probe false is fine", []string{"--probe", "false"}, 0, ""},
 	} {
