@@ -21,7 +21,15 @@
 //
 // [Parse] checks everything it can without a model and reports every
 // problem at once in an [*Error]: unknown keys (with the nearest known
-// key), values of the wrong type and impossible values.
+// key), values of the wrong type and impossible values. Named settings
+// (dtype, optimizer, engine, ...) are checked by the estimators
+// themselves on a tiny model, so a file accepts exactly the spellings the
+// command line does.
+//
+// # Constants profiles
+//
+// [LoadConstants] reads the "constants" object on its own, as a profile
+// of named constants applied to any job.
 //
 // # Engine-calculator files
 //
