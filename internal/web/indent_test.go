@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/gpumem/gpumem/gpu"
@@ -30,23 +31,25 @@ func TestMarshalIndentMatchesWriteJSON(t *testing.T) {
 			}
 		}
 	}
+	var bufs jsonBuffers // reused, as the server's pool reuses them
 	for i, v := range values {
-		var want, got bytes.Buffer
+		var want bytes.Buffer
 		if err := report.WriteJSON(&want, v); err != nil {
 			t.Fatal(err)
 		}
-		if err := marshalIndent(&got, v); err != nil {
+		got, err := bufs.marshalIndent(v)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(got.Bytes(), want.Bytes()) {
-			t.Fatalf("value %d (%T): marshalIndent differs from report.WriteJSON:\n%s\n---\n%s", i, v, got.Bytes(), want.Bytes())
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("value %d (%T): marshalIndent differs from report.WriteJSON:\n%s\n---\n%s", i, v, got, want.Bytes())
 		}
 	}
 }
 
-// FuzzIndentValid checks indentValid against json.Indent on compact valid JSON.
-func FuzzIndentValid(f *testing.F) {
-	for _, s := range []string{`{}`, `[]`, `{"a":[1,{"b":"c\"}"},[]],"d":{}}`, `"x\\"`, `[{"k":"\u00e9,:{["}]`, `null`, `1.5e3`} {
+// FuzzAppendIndent checks appendIndent against json.Indent on compact valid JSON.
+func FuzzAppendIndent(f *testing.F) {
+	for _, s := range []string{`{}`, `[]`, `{"a":[1,{"b":"c\"}"},[]],"d":{}}`, `"x\\"`, `[{"k":"\u00e9,:{["}]`, `null`, `1.5e3`, strings.Repeat(`[`, 40) + strings.Repeat(`]`, 40), strings.Repeat(`{"a":[`, 20) + `1` + strings.Repeat(`]}`, 20)} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
@@ -57,13 +60,12 @@ func FuzzIndentValid(f *testing.F) {
 		if err := json.Compact(&compact, in); err != nil {
 			t.Fatal(err)
 		}
-		var want, got bytes.Buffer
+		var want bytes.Buffer
 		if err := json.Indent(&want, compact.Bytes(), "", "  "); err != nil {
 			t.Fatal(err)
 		}
-		indentValid(&got, compact.Bytes())
-		if !bytes.Equal(got.Bytes(), want.Bytes()) {
-			t.Fatalf("indentValid(%s) = %s, want %s", compact.Bytes(), got.Bytes(), want.Bytes())
+		if got := appendIndent([]byte("prefix"), compact.Bytes()); !bytes.Equal(got, append([]byte("prefix"), want.Bytes()...)) {
+			t.Fatalf("appendIndent(%s) = %s, want %s", compact.Bytes(), got, want.Bytes())
 		}
 	})
 }

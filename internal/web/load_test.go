@@ -178,6 +178,7 @@ func BenchmarkLoopbackEstimate(b *testing.B) {
 	base := startServer(b)
 	addr := strings.TrimPrefix(base, "http://")
 	var n atomic.Int64
+	b.SetParallelism(2) // two clients per CPU keep the server busy while a client parses
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		c, err := dialRaw(addr)

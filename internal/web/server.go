@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"embed"
 	"errors"
@@ -154,21 +153,22 @@ func methodNotAllowed(s *Server, methods []string) http.Handler {
 // writeJSON writes v with status, as the CLI's --format json writes it
 // (report.WriteJSON; see marshalIndent).
 func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
-	buf := bufPool.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer bufPool.Put(buf)
-	if err := marshalIndent(buf, v); err != nil {
+	b := bufPool.Get().(*jsonBuffers)
+	defer bufPool.Put(b)
+	body, err := b.marshalIndent(v)
+	if err != nil {
 		s.log.Error("encode response", "err", err)
 		status = http.StatusInternalServerError
-		buf.Reset()
-		buf.WriteString(`{"error": "internal server error"}` + "\n")
+		body = []byte(`{"error": "internal server error"}` + "\n")
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(body)
 }
+
+var jsonContentType = []string{"application/json; charset=utf-8"}
 
 // NewHTTPServer returns an http.Server for h with the package's timeouts.
 func NewHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
