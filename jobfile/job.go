@@ -328,3 +328,15 @@ func (f *File) Value(key string) string {
 	}
 	return ""
 }
+
+// CopyTo copies the value of a memory.Job key the file sets onto dst,
+// for settings a front end has no flag for. It reports whether the key
+// was copied.
+func (f *File) CopyTo(dst *memory.Job, key string) bool {
+	fd, ok := jobFields[key]
+	if !ok || !f.Has(key) || dst == nil {
+		return false
+	}
+	reflect.ValueOf(dst).Elem().Field(fd.index).Set(reflect.ValueOf(f.Job).Field(fd.index))
+	return true
+}

@@ -45,6 +45,8 @@ type estimateOptions struct {
 	// ConstantsFile is --constants: a profile of named constants.
 	ConstantsFile string
 	profile       map[string]float64
+	// copyKeys are job-file keys without a flag, copied after finish.
+	copyKeys []string
 }
 
 func newEstimateCmd(f *Factory, g *globalOptions) *cobra.Command {

@@ -35,8 +35,9 @@ var jobKeyOverriders = map[string][]string{
 	"fused_loss":       {"liger"},
 }
 
-// jobKeyNoFlag lists keys with no flag; they are copied onto the job
-// after the flags are interpreted.
+// jobKeyNoFlag lists keys that are not applied as flags: task_head has
+// no flag, constants merge with --set by name. Keys whose flag does not
+// exist (a Job field newer than the flags) are copied too.
 var jobKeyNoFlag = map[string]bool{"task_head": true, "constants": true}
 
 // flagForKey returns the flag a job-file key sets.
@@ -71,13 +72,15 @@ func (o *estimateOptions) applyJobFile(fs *pflag.FlagSet, f *jobfile.File) error
 	if o.Model == "" {
 		o.Model = f.Model
 	}
+	o.copyKeys = nil
 	for _, key := range f.Keys {
-		if jobKeyNoFlag[key] || overridden(fs, key) {
+		flag := flagForKey(key)
+		if key != "constants" && (jobKeyNoFlag[key] || fs.Lookup(flag) == nil) {
+			o.copyKeys = append(o.copyKeys, key)
 			continue
 		}
-		flag := flagForKey(key)
-		if fs.Lookup(flag) == nil {
-			return fmt.Errorf("%s: %s: no flag carries this setting", f.Name, key)
+		if jobKeyNoFlag[key] || overridden(fs, key) {
+			continue
 		}
 		if err := fs.Set(flag, f.Value(key)); err != nil {
 			return fmt.Errorf("%s: %s: %w", f.Name, key, err)
@@ -105,8 +108,11 @@ func (o *estimateOptions) applyJobFile(fs *pflag.FlagSet, f *jobfile.File) error
 
 // finishJobFile copies the keys that have no flag onto the job.
 func (o *estimateOptions) finishJobFile(f *jobfile.File) {
-	if f != nil && f.Has("task_head") {
-		o.Job.TaskHead = f.Job.TaskHead
+	if f == nil {
+		return
+	}
+	for _, key := range o.copyKeys {
+		f.CopyTo(&o.Job, key)
 	}
 }
 

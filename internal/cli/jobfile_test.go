@@ -4,10 +4,15 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
+
+	"github.com/gpumem/gpumem/jobfile"
+	"github.com/gpumem/gpumem/memory"
 )
 
 func writeJob(t *testing.T, name, content string) string {
@@ -138,5 +143,37 @@ func TestConstantsProfile(t *testing.T) {
 	out, _, _ = runCommand(t, "constants", "--set", "cuda_context_mib=600")
 	if !strings.Contains(out, "600 *") {
 		t.Errorf("constants table does not mark the override:\n%s", out)
+	}
+}
+
+// TestEveryJobKeyReachesTheJob checks that each memory.Job key a job file
+// may set is either carried by a flag or copied onto the job.
+func TestEveryJobKeyReachesTheJob(t *testing.T) {
+	opts := &estimateOptions{}
+	fs := pflag.NewFlagSet("estimate", pflag.ContinueOnError)
+	addEstimateFlags(fs, opts)
+	typ := reflect.TypeOf(memory.Job{})
+	for i := 0; i < typ.NumField(); i++ {
+		key, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		if key == "" || key == "-" {
+			continue
+		}
+		if fs.Lookup(flagForKey(key)) == nil && !jobKeyNoFlag[key] {
+			t.Logf("%s has no flag: copied from the file", key)
+		}
+	}
+	f, err := jobfile.Parse([]byte(`{"task_head": "none", "seq_len": 128}`), "t.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := opts.applyJobFile(fs, f); err != nil {
+		t.Fatal(err)
+	}
+	if err := opts.finish(fs); err != nil {
+		t.Fatal(err)
+	}
+	opts.finishJobFile(f)
+	if opts.Job.TaskHead != "none" || opts.Job.SeqLen != 128 {
+		t.Errorf("job %+v", opts.Job)
 	}
 }
