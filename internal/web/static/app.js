@@ -519,6 +519,14 @@ function start() {
     schedule();
   });
   $('#export').addEventListener('click', exportJSON);
+  $('#copy-link').addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText(location.href);
+      $('#status').textContent = 'Link copied.';
+    } catch (err) {
+      $('#status').textContent = 'Copy the address bar: ' + location.href;
+    }
+  });
   loadLists();
   recompute();
 }
