@@ -57,6 +57,7 @@ type Problem struct {
 	Message string `json:"message"`
 }
 
+// String renders the problem as "key: message".
 func (p Problem) String() string {
 	if p.Key == "" {
 		return p.Message
@@ -66,10 +67,13 @@ func (p Problem) String() string {
 
 // Error lists every problem found in one file.
 type Error struct {
-	File     string
+	// File names the file, as given to Load or Parse.
+	File string
+	// Problems are in key order within each part of the file.
 	Problems []Problem
 }
 
+// Error lists the problems, one per line after the first.
 func (e *Error) Error() string {
 	if len(e.Problems) == 1 {
 		return e.File + ": " + e.Problems[0].String()

@@ -19,6 +19,8 @@ type Shape struct {
 	// Params is the stated total parameter count.
 	Params int64 `json:"num_parameters,omitempty"`
 
+	// Layers, Hidden, Heads, KVHeads, Intermediate, Vocab and
+	// MaxPositions are the config.json dimensions of the same names.
 	Layers       int `json:"num_hidden_layers,omitempty"`
 	Hidden       int `json:"hidden_size,omitempty"`
 	Heads        int `json:"num_attention_heads,omitempty"`
