@@ -48,8 +48,9 @@ type BandSummary struct {
 // BandReport is the result of [CheckBand].
 type BandReport struct {
 	Rows []BandRow `json:"rows"`
-	// Summaries: "scored" (the records accuracy targets are judged on)
-	// and "all" (every record with a comparable metric and an estimate).
+	// Summaries: "scored" (the records accuracy targets are judged on),
+	// "all" (every record with a comparable metric and an estimate) and
+	// "scored <mode>" for each mode with scored records.
 	Summaries []BandSummary `json:"summaries"`
 }
 
@@ -77,6 +78,17 @@ func CheckBand(recs []Record, opt Options) BandReport {
 		}
 	}
 	rep.Summaries = []BandSummary{bandSummary("scored", scored), bandSummary("all", all)}
+	for _, mode := range []string{"train", "inference", "serving"} {
+		var rows []BandRow
+		for _, r := range scored {
+			if r.Mode == mode {
+				rows = append(rows, r)
+			}
+		}
+		if len(rows) > 0 {
+			rep.Summaries = append(rep.Summaries, bandSummary("scored "+mode, rows))
+		}
+	}
 	return rep
 }
 
