@@ -11,8 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/gpumem/gpumem/internal/cli"
 	"github.com/gpumem/gpumem/internal/web"
+	"github.com/gpumem/gpumem/jobfile"
+	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/model"
 )
 
 // runCLI runs the gpumem command line with args and returns stdout.
@@ -219,4 +224,34 @@ func planBody(t *testing.T, q url.Values) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestBodiesAreJobFiles checks that a POST body (the page's exported job)
+// is a job file gpumem reads the same way: the same estimate per GPU.
+func TestBodiesAreJobFiles(t *testing.T) {
+	h := web.New(web.Options{}).Handler()
+	for _, tc := range estimateCases {
+		t.Run(tc.name, func(t *testing.T) {
+			jf, err := jobfile.Parse([]byte(tc.body), "job.json")
+			if err != nil {
+				t.Fatalf("the body is not a job file: %v", err)
+			}
+			m, err := model.Load(jf.Model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fromFile, err := memory.Estimate(m, jf.Job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fromAPI memory.Result
+			rec := do(t, h, "POST", "/api/estimate", tc.body)
+			if err := json.Unmarshal(rec.Body.Bytes(), &fromAPI); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(fromFile.PerGPU, fromAPI.PerGPU); d != "" {
+				t.Errorf("per-GPU memory of the job file vs the API (-file +api):\n%s", d)
+			}
+		})
+	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/gpumem/gpumem/internal/web"
+	"github.com/gpumem/gpumem/jobfile"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/units"
 )
@@ -475,6 +476,9 @@ func checkExport(t *testing.T, base, body, query string) {
 	var job map[string]any
 	if err := json.Unmarshal([]byte(body), &job); err != nil {
 		t.Fatalf("exported job %q is not JSON: %v", body, err)
+	}
+	if _, err := jobfile.Parse([]byte(body), "gpumem-job.json"); err != nil {
+		t.Errorf("exported job is not a job file: %v", err)
 	}
 	resp, err := http.Post(base+"/api/estimate", "application/json", strings.NewReader(body))
 	if err != nil {
