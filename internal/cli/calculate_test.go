@@ -49,7 +49,7 @@ func TestQuick(t *testing.T) {
 		{[]string{"70", "--gpus", "64", "--gpu-mem", "80", "--engine", "megatron"}, "megatron", 0, 64},
 		{[]string{"0.5"}, "", 0, 1},
 	} {
-		o := &quickOptions{GPUs: 1, GPUMem: 80, Engine: "pytorch", Dtype: "bf16", SeqLen: 2048, Batch: 1}
+		o := &quickOptions{GPUs: 1, GPUMem: 80, Engine: "pytorch", Dtype: "bf16", SeqLen: 2048, Batch: 1, TP: 1, PP: 1}
 		out, errOut, code := runCommand(t, append([]string{"quick"}, tc.args...)...)
 		if code != 0 || !strings.Contains(out, "model shape assumed") || !strings.Contains(out, "fit: device peak") {
 			t.Errorf("%v: exit %d, %s\n%s", tc.args, code, errOut, out)
@@ -74,10 +74,44 @@ func TestQuick(t *testing.T) {
 			t.Errorf("%v: shape %+v", tc.args, shape)
 		}
 	}
-	for _, args := range [][]string{{"seven"}, {"-3"}, {"7", "--engine", "jax"}, {"7", "--gpus", "0"}, {"7", "--dtype", "int4"}, {"7", "--gpu-mem", "0"}} {
+	for _, args := range [][]string{{"seven"}, {"-3"}, {"7", "--engine", "jax"}, {"7", "--gpus", "0"}, {"7", "--dtype", "int4"}, {"7", "--gpu-mem", "0"},
+		{"7", "--gpus", "8", "--tp", "3"}, {"7", "--gpus", "8", "--tp", "2"}, {"7", "--layouts", "-1"}} {
 		_, errOut, code := runCommand(t, append([]string{"quick"}, args...)...)
 		if code != ExitUsage {
 			t.Errorf("%v: exit %d, %s", args, code, errOut)
 		}
+	}
+}
+
+// TestQuickLayouts checks that a quick estimate that does not fit lists
+// layouts of the same engine and GPU count, and that the first listed
+// layout really fits when estimated directly.
+func TestQuickLayouts(t *testing.T) {
+	out, errOut, code := runCommand(t, "quick", "70", "--gpus", "64", "--gpu-mem", "80", "--engine", "megatron", "--layouts", "3")
+	if code != 0 || !strings.Contains(out, "does NOT fit") || !strings.Contains(out, "megatron layouts on 64 GPUs that fit") {
+		t.Fatalf("exit %d, %s\n%s", code, errOut, out)
+	}
+	o := &quickOptions{GPUs: 64, GPUMem: 80, Engine: "megatron", Dtype: "bf16", SeqLen: 2048, Batch: 1, TP: 2, PP: 4}
+	shape, job, err := quickJob(o, "70")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.ZeRO = 1 // distributed optimizer, as the listed layouts use
+	m, _, err := shape.Model()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := memory.Estimate(m, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PerGPU.DevicePeakBytes > job.GPUMemory {
+		t.Errorf("tp 2 × pp 4 with the distributed optimizer: %s does not fit %s", res.PerGPU.DevicePeakBytes, job.GPUMemory)
+	}
+	// The plain data-parallel layout of the same job must not fit (that is why layouts are listed).
+	o.TP, o.PP = 1, 1
+	_, dp, _ := quickJob(o, "70")
+	if r, err := memory.Estimate(m, dp); err != nil || r.PerGPU.DevicePeakBytes <= dp.GPUMemory {
+		t.Errorf("data parallel 70B on 64 GPUs unexpectedly fits: %v", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -306,6 +305,7 @@ func normalizeJobFlag(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 // that they agree with each other.
 func (o *estimateOptions) finish(fs *pflag.FlagSet) error {
 	j := &o.Job
+	j.Explain = o.Explain // formulas with the job's numbers filled in
 	if err := o.Compat.finishAliases(fs); err != nil {
 		return err
 	}
@@ -496,17 +496,4 @@ func suggestName(s string, names []string) string {
 		return best
 	}
 	return ""
-}
-
-// boolFlagNames lists a flag set's boolean flags, for the rewrite of
-// "--flag true" into "--flag=true" that users of other tools type.
-func boolFlagNames(fs *pflag.FlagSet) []string {
-	var names []string
-	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Value.Type() == "bool" {
-			names = append(names, f.Name)
-		}
-	})
-	sort.Strings(names)
-	return names
 }
