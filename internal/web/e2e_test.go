@@ -370,6 +370,7 @@ func TestPageInChromium(t *testing.T) {
 	checkAgainstAPI(t, base, st)
 	checkPlan(t, base, st, "H100-SXM")
 	checkLists(ctx, t, base)
+	checkFormatting(ctx, t)
 
 	// Type a sequence length key by key: the debounced recompute settles on the last value.
 	typeInto(ctx, t, "#f-seq_len", "4096")
@@ -417,6 +418,19 @@ func TestPageInChromium(t *testing.T) {
 			t.Errorf("shared link: %s = %q (%v), want %q", sel, got, err, want)
 		}
 	}
+
+	// A job pasted as JSON (a job file) fills the form.
+	imported := `{"model": "qwen2.5-7b", "mode": "inference", "batch": 4, "prompt_len": 1024, "gen_len": 128, "kv_cache_dtype": "fp8", "constants": {"fragmentation": 0.05}}`
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#import")), chromedp.SetValue(chromedp.CSS("#export-json"), imported),
+		chromedp.Click(chromedp.CSS("#apply-json"))); err != nil {
+		t.Fatal(err)
+	}
+	st = waitFor(ctx, t, "imported JSON", func(q url.Values) bool { return q.Get("kv_cache_dtype") == "fp8" })
+	checkAgainstAPI(t, base, st)
+	if q, _ := url.ParseQuery(st.Query); q.Get("batch") != "4" || q.Get("prompt_len") != "1024" || q.Get("constants.fragmentation") != "0.05" || q.Get("mode") != "inference" {
+		t.Errorf("imported job became %q", st.Query)
+	}
+	checkExport(t, base, imported, st.Query)
 
 	// A preset switches to serving.
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#presets button[data-preset="Serve 8B on H100"]`))); err != nil {
@@ -531,5 +545,25 @@ func checkLists(ctx context.Context, t *testing.T, base string) {
 	// The GPU picker has a "none" entry as well.
 	if want := []int{wantModels, len(gpus) + 1, wantOpts}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("pickers hold %v entries (models, GPUs, optimizers), want %v", got, want)
+	}
+}
+
+// checkFormatting compares the page's byte formatting with the CLI's
+// (units.FormatIEC), on exact rounding ties and unit boundaries.
+func checkFormatting(ctx context.Context, t *testing.T) {
+	t.Helper()
+	sizes := []int64{0, 1, 1023, 1024, 1536, 8519680, 8 << 20, 9 << 27, 1<<30 + 1<<27, 3<<30 + 3<<27, 85520809984, 1 << 40, 5<<40 + 5<<37}
+	js, err := json.Marshal(sizes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](fmt.Sprintf(`%s.map(formatIEC)`, js)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range sizes {
+		if want := units.FormatIEC(units.Bytes(b)); i >= len(got) || got[i] != want {
+			t.Errorf("page formats %d bytes as %q, the CLI as %q", b, got, want)
+		}
 	}
 }

@@ -104,19 +104,34 @@ let timer = 0;
 let inflight = null;
 let extra = {}; // keys from the URL the form has no field for (constants.NAME), passed through
 
+// fixed writes v with d decimals as Go's %.*f does: like toFixed, except
+// that an exact tie rounds to even (8.125 -> "8.12", where toFixed gives
+// "8.13"). Ties at d decimals are exact only for multiples of 2^-(d+1).
+function fixed(v, d) {
+  const n = v * 10 ** d;
+  if (Number.isInteger(v * 2 ** (d + 1)) && n - Math.floor(n) === 0.5) {
+    let r = Math.floor(n);
+    if (r % 2 !== 0) r += 1;
+    if (d === 0) return String(r);
+    const s = String(Math.abs(r)).padStart(d + 1, '0');
+    return (r < 0 ? '-' : '') + s.slice(0, s.length - d) + '.' + s.slice(s.length - d);
+  }
+  return v.toFixed(d);
+}
+
 // formatIEC writes bytes as the CLI's tables do (units.FormatIEC).
 function formatIEC(b) {
   const names = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'];
   let v = Math.abs(b); let i = 0;
   while (v >= 1024 && i < names.length - 1) { v /= 1024; i++; }
-  const s = i === 0 ? `${Math.abs(b)} B` : `${v.toFixed(2)} ${names[i]}`;
+  const s = i === 0 ? `${Math.abs(b)} B` : `${fixed(v, 2)} ${names[i]}`;
   return b < 0 ? '-' + s : s;
 }
 
 function formatParams(n) {
-  if (n >= 1e9) return (n / 1e9).toFixed(2) + 'B';
-  if (n >= 1e6) return (n / 1e6).toFixed(1) + 'M';
-  if (n >= 1e3) return (n / 1e3).toFixed(1) + 'K';
+  if (n >= 1e9) return fixed(n / 1e9, 2) + 'B';
+  if (n >= 1e6) return fixed(n / 1e6, 1) + 'M';
+  if (n >= 1e3) return fixed(n / 1e3, 1) + 'K';
   return String(n);
 }
 
@@ -366,7 +381,7 @@ function servingText(v) {
 function renderComponents(p) {
   const tb = $('#components tbody');
   tb.replaceChildren(...p.components.map((c) => {
-    const share = p.device_peak_bytes > 0 ? (100 * c.bytes / p.device_peak_bytes).toFixed(1) + '%' : '-';
+    const share = p.device_peak_bytes > 0 ? fixed(100 * c.bytes / p.device_peak_bytes, 1) + '%' : '-';
     const tr = el('tr', {}, el('td', { text: c.name }), el('td', { class: 'num', text: formatIEC(c.bytes) }),
       el('td', { class: 'num', text: share }), el('td', { text: c.level }), el('td', { text: c.phase || '' }));
     tr.dataset.name = c.name;
@@ -411,7 +426,7 @@ function renderGPUs(plan, gpuName) {
       el('td', { text: g.gpu.name }),
       el('td', { class: 'num', text: formatIEC(g.gpu.memory_bytes) }),
       el('td', { class: 'num', text: g.error ? '-' : formatIEC(g.fit.need_bytes) }),
-      el('td', { class: 'num', text: g.error ? '-' : g.fit.utilization_pct.toFixed(1) + '%' }),
+      el('td', { class: 'num', text: g.error ? '-' : fixed(g.fit.utilization_pct, 1) + '%' }),
       el('td', { class: 'verdict ' + v, text: g.error ? 'error' : VERDICT_TEXT[v] }),
       el('td', { class: 'num', text: answerText(g.max_batch, '') }),
       el('td', { class: 'num', text: answerText(g.max_seq_len, '') }),
@@ -433,7 +448,7 @@ function renderGPUs(plan, gpuName) {
   sum.className = 'verdict ' + (sel.error ? 'error-fit' : sel.fit.verdict);
   sum.dataset.verdict = sel.error ? 'error' : sel.fit.verdict;
   sum.textContent = sel.error ? `${sel.gpu.name}: ${sel.error}` :
-    `${sel.gpu.name} (${formatIEC(sel.gpu.memory_bytes)}): ${VERDICT_TEXT[sel.fit.verdict]}, ${sel.fit.utilization_pct.toFixed(1)}% of memory`;
+    `${sel.gpu.name} (${formatIEC(sel.gpu.memory_bytes)}): ${VERDICT_TEXT[sel.fit.verdict]}, ${fixed(sel.fit.utilization_pct, 1)}% of memory`;
   largest.replaceChildren(
     `Largest ${n.batch} that fits: `, el('strong', { id: 'max-batch', text: answerText(sel.max_batch, '') }),
     ` · longest ${n.seq} that fits: `, el('strong', { id: 'max-seq', text: answerText(sel.max_seq_len, ' tokens') }));
@@ -471,13 +486,39 @@ function exportJSON() {
   const body = JSON.stringify(typedJob(readForm()), null, 2);
   const ta = $('#export-json');
   ta.value = body;
-  ta.hidden = false;
+  $('#json-box').hidden = false;
   const url = URL.createObjectURL(new Blob([body + '\n'], { type: 'application/json' }));
   const a = el('a', { href: url, download: 'gpumem-job.json' });
   document.body.append(a);
   a.click();
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+// untypedJob turns a job as JSON (a job file) back into form strings.
+function untypedJob(obj) {
+  if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) throw new Error('want a JSON object of job options');
+  const job = {};
+  for (const [k, v] of Object.entries(obj)) {
+    if (k === 'constants' && v && typeof v === 'object') {
+      for (const [n, x] of Object.entries(v)) job['constants.' + n] = String(x);
+    } else if (Array.isArray(v)) job[k] = v.join(',');
+    else if (v !== null && typeof v === 'object') throw new Error(`${k}: want a value, not an object`);
+    else job[k] = String(v);
+  }
+  return job;
+}
+
+function applyJSON() {
+  const errBox = $('#json-error');
+  try {
+    writeForm(untypedJob(JSON.parse($('#export-json').value)));
+    errBox.hidden = true;
+    schedule();
+  } catch (err) {
+    errBox.textContent = err.message;
+    errBox.hidden = false;
+  }
 }
 
 async function loadLists() {
@@ -511,14 +552,18 @@ function start() {
   const initial = location.search.length > 1 ? fromQuery(location.search.slice(1))
     : location.hash.length > 1 ? fromQuery(location.hash.slice(1)) : Object.assign({}, DEFAULT_JOB);
   writeForm(initial);
-  form.addEventListener('input', schedule);
-  form.addEventListener('change', schedule);
+  // Editing the JSON box changes nothing until it is applied.
+  const onEdit = (e) => { if (!e.target.closest('#json-box')) schedule(); };
+  form.addEventListener('input', onEdit);
+  form.addEventListener('change', onEdit);
   form.addEventListener('submit', (e) => { e.preventDefault(); schedule(); });
   $('#reset').addEventListener('click', () => {
     writeForm({ model: form.elements.model.value, mode: form.elements.mode.value, gpu: form.elements.gpu.value });
     schedule();
   });
   $('#export').addEventListener('click', exportJSON);
+  $('#import').addEventListener('click', () => { $('#json-box').hidden = false; $('#export-json').focus(); });
+  $('#apply-json').addEventListener('click', applyJSON);
   $('#copy-link').addEventListener('click', async () => {
     try {
       await navigator.clipboard.writeText(location.href);
