@@ -1,0 +1,376 @@
+package trainconfig
+
+import (
+	"strings"
+)
+
+// ParseDeepSpeed reads a DeepSpeed JSON config (--deepspeed ds_config.json).
+//
+// Keys and defaults follow microsoft/DeepSpeed deepspeed/runtime/config.py
+// and deepspeed/runtime/zero/config.py. "auto" values are the Hugging Face
+// Trainer's (transformers integrations/deepspeed.py): batch size,
+// accumulation and precision come from the TrainingArguments, so they are
+// left to them; reduce_bucket_size, stage3_prefetch_bucket_size and
+// stage3_param_persistence_threshold become hidden², 0.9·hidden² and
+// 10·hidden, which the memory model applies when the job runs under the HF
+// Trainer (framework hf, the default). Unknown keys are reported.
+func ParseDeepSpeed(data []byte, name string) (*Config, error) {
+	return ParseAs(data, name, DeepSpeed)
+}
+
+// dsNoEffect are DeepSpeed keys that do not change GPU memory (logging,
+// schedules, loss scaling, checkpoint I/O).
+var dsNoEffect = map[string]bool{
+	"scheduler": true, "gradient_clipping": true, "steps_per_print": true, "wall_clock_breakdown": true,
+	"prescale_gradients": true, "gradient_predivide_factor": true, "dump_state": true,
+	"zero_allow_untested_optimizer": true, "zero_force_ds_cpu_optimizer": true, "memory_breakdown": true,
+	"flops_profiler": true, "tensorboard": true, "wandb": true, "csv_monitor": true, "comet": true,
+	"monitor_config": true, "comms_logger": true, "checkpoint": true, "elasticity": true, "autotuning": true,
+	"aio": true, "communication_data_type": true, "seq_parallel_communication_data_type": true,
+	"data_efficiency": true, "curriculum_learning": true, "sparse_gradients": true, "disable_allgather": true,
+	"load_universal_checkpoint": true, "use_node_local_storage": true, "timers": true, "graph_harvesting": true,
+	"use_data_before_expert_parallelism": true, "nebula": true, "weight_quantization": true,
+}
+
+// dsNotModelled are DeepSpeed keys that change memory in ways the model
+// does not cover.
+var dsNotModelled = map[string]bool{
+	"activation_checkpointing": true, "pipeline": true, "sparse_attention": true, "tensor_parallel": true,
+	"compression_training": true, "amp": true, "torch_autocast": true, "hybrid_engine": true,
+	"sequence_parallel_size": true, "fp8": true, "quantize_training": true,
+}
+
+// deepspeed reads a DeepSpeed config object; prefix is its key path when
+// nested (TrainingArguments "deepspeed").
+func (r *reader) deepspeed(obj map[string]any, prefix string) {
+	j := &r.cfg.Job
+	j.Engine = "deepspeed"
+	r.set("engine")
+	var micro, accum, total int64
+	for _, k := range sortedKeys(obj) {
+		v, key := obj[k], join(prefix, k)
+		switch k {
+		case "train_micro_batch_size_per_gpu":
+			micro = r.dsInt(key, v, "per_device_batch", func(n int64) { j.MicroBatch = int(n) }, "the Trainer's per_device_train_batch_size")
+		case "gradient_accumulation_steps":
+			accum = r.dsInt(key, v, "grad_accum", func(n int64) { j.GradAccum = int(n) }, "the Trainer's gradient_accumulation_steps")
+		case "train_batch_size":
+			if n, ok := toInt(v); ok && n > 0 {
+				total = n
+			} else if !isAuto(v) {
+				r.ignore(key, reasonBadValue)
+			}
+		case "fp16", "bf16", "bfloat16":
+			r.dsPrecision(k, key, v)
+		case "optimizer":
+			r.dsOptimizer(key, v)
+		case "zero_optimization":
+			m, ok := v.(map[string]any)
+			if !ok {
+				r.ignore(key, reasonBadValue)
+				continue
+			}
+			r.dsZeRO(m, key)
+		case "data_types":
+			r.dsDataTypes(key, v)
+		default:
+			switch {
+			case dsNoEffect[k]:
+			case dsNotModelled[k]:
+				r.ignore(key, reasonNotModelled)
+			default:
+				r.ignore(key, reasonUnknown)
+			}
+		}
+	}
+	if total > 0 && micro > 0 && accum > 0 {
+		// DeepSpeed asserts train_batch_size = micro × accumulation × GPUs.
+		if total%(micro*accum) == 0 {
+			j.NumGPUs = int(total / (micro * accum))
+			r.set("num_gpus")
+			r.note("%s: %d GPUs from train_batch_size %d = micro-batch %d × accumulation %d × GPUs", r.cfg.Name, j.NumGPUs, total, micro, accum)
+		} else {
+			r.ignore(join(prefix, "train_batch_size"), reasonBadValue)
+		}
+	}
+}
+
+// dsInt reads a positive integer setting that may be "auto".
+func (r *reader) dsInt(key string, v any, jobKey string, set func(int64), auto string) int64 {
+	if isAuto(v) {
+		r.note("%s: %s is auto: %s", r.cfg.Name, key, auto)
+		return 0
+	}
+	n, ok := toInt(v)
+	if !ok || n == 0 {
+		r.ignore(key, reasonBadValue)
+		return 0
+	}
+	set(n)
+	r.set(jobKey)
+	return n
+}
+
+// dsPrecision reads the fp16 / bf16 sections.
+func (r *reader) dsPrecision(section, key string, v any) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		r.ignore(key, reasonBadValue)
+		return
+	}
+	j := &r.cfg.Job
+	for _, k := range sortedKeys(m) {
+		sub := join(key, k)
+		switch k {
+		case "enabled":
+			if isAuto(m[k]) {
+				r.note("%s: %s is auto: the Trainer's --%s", r.cfg.Name, sub, strings.Replace(section, "bfloat16", "bf16", 1))
+				continue
+			}
+			on, ok := toBool(m[k])
+			if !ok {
+				r.ignore(sub, reasonBadValue)
+				continue
+			}
+			switch {
+			case on:
+				j.Dtype, j.ComputeDtype = "fp16", ""
+				if section != "fp16" {
+					j.Dtype = "bf16"
+				}
+				r.set("dtype")
+				r.unset("compute_dtype")
+			case !r.keys["dtype"]:
+				// Both disabled: DeepSpeed trains in fp32.
+				j.Dtype, j.ComputeDtype = "fp32", "fp32"
+				r.set("dtype", "compute_dtype")
+			}
+		case "fp16_master_weights_and_grads":
+			r.ignore(sub, reasonNotModelled)
+		case "loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis", "consecutive_hysteresis",
+			"min_loss_scale", "auto_cast", "immediate_grad_update", "check_grad_overflow", "accumulate_grads_via_hooks":
+		default:
+			r.ignore(sub, reasonUnknown)
+		}
+	}
+}
+
+// dsOptimizers maps DeepSpeed optimizer types onto optimizer names: Adam
+// and AdamW run as DeepSpeed's FusedAdam (no foreach intermediates), or
+// DeepSpeedCPUAdam on the host when the optimizer is offloaded.
+var dsOptimizers = map[string]string{
+	"adam": "adamw_torch_fused", "adamw": "adamw_torch_fused", "lamb": "lamb", "lion": "lion",
+	"adagrad": "adagrad", "onebitadam": "adam", "zerooneadam": "adam", "onebitlamb": "lamb", "muadam": "adam",
+	"muadamw": "adamw_torch_fused", "musgd": "sgd_momentum",
+}
+
+// dsOptimizer reads the optimizer section.
+func (r *reader) dsOptimizer(key string, v any) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		r.ignore(key, reasonBadValue)
+		return
+	}
+	for _, k := range sortedKeys(m) {
+		sub := join(key, k)
+		switch k {
+		case "type":
+			t, _ := toString(m[k])
+			name, ok := dsOptimizers[strings.ToLower(t)]
+			if !ok {
+				r.ignore(sub, reasonBadValue)
+				continue
+			}
+			if p, _ := m["params"].(map[string]any); p != nil {
+				if torchAdam, _ := toBool(p["torch_adam"]); torchAdam && name == "adamw_torch_fused" {
+					name = "adamw_torch"
+				}
+			}
+			if strings.HasPrefix(strings.ToLower(t), "onebit") || strings.HasPrefix(strings.ToLower(t), "zeroone") {
+				r.note("%s: %s %s: modelled as %s; its error-feedback buffers are not counted", r.cfg.Name, sub, t, name)
+			}
+			r.cfg.Job.Optimizer = name
+			r.set("optimizer")
+		case "params":
+		default:
+			r.ignore(sub, reasonUnknown)
+		}
+	}
+}
+
+// dsDataTypes reads data_types.grad_accum_dtype.
+func (r *reader) dsDataTypes(key string, v any) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		r.ignore(key, reasonBadValue)
+		return
+	}
+	for _, k := range sortedKeys(m) {
+		r.ignore(join(key, k), reasonNotModelled)
+	}
+}
+
+// dsZeROSizes maps zero_optimization size keys (with their stage3_-less
+// aliases) onto memory.Job keys, with the HF "auto" value of each.
+var dsZeROSizes = map[string]struct{ job, auto string }{
+	"reduce_bucket_size":                 {"reduce_bucket_size", "hidden²"},
+	"allgather_bucket_size":              {"allgather_bucket_size", ""},
+	"stage3_prefetch_bucket_size":        {"stage3_prefetch_bucket_size", "0.9·hidden²"},
+	"prefetch_bucket_size":               {"stage3_prefetch_bucket_size", "0.9·hidden²"},
+	"stage3_param_persistence_threshold": {"stage3_param_persistence_threshold", "10·hidden"},
+	"param_persistence_threshold":        {"stage3_param_persistence_threshold", "10·hidden"},
+	"stage3_max_live_parameters":         {"stage3_max_live_parameters", ""},
+	"max_live_parameters":                {"stage3_max_live_parameters", ""},
+	"sub_group_size":                     {"sub_group_size", ""},
+}
+
+// dsZeRONoEffect are zero_optimization keys without a memory effect here.
+var dsZeRONoEffect = map[string]bool{
+	"allgather_partitions": true, "reduce_scatter": true, "round_robin_gradients": true,
+	"load_from_fp32_weights": true, "elastic_checkpoint": true, "ignore_unused_parameters": true,
+	"legacy_stage1": true, "stage3_gather_16bit_weights_on_model_save": true,
+	"stage3_gather_fp16_weights_on_model_save": true, "gather_16bit_weights_on_model_save": true,
+	"use_multi_rank_bucket_allreduce": true, "log_trace_cache_warnings": true, "cpu_offload_use_pin_memory": true,
+	"memory_efficient_linear": true, "override_module_apply": true, "pipeline_loading_checkpoint": true,
+}
+
+// dsZeRONotModelled are zero_optimization keys whose effect is not modelled.
+var dsZeRONotModelled = map[string]bool{
+	"stage3_max_reuse_distance": true, "max_reuse_distance": true, "zero_hpz_partition_size": true,
+	"zero_quantized_weights": true, "zero_quantized_gradients": true, "zero_quantized_nontrainable_weights": true,
+	"mics_shard_size": true, "mics_hierarchical_params_gather": true, "model_persistence_threshold": true,
+	"stage3_module_granularity_threshold": true, "offload_optimizer_ratio": true,
+}
+
+// dsZeRO reads the zero_optimization section.
+func (r *reader) dsZeRO(m map[string]any, prefix string) {
+	j := &r.cfg.Job
+	for _, k := range sortedKeys(m) {
+		v, key := m[k], join(prefix, k)
+		if sz, ok := dsZeROSizes[k]; ok {
+			r.dsSize(key, v, sz.job, sz.auto)
+			continue
+		}
+		switch k {
+		case "stage":
+			n, ok := toInt(v)
+			if !ok || n > 3 {
+				r.ignore(key, reasonBadValue)
+				continue
+			}
+			j.ZeRO = int(n)
+			r.set("zero")
+		case "offload_optimizer", "offload_param":
+			r.dsOffload(k, key, v)
+		case "cpu_offload", "cpu_offload_params":
+			// Deprecated spellings of offload_optimizer / offload_param to CPU.
+			on, ok := toBool(v)
+			if !ok {
+				r.ignore(key, reasonBadValue)
+				continue
+			}
+			if on && k == "cpu_offload" {
+				j.OffloadOptimizer = "cpu"
+				r.set("offload_optimizer")
+			} else if on {
+				j.OffloadParams = "cpu"
+				r.set("offload_params")
+			}
+		case "overlap_comm", "contiguous_gradients":
+			if isAuto(v) {
+				r.note("%s: %s is auto: DeepSpeed's default", r.cfg.Name, key)
+				continue
+			}
+			b, ok := toBool(v)
+			if !ok {
+				r.ignore(key, reasonBadValue)
+				continue
+			}
+			if k == "overlap_comm" {
+				j.OverlapComm = &b
+			} else {
+				j.ContiguousGradients = &b
+			}
+			r.set(k)
+		default:
+			switch {
+			case dsZeRONoEffect[k]:
+			case dsZeRONotModelled[k]:
+				r.ignore(key, reasonNotModelled)
+			default:
+				r.ignore(key, reasonUnknown)
+			}
+		}
+	}
+}
+
+// dsSize reads a buffer size in elements; "auto" is the HF Trainer's
+// value, which the memory model applies under the HF framework.
+func (r *reader) dsSize(key string, v any, jobKey, auto string) {
+	if isAuto(v) {
+		if auto == "" {
+			r.ignore(key, reasonBadValue)
+			return
+		}
+		r.note("%s: %s is auto: %s (as the Hugging Face Trainer sets it)", r.cfg.Name, key, auto)
+		return
+	}
+	n, ok := toInt(v)
+	if !ok || n == 0 {
+		r.ignore(key, reasonBadValue)
+		return
+	}
+	j := &r.cfg.Job
+	switch jobKey {
+	case "reduce_bucket_size":
+		j.ReduceBucketSize = n
+	case "allgather_bucket_size":
+		j.AllgatherBucketSize = n
+	case "stage3_prefetch_bucket_size":
+		j.PrefetchBucketSize = n
+	case "stage3_param_persistence_threshold":
+		j.ParamPersistenceThreshold = n
+	case "stage3_max_live_parameters":
+		j.MaxLiveParameters = n
+	case "sub_group_size":
+		j.SubGroupSize = n
+	}
+	r.set(jobKey)
+}
+
+// dsOffload reads offload_optimizer / offload_param.
+func (r *reader) dsOffload(section, key string, v any) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		r.ignore(key, reasonBadValue)
+		return
+	}
+	j := &r.cfg.Job
+	for _, k := range sortedKeys(m) {
+		sub := join(key, k)
+		switch k {
+		case "device":
+			d, _ := toString(m[k])
+			d = strings.ToLower(d)
+			if d != "none" && d != "cpu" && d != "nvme" {
+				r.ignore(sub, reasonBadValue)
+				continue
+			}
+			if section == "offload_optimizer" {
+				j.OffloadOptimizer = d
+				r.set("offload_optimizer")
+			} else {
+				j.OffloadParams = d
+				r.set("offload_params")
+			}
+		case "ratio":
+			if f, ok := toFloat(m[k]); ok && f < 1 {
+				r.ignore(sub, reasonNotModelled)
+			}
+		case "pin_memory", "nvme_path", "buffer_count", "buffer_size", "max_in_cpu", "fast_init",
+			"pipeline_read", "pipeline_write", "pipeline":
+		default:
+			r.ignore(sub, reasonUnknown)
+		}
+	}
+}
