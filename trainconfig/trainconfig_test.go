@@ -73,8 +73,8 @@ func TestParseFiles(t *testing.T) {
 		},
 		{
 			file: "accelerate_fsdp.yaml", format: Accelerate,
-			want: memory.Job{Engine: "fsdp", FSDPStrategy: "full_shard", Dtype: "bf16", MasterWeights: "fp32", NumGPUs: 16, Nodes: 2},
-			keys: []string{"dtype", "engine", "fsdp_strategy", "master_weights", "nodes", "num_gpus"},
+			want:    memory.Job{Engine: "fsdp", FSDPStrategy: "full_shard", Dtype: "bf16", MasterWeights: "fp32", NumGPUs: 16, Nodes: 2},
+			keys:    []string{"dtype", "engine", "fsdp_strategy", "master_weights", "nodes", "num_gpus"},
 			ignored: []string{"fsdp_config.fsdp_forward_prefetch"},
 		},
 		{
@@ -98,8 +98,8 @@ func TestParseFiles(t *testing.T) {
 		},
 		{
 			file: "llamafactory_full.yaml", format: LLaMAFactory, model: "meta-llama/Llama-2-7b-hf",
-			want: memory.Job{Method: "full", SeqLen: 1024, MicroBatch: 1, Dtype: "fp32", ComputeDtype: "bf16", GradCheckpoint: "none", FusedLoss: "liger"},
-			keys: []string{"compute_dtype", "dtype", "fused_loss", "grad_checkpoint", "method", "per_device_batch", "seq_len"},
+			want:    memory.Job{Method: "full", SeqLen: 1024, MicroBatch: 1, Dtype: "fp32", ComputeDtype: "bf16", GradCheckpoint: "none", FusedLoss: "liger"},
+			keys:    []string{"compute_dtype", "dtype", "fused_loss", "grad_checkpoint", "method", "per_device_batch", "seq_len"},
 			ignored: []string{"stage"},
 		},
 		{
@@ -116,7 +116,7 @@ func TestParseFiles(t *testing.T) {
 			file: "torchtune_lora.yaml", format: Torchtune,
 			want: memory.Job{Framework: "torchtune", Method: "lora", LoRARank: 8, LoRAAlpha: 16,
 				LoRATargets: []string{"q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"},
-				SeqLen: 4096, Packed: &yes, MicroBatch: 2, GradAccum: 8, Optimizer: "adamw_torch_fused", GradCheckpoint: "full", Dtype: "bf16"},
+				SeqLen:      4096, Packed: &yes, MicroBatch: 2, GradAccum: 8, Optimizer: "adamw_torch_fused", GradCheckpoint: "full", Dtype: "bf16"},
 			keys: []string{"activation_offload", "dtype", "framework", "grad_accum", "grad_checkpoint", "lora_alpha", "lora_dropout",
 				"lora_rank", "lora_target_modules", "method", "optimizer", "packed", "per_device_batch", "seq_len", "torch_compile"},
 			notes: []string{"lora_llama3_1_8b"},
