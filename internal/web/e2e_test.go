@@ -566,4 +566,15 @@ func checkFormatting(ctx context.Context, t *testing.T) {
 			t.Errorf("page formats %d bytes as %q, the CLI as %q", b, got, want)
 		}
 	}
+	counts := []int64{0, 999, 1000, 1250, 999949, 6815744, 8030261248, 671026419200, 1_500_000_000_000}
+	js, _ = json.Marshal(counts)
+	got, err = chromedp.Run(ctx, chromedp.Evaluate[[]string](fmt.Sprintf(`%s.map(formatParams)`, js)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range counts {
+		if want := units.Params(n).String(); i >= len(got) || got[i] != want {
+			t.Errorf("page formats %d parameters as %q, the CLI as %q", n, got, want)
+		}
+	}
 }

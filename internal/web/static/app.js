@@ -128,7 +128,9 @@ function formatIEC(b) {
   return b < 0 ? '-' + s : s;
 }
 
+// formatParams writes a parameter count as the CLI does (units.Params).
 function formatParams(n) {
+  if (n >= 1e12) return fixed(n / 1e12, 2) + 'T';
   if (n >= 1e9) return fixed(n / 1e9, 2) + 'B';
   if (n >= 1e6) return fixed(n / 1e6, 1) + 'M';
   if (n >= 1e3) return fixed(n / 1e3, 1) + 'K';
