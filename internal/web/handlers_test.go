@@ -222,6 +222,9 @@ func TestPanicBecomes500(t *testing.T) {
 	if !strings.Contains(logs.String(), "panic") || !strings.Contains(logs.String(), "nil map") {
 		t.Errorf("log lacks the panic: %s", logs.String())
 	}
+	if !strings.Contains(logs.String(), "status=500") {
+		t.Errorf("no access log line for the 500: %s", logs.String())
+	}
 	// The server keeps serving.
 	if rec := do(t, h, "GET", "/api/estimate?model=llama3-8b", ""); rec.Code != http.StatusOK {
 		t.Errorf("after a panic: status %d", rec.Code)

@@ -136,7 +136,8 @@ func (s *Server) routes() http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeJSON(w, http.StatusForbidden, &Error{Message: "cross-origin requests are not allowed; use the page served by this server"})
 	}))
-	return s.recoverPanics(s.accessLog(securityHeaders(s.checkHost(cop.Handler(mux)))))
+	// Outermost first: every request is logged, including those a panic ended.
+	return s.accessLog(s.recoverPanics(securityHeaders(s.checkHost(cop.Handler(mux)))))
 }
 
 func methodNotAllowed(s *Server, methods []string) http.Handler {
