@@ -41,6 +41,8 @@ type estimateOptions struct {
 	Compat compatOptions
 	// ConfigFile is --config: a job file whose settings the flags override.
 	ConfigFile string
+	// TrainConfig is --deepspeed, --training-args and --from (estimate_from.go).
+	TrainConfig trainConfigOptions
 	// ConstantsFile is --constants: a profile of named constants.
 	ConstantsFile string
 	profile       map[string]float64
@@ -94,6 +96,7 @@ once; flags on the command line override it. Other calculators' spellings are ac
 	}
 	addEstimateFlags(cmd.Flags(), opts)
 	addHubFlags(cmd.Flags(), &opts.Hub)
+	addTrainConfigFlags(cmd.Flags(), opts)
 	return cmd
 }
 
@@ -157,6 +160,9 @@ func (opts *estimateOptions) inputs(cmd *cobra.Command, f *Factory, args []strin
 		return in, err
 	}
 	opts.finishJobFile(jf)
+	if err := opts.applyTrainConfig(fs); err != nil {
+		return in, err
+	}
 	if err := cfg.applyToJob(fs, &opts.Job); err != nil {
 		return in, err
 	}
@@ -191,7 +197,7 @@ func (in estimateInputs) estimate(fs *pflag.FlagSet, opts *estimateOptions) (mem
 	if err != nil {
 		return res, err
 	}
-	res.Warnings = slices.Concat(in.warnings, res.Warnings)
+	res.Warnings = slices.Concat(in.warnings, opts.TrainConfig.warnings, res.Warnings)
 	return res, nil
 }
 
