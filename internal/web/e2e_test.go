@@ -23,6 +23,7 @@ import (
 	"github.com/gpumem/gpumem/internal/web"
 	"github.com/gpumem/gpumem/jobfile"
 	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/plan"
 	"github.com/gpumem/gpumem/units"
 )
 
@@ -251,7 +252,7 @@ func checkPlan(t *testing.T, base string, st pageState, gpuName string) {
 }
 
 // answerText is how the page writes a search answer.
-func answerText(a *web.SearchAnswer, unit string) string {
+func answerText(a *plan.Answer, unit string) string {
 	switch {
 	case a == nil:
 		return "-"

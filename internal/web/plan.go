@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,12 +11,10 @@ import (
 	"github.com/gpumem/gpumem/units"
 )
 
-// Search limits, the same as gpumem fit uses for its single-GPU report.
 const (
-	maxBatchSearched  = 4096
-	maxSeqLenSearched = 1 << 22
-	minSeqLenSearched = 16
-	maxGPUsSearched   = 64
+	// maxGPUsSearched is the largest GPU count searched for the fewest
+	// GPUs that fit, gpumem fit's default --max-gpus.
+	maxGPUsSearched = 64
 	// maxPlanGPUs bounds the GPU kinds one plan request may name.
 	maxPlanGPUs = 64
 )
@@ -42,45 +39,26 @@ type PlanReport struct {
 	GPUs []GPUPlan  `json:"gpus"`
 }
 
-// GPUPlan is how a job does on one GPU kind.
+// GPUPlan is how a job does on one GPU kind: the fields of
+// [plan.Assessment] (what gpumem fit --gpu X --format json prints) without
+// the full estimate, which /api/estimate gives.
 type GPUPlan struct {
 	GPU gpu.GPU `json:"gpu"`
 	// Fit compares the job's device peak on this GPU with its memory.
 	Fit plan.Fit `json:"fit"`
-	// MaxBatch is the largest per-device batch that fits.
-	MaxBatch *SearchAnswer `json:"max_batch"`
-	// MaxSeqLen is the longest sequence that fits.
-	MaxSeqLen *SearchAnswer `json:"max_seq_len"`
+	// MaxBatch is the largest per-device batch (max_num_seqs when
+	// serving) that fits.
+	MaxBatch *plan.Answer `json:"max_batch"`
+	// MaxSeqLen is the longest sequence (prompt when inferring,
+	// max_model_len when serving) that fits.
+	MaxSeqLen *plan.Answer `json:"max_seq_len"`
 	// MinGPUs is the fewest GPUs of this kind that fit (tensor parallel
 	// for inference and serving).
-	MinGPUs *SearchAnswer `json:"min_gpus"`
+	MinGPUs *plan.Answer `json:"min_gpus"`
+	// Warning notes a format the GPU does not compute in natively.
+	Warning string `json:"warning,omitempty"`
 	// Error is the estimator's error on this GPU kind, if any.
 	Error string `json:"error,omitempty"`
-}
-
-// SearchAnswer is one inverse-search answer, as gpumem fit prints it.
-type SearchAnswer struct {
-	// Value is the answer: the largest (or smallest) value that fits.
-	Value int `json:"value"`
-	// NeedBytes is the device peak at Value.
-	NeedBytes units.Bytes `json:"need_bytes,omitempty"`
-	// Limit is the search limit; Value == Limit means "at least".
-	Limit int `json:"limit"`
-	// Stop says why the next value does not fit.
-	Stop  string `json:"stop,omitempty"`
-	Error string `json:"error,omitempty"`
-	// NoFit is true when even the smallest value does not fit.
-	NoFit bool `json:"no_fit,omitempty"`
-}
-
-func newAnswer(found plan.Found, err error) *SearchAnswer {
-	a := &SearchAnswer{Value: found.Value, Limit: found.Limit, Stop: found.Stop}
-	if err != nil {
-		a.Value, a.Error, a.NoFit = 0, err.Error(), errors.Is(err, plan.ErrNoFit)
-		return a
-	}
-	a.NeedBytes = plan.Need(found.Result)
-	return a
 }
 
 func (s *Server) planRequest(w http.ResponseWriter, r *http.Request) (PlanRequest, error) {
@@ -116,7 +94,7 @@ func (s *Server) handlePlan(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	gs, err := s.selectGPUs(req.GPUs)
+	gs, err := s.selectGPUs(req.GPUs, req.Job.GPUMemory)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -155,31 +133,19 @@ func allFailed(ps []GPUPlan) bool {
 	return true
 }
 
-// planOne checks job on g and runs the inverse searches, calling the plan
-// package as gpumem fit does for one GPU.
+// planOne assesses job on g as gpumem fit does for one GPU.
 func planOne(est plan.EstimateFunc, job memory.Job, g gpu.GPU) (GPUPlan, error) {
-	p := GPUPlan{GPU: g}
-	res, err := est(plan.OnGPU(job, g))
+	a, err := plan.Assess(est, job, g, maxGPUsSearched)
 	if err != nil {
-		p.Error = err.Error()
-		return p, err
+		return GPUPlan{GPU: g, Error: err.Error()}, err
 	}
-	p.Fit = plan.Check(res, g)
-	p.MaxBatch = newAnswer(plan.MaxBatch(est, job, g, maxBatchSearched))
-	p.MaxSeqLen = newAnswer(plan.MaxSeqLen(est, job, g, minSeqLenSearched, maxSeqLenSearched))
-	if job.Mode == memory.Inference || job.Mode == memory.Serving {
-		p.MinGPUs = newAnswer(plan.MinTP(est, job, g, maxGPUsSearched))
-	} else {
-		p.MinGPUs = newAnswer(plan.MinGPUs(est, job, g, maxGPUsSearched))
-	}
-	return p, nil
+	return GPUPlan{GPU: a.GPU, Fit: a.Fit, MaxBatch: a.MaxBatch, MaxSeqLen: a.MaxSeqLen, MinGPUs: a.MinGPUs, Warning: a.Warning}, nil
 }
 
-// selectGPUs looks up names in the catalog; none means every GPU.
-func (s *Server) selectGPUs(names []string) ([]gpu.GPU, error) {
-	if len(names) == 0 {
-		return s.opts.GPUs.All(), nil
-	}
+// selectGPUs looks up names in the catalog; none means every GPU. A GPU
+// memory size describes a board, as gpumem fit's --gpu-memory does: the
+// memory of the one named GPU, or a custom board when none is named.
+func (s *Server) selectGPUs(names []string, mem units.Bytes) ([]gpu.GPU, error) {
 	gs := make([]gpu.GPU, 0, len(names))
 	for i, n := range names {
 		g, err := s.opts.GPUs.Lookup(n)
@@ -187,6 +153,17 @@ func (s *Server) selectGPUs(names []string) ([]gpu.GPU, error) {
 			return nil, badRequest("gpus", "gpus[%s]: %v", strconv.Itoa(i), err)
 		}
 		gs = append(gs, g)
+	}
+	switch {
+	case mem > 0 && len(gs) > 1:
+		return nil, badRequest("gpu_memory_bytes", "gpu_memory_bytes applies to one GPU; %d named in gpus", len(gs))
+	case mem > 0 && len(gs) == 1:
+		gs[0].Memory, gs[0].CUDAMemory = mem, 0
+		gs[0].MemorySource, gs[0].CUDAMemorySource = "gpu_memory_bytes", ""
+	case mem > 0:
+		gs = []gpu.GPU{{Name: "custom", Vendor: "nvidia", Memory: mem, MemorySource: "gpu_memory_bytes"}}
+	case len(gs) == 0:
+		gs = s.opts.GPUs.All()
 	}
 	return gs, nil
 }
