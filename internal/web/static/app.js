@@ -435,7 +435,7 @@ function renderGPUs(plan, gpuName) {
       el('td', { class: 'num', text: answerText(g.min_gpus, '') }));
     tr.dataset.gpu = g.gpu.name;
     tr.dataset.verdict = g.error ? 'error' : g.fit.verdict;
-    if (g.error) tr.title = g.error;
+    if (g.error || g.warning || (g.fit && g.fit.reason)) tr.title = g.error || [g.fit.reason, g.warning].filter(Boolean).join('; ');
     if (g === sel) tr.classList.add('selected');
     return tr;
   }));
@@ -450,7 +450,8 @@ function renderGPUs(plan, gpuName) {
   sum.className = 'verdict ' + (sel.error ? 'error-fit' : sel.fit.verdict);
   sum.dataset.verdict = sel.error ? 'error' : sel.fit.verdict;
   sum.textContent = sel.error ? `${sel.gpu.name}: ${sel.error}` :
-    `${sel.gpu.name} (${formatIEC(sel.gpu.memory_bytes)}): ${VERDICT_TEXT[sel.fit.verdict]}, ${fixed(sel.fit.utilization_pct, 1)}% of memory`;
+    `${sel.gpu.name} (${formatIEC(sel.gpu.memory_bytes)}): ${VERDICT_TEXT[sel.fit.verdict]}, ${fixed(sel.fit.utilization_pct, 1)}% of memory` +
+    (sel.fit.reason ? ` (${sel.fit.reason})` : '') + (sel.warning ? ` — ${sel.warning}` : '');
   largest.replaceChildren(
     `Largest ${n.batch} that fits: `, el('strong', { id: 'max-batch', text: answerText(sel.max_batch, '') }),
     ` · longest ${n.seq} that fits: `, el('strong', { id: 'max-seq', text: answerText(sel.max_seq_len, ' tokens') }));
