@@ -50,7 +50,7 @@ const (
 // resolveDist reads the parallel layout. A job without engine and with
 // one GPU is a single process.
 func (s *setup) resolveDist() error {
-	j := s.job
+	j := &s.job
 	d := distSpec{tp: max(j.TP, 1), pp: max(j.PP, 1), cp: max(j.CP, 1), ep: max(j.EP, 1), nodes: max(j.Nodes, 1)}
 	for _, v := range []struct {
 		name string
@@ -88,7 +88,7 @@ func (s *setup) resolveDist() error {
 
 // resolveWorld reconciles the GPU count with the parallel degrees:
 // world = dp × tp × pp × cp (expert parallelism reuses the dp × cp ranks).
-func (d *distSpec) resolveWorld(j Job) error {
+func (d *distSpec) resolveWorld(j *Job) error {
 	model := d.tp * d.pp * d.cp
 	d.dp = j.DP
 	d.world = j.NumGPUs
@@ -117,7 +117,7 @@ func (d *distSpec) resolveWorld(j Job) error {
 
 // resolveEngine sets the sharding stage and group of the engine.
 func (s *setup) resolveEngine(d *distSpec) error {
-	j := s.job
+	j := &s.job
 	e, err := normalizeEngine(j.Engine, d.world)
 	if err != nil {
 		return err
@@ -191,7 +191,7 @@ func normalizeEngine(name string, world int) (string, error) {
 // resolveFSDP maps the FSDP sharding strategy onto a ZeRO stage and a
 // sharding group (MODEL.md §3.5, §3.6). --zero, when given, must agree.
 func (s *setup) resolveFSDP(d *distSpec) error {
-	j := s.job
+	j := &s.job
 	d.zero = 3
 	strategy := strings.ToLower(strings.TrimSpace(j.FSDPStrategy))
 	switch strategy {
@@ -253,7 +253,7 @@ func (s *setup) checkDivisible(d *distSpec) error {
 
 // resolveSchedule reads the pipeline schedule and virtual stages.
 func (s *setup) resolveSchedule(d *distSpec) error {
-	j := s.job
+	j := &s.job
 	L := s.m.Text.Layers
 	d.virtual = max(j.VirtualStages, 1)
 	sch := strings.ToLower(strings.TrimSpace(j.PipelineSchedule))

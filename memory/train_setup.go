@@ -187,7 +187,7 @@ func (s *setup) resolveMethod() error {
 
 // resolveBatch reads batch, accumulation, sequence and image inputs.
 func (s *setup) resolveBatch() error {
-	j := s.job
+	j := &s.job
 	if j.MicroBatch < 0 {
 		return fmt.Errorf("--per-device-batch: want a positive batch size, got %d", j.MicroBatch)
 	}
@@ -236,7 +236,7 @@ const defaultSeqLen = 1024
 
 // resolveActivationKnobs reads attention, checkpointing, loss and runtime switches.
 func (s *setup) resolveActivationKnobs() error {
-	j := s.job
+	j := &s.job
 	switch strings.ToLower(strings.TrimSpace(j.Attention)) {
 	case "", "sdpa", "mem_efficient", "efficient":
 		s.attn = trAttnSDPA
