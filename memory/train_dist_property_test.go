@@ -140,3 +140,44 @@ func TestOffloadNeverRaisesGPU(t *testing.T) {
 		}
 	}
 }
+
+// FuzzEstimateDistributed throws layouts, engines, schedules and buffer
+// sizes at the training model: it answers with an error or a result whose
+// parts add up, never a panic, and every pipeline stage is accounted for.
+func FuzzEstimateDistributed(f *testing.F) {
+	m := catalogModel(f, "Qwen/Qwen3-30B-A3B")
+	f.Add("deepspeed", 3, 16, 2, 1, 2, 1, 2, 0, "", "cpu", "cpu", int64(0), "full", 4)
+	f.Add("megatron", 1, 64, 4, 4, 1, 4, 1, 2, "interleaved", "", "", int64(5e7), "selective", 8)
+	f.Add("fsdp2", 0, 32, 1, 2, 4, 1, 1, 0, "gpipe", "", "", int64(1), "none", 2)
+	f.Add("fsdp", 3, 8, 1, 1, 1, 1, 1, 0, "", "nvme", "nvme", int64(1e9), "full", 1)
+	f.Add("ddp", 0, 3, 1, 3, 1, 1, 1, 0, "1f1b", "", "", int64(0), "every-2", 16)
+	f.Fuzz(func(t *testing.T, engine string, zero, gpus, tp, pp, cp, ep, nodes, virtual int, schedule, offOpt, offParams string,
+		bucket int64, ckpt string, accum int) {
+		job := Job{SeqLen: 1024, Engine: engine, ZeRO: zero, NumGPUs: gpus, TP: tp, PP: pp, CP: cp, EP: ep, Nodes: nodes,
+			VirtualStages: virtual, PipelineSchedule: schedule, OffloadOptimizer: offOpt, OffloadParams: offParams,
+			ReduceBucketSize: bucket, PrefetchBucketSize: bucket, MaxLiveParameters: bucket, GradCheckpoint: ckpt, GradAccum: accum}
+		if gpus > 4096 || tp > 64 || pp > 64 || cp > 64 || ep > 128 || nodes > 1024 || virtual > 64 || accum > 1024 {
+			return // keep one run short; the bounds are not the model's
+		}
+		r, err := Estimate(m, job)
+		if err != nil {
+			if err.Error() == "" {
+				t.Error("empty error")
+			}
+			return
+		}
+		checkParts(t, r)
+		if r.Parallel != nil && r.Parallel.PP > 1 {
+			layers := 0
+			for _, st := range r.Stages {
+				layers += st.Layers
+				if st.InFlight < 1 {
+					t.Errorf("stage %d: %.3g micro-batches in flight", st.Stage, st.InFlight)
+				}
+			}
+			if layers != m.Text.Layers || len(r.Stages) != r.Parallel.PP {
+				t.Errorf("%d stages hold %d layers, want %d stages and %d layers", len(r.Stages), layers, r.Parallel.PP, m.Text.Layers)
+			}
+		}
+	})
+}
