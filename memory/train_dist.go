@@ -72,6 +72,13 @@ func (s *setup) resolveDist() error {
 	if err := s.resolveSchedule(&d); err != nil {
 		return err
 	}
+	if d.pp > 1 && d.engine == engineDeepSpeed && d.zero >= 2 {
+		// deepspeed/runtime/pipe/engine.py asserts zero stage < 2.
+		return fmt.Errorf("--zero %d with --pp %d: DeepSpeed's pipeline engine supports ZeRO stages 0 and 1 only", d.zero, d.pp)
+	}
+	if d.pp > 1 && d.engine == engineFSDP {
+		s.warn("--pp with --engine fsdp: pipeline parallelism is run with FSDP2 (torchtitan); FSDP1 units are assumed per stage")
+	}
 	d.sp = j.SP
 	if d.sp && d.tp == 1 {
 		s.warn("--sp: sequence parallelism splits along the tensor-parallel group; with --tp 1 it changes nothing")

@@ -143,6 +143,7 @@ func TestDistributedBadInput(t *testing.T) {
 		{Job{PP: 2, VirtualStages: 2, PipelineSchedule: "gpipe"}, "--virtual-stages 2"},
 		{Job{PP: 8, VirtualStages: 8}, "more model chunks"},
 		{Job{TP: 64, NumGPUs: 64}, "num_attention_heads"},
+		{Job{Engine: "deepspeed", ZeRO: 2, PP: 2}, "ZeRO stages 0 and 1"},
 	}
 	for _, tt := range tests {
 		tt.job.SeqLen = 256
