@@ -330,7 +330,7 @@ func (s *setup) capReserved(t *trainParts, comps []Component, alloc, reserved, d
 			comps[i].Bytes -= cut
 		}
 	}
-	s.warn(fmt.Sprintf("reserved peak held to the GPU's %s: the caching allocator frees cached blocks and retries before running out of memory (fragmentation %s instead of %s)",
+	s.warn(fmt.Sprintf("reserved peak held to the GPU's %s (fragmentation %s instead of %s): the caching allocator frees cached blocks and retries before it runs out; expect allocator retries, and out-of-memory errors if the free memory is too fragmented",
 		units.FormatIEC(limit), units.FormatIEC(avail-alloc), units.FormatIEC(reserved-alloc)))
 	return avail, device - cut
 }
