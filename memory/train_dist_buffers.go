@@ -184,7 +184,10 @@ func (s *setup) ddpBuckets(r *rankStates) [numPhases]float64 {
 //     gradient bucket of reduce_bucket_size elements in the gradient
 //     dtype, two with overlap_comm (stage_1_and_2.py backward: buf_0,
 //     buf_1); the all-gather of the updated partitions after the step
-//     writes into the flat bf16 parameters in place;
+//     writes into the flat bf16 parameters in place
+//     (deepspeed/runtime/utils.py all_gather_into_tensor_dp_groups), so
+//     allgather_bucket_size only chunks the fallback for torch builds
+//     without all_gather_into_tensor and costs nothing here;
 //   - stage 3: the gathered working set — the module in use plus the
 //     prefetch bucket, capped by stage3_max_live_parameters — the
 //     persistent parameters below stage3_param_persistence_threshold kept
