@@ -52,5 +52,9 @@ func ParseParams(s string) (Params, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 || f >= math.MaxInt64 {
 		return 0, fmt.Errorf("parse parameter count %q: must be a positive number below 9.2e18", orig)
 	}
+	// A fraction below one half would round to a count of zero.
+	if math.Round(f) < 1 {
+		return 0, fmt.Errorf("parse parameter count %q: must be at least 1", orig)
+	}
 	return Params(math.Round(f)), nil
 }
