@@ -46,7 +46,7 @@ var hfNoEffect = setOf("output_dir", "overwrite_output_dir", "do_train", "do_eva
 	"dataset_text_field", "dataset_kwargs", "dataset_num_proc", "dataset_batch_size", "eos_token", "pad_token",
 	"completion_only_loss", "assistant_only_loss", "chat_template_path", "num_of_sequences", "chars_per_token",
 	"dataset_name", "dataset_config", "dataset_train_split", "dataset_test_split", "trust_remote_code",
-	"model_revision", "tokenizer_name_or_path", "use_fast_tokenizer", "lora_task_type", "lora_modules_to_save",
+	"model_revision", "tokenizer_name_or_path", "use_fast_tokenizer", "lora_task_type",
 	"use_rslora", "bnb_4bit_compute_dtype", "dataset_streaming", "shuffle_dataset", "logging_dir",
 	"model_init_kwargs", "print_info", "save_strategy_steps", "project", "trackio_space_id", "liger_kernel_config",
 	"torch_empty_cache_steps", "ddp_static_graph", "use_liger", "use_liger_kernel", "padding_free")
@@ -370,6 +370,14 @@ func (r *reader) peftKey(k string, v any) bool {
 		}
 		j.LoRATargets = ts
 		r.set("lora_target_modules")
+	case "lora_modules_to_save":
+		// PEFT modules_to_save: fully trained copies next to the adapters.
+		if ts, ok := toStrings(v); ok && len(ts) > 0 {
+			j.Trainable = ts
+			r.set("trainable")
+		} else if !isNull(v) {
+			r.ignore(k, reasonBadValue)
+		}
 	case "use_dora":
 		if b, ok := toBool(v); ok && b {
 			j.PEFTVariant = "dora"

@@ -297,3 +297,18 @@ func TestApplySkips(t *testing.T) {
 		t.Errorf("skipped keys overwritten: job %+v, applied %v", job, done)
 	}
 }
+
+func TestTRLModelConfig(t *testing.T) {
+	c, err := ParseTrainingArgs([]byte(`{"use_peft": true, "lora_r": 16, "lora_modules_to_save": ["lm_head"], "load_in_4bit": false,
+		"dtype": "bfloat16", "bf16": true, "output_dir": "x"}`), "trl.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := c.Job
+	if j.Method != "lora" || j.LoRARank != 16 || len(j.Trainable) != 1 || j.Trainable[0] != "lm_head" || j.Dtype != "bf16" || j.ComputeDtype != "" {
+		t.Errorf("want LoRA r16 with lm_head trained on a bf16-loaded model; got %+v", j)
+	}
+	if len(c.Ignored) != 0 {
+		t.Errorf("ignored %v", c.Ignored)
+	}
+}
