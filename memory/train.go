@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/units"
@@ -107,6 +108,13 @@ func (s *setup) estimateStages() Result {
 		}
 	}
 	best.Stages = stages
+	var b strings.Builder
+	fmt.Fprintf(&b, "--pp %d: pipeline stage %d is the most loaded; device peaks by stage:", d.pp, best.Parallel.PeakStage)
+	for i := range stages {
+		b.WriteString(" " + units.FormatIEC(stages[i].PerGPU.DevicePeakBytes))
+	}
+	b.WriteString(" (stages in the JSON output)")
+	best.Warnings = append(best.Warnings, b.String())
 	return best
 }
 
