@@ -123,8 +123,14 @@ func (c *Config) Apply(job *memory.Job, skip func(key string) bool) []string {
 
 // reader accumulates what a parser learns about one file.
 type reader struct {
-	cfg  *Config
-	keys map[string]bool
+	cfg   *Config
+	keys  map[string]bool
+	autos []string // "key: value it resolves to"
+}
+
+// auto records a key whose value is "auto" and what it resolves to.
+func (r *reader) auto(key, resolved string) {
+	r.autos = append(r.autos, key+" → "+resolved)
 }
 
 // newReader starts a Config of the given format.
@@ -134,6 +140,10 @@ func newReader(name string, f Format) *reader {
 
 // done sorts the keys and ignored entries and returns the Config.
 func (r *reader) done() *Config {
+	if len(r.autos) > 0 {
+		sort.Strings(r.autos)
+		r.note("%s: \"auto\" resolved as the Hugging Face Trainer does: %s", r.cfg.Name, strings.Join(r.autos, "; "))
+	}
 	for k := range r.keys {
 		r.cfg.Keys = append(r.cfg.Keys, k)
 	}

@@ -98,7 +98,7 @@ func (r *reader) deepspeed(obj map[string]any, prefix string) {
 // dsInt reads a positive integer setting that may be "auto".
 func (r *reader) dsInt(key string, v any, jobKey string, set func(int64), auto string) int64 {
 	if isAuto(v) {
-		r.note("%s: %s is auto: %s", r.cfg.Name, key, auto)
+		r.auto(key, auto)
 		return 0
 	}
 	n, ok := toInt(v)
@@ -124,7 +124,7 @@ func (r *reader) dsPrecision(section, key string, v any) {
 		switch k {
 		case "enabled":
 			if isAuto(m[k]) {
-				r.note("%s: %s is auto: the Trainer's --%s", r.cfg.Name, sub, strings.Replace(section, "bfloat16", "bf16", 1))
+				r.auto(sub, "the Trainer's --"+strings.Replace(section, "bfloat16", "bf16", 1))
 				continue
 			}
 			on, ok := toBool(m[k])
@@ -278,7 +278,7 @@ func (r *reader) dsZeRO(m map[string]any, prefix string) {
 			}
 		case "overlap_comm", "contiguous_gradients":
 			if isAuto(v) {
-				r.note("%s: %s is auto: DeepSpeed's default", r.cfg.Name, key)
+				r.auto(key, "DeepSpeed's default")
 				continue
 			}
 			b, ok := toBool(v)
@@ -312,7 +312,7 @@ func (r *reader) dsSize(key string, v any, jobKey, auto string) {
 			r.ignore(key, reasonBadValue)
 			return
 		}
-		r.note("%s: %s is auto: %s (as the Hugging Face Trainer sets it)", r.cfg.Name, key, auto)
+		r.auto(key, auto)
 		return
 	}
 	n, ok := toInt(v)

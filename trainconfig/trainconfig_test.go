@@ -52,8 +52,9 @@ func TestParseFiles(t *testing.T) {
 			keys: []string{"contiguous_gradients", "engine", "offload_optimizer", "offload_params", "optimizer", "overlap_comm",
 				"stage3_max_live_parameters", "sub_group_size", "zero"},
 			ignored: []string{"zero_optimisation_typo", "zero_optimization.stage3_max_reuse_distance"},
-			notes: []string{"reduce_bucket_size is auto: hidden²", "stage3_prefetch_bucket_size is auto: 0.9·hidden²",
-				"stage3_param_persistence_threshold is auto: 10·hidden", "train_micro_batch_size_per_gpu is auto", "bf16.enabled is auto"},
+			notes: []string{"zero_optimization.reduce_bucket_size → hidden²", "zero_optimization.stage3_prefetch_bucket_size → 0.9·hidden²",
+				"stage3_param_persistence_threshold → 10·hidden", "train_micro_batch_size_per_gpu → the Trainer's per_device_train_batch_size",
+				"bf16.enabled → the Trainer's --bf16"},
 		},
 		{
 			file: "ds_zero2.json", format: DeepSpeed,
