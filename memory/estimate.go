@@ -12,6 +12,9 @@ func Estimate(m *model.Model, job Job) (Result, error) {
 	if m == nil {
 		return Result{}, fmt.Errorf("estimate: no model")
 	}
+	if err := checkGPU(job); err != nil {
+		return Result{}, err
+	}
 	switch job.Mode {
 	case "", Train:
 		return withBand(estimateTraining(m, job))
@@ -19,4 +22,16 @@ func Estimate(m *model.Model, job Job) (Result, error) {
 		return withBand(estimateInference(m, job))
 	}
 	return Result{}, fmt.Errorf("estimate: unknown mode %q (want train, inference or serving)", job.Mode)
+}
+
+// maxComputeCapability bounds Job.GPUComputeCapability: CUDA's are major
+// × 10 + minor with minor below 10, and majors are still below 20.
+const maxComputeCapability = 199
+
+// checkGPU rejects an impossible compute capability.
+func checkGPU(job Job) error {
+	if cc := job.GPUComputeCapability; cc < 0 || cc > maxComputeCapability {
+		return fmt.Errorf("gpu_compute_capability %d: want the CUDA compute capability × 10 (e.g. 90 for 9.0), or 0 when unknown", cc)
+	}
+	return nil
 }

@@ -113,8 +113,21 @@ type Job struct {
 	InferenceEngine      string  `json:"inference_engine,omitempty"`       // hf|vllm
 
 	// Runtime.
-	GPU       string      `json:"gpu,omitempty"` // GPU kind, e.g. "H100-SXM" (selects workspace sizes)
+	// GPU is the GPU's catalog name, e.g. "H100-SXM" (--gpu). It is
+	// informational (and picks vLLM's A100 batch defaults): the estimator
+	// reads no catalog, so front ends copy the board's facts into
+	// GPUMemory and GPUComputeCapability (plan.OnGPU). A name without
+	// either fact draws a warning.
+	GPU string `json:"gpu,omitempty"`
+	// GPUMemory is the total memory of one GPU the job plans against, in
+	// bytes (--gpu-memory, else the catalog's CUDA-reported total): vLLM
+	// budgets gpu_memory_utilization of it, and training caps the
+	// reserved peak and paged optimizer states by it. 0 means unknown.
 	GPUMemory units.Bytes `json:"gpu_memory_bytes,omitempty"`
+	// GPUComputeCapability is the CUDA compute capability times ten (90
+	// for Hopper, 100 for B200; 0 unknown or not NVIDIA). From 90 on
+	// PyTorch's cuBLAS workspace is larger (MODEL.md §10).
+	GPUComputeCapability int `json:"gpu_compute_capability,omitempty"`
 	// Software names an older stack when measurements come from one:
 	// "torch1" (zero_grad keeps grads, eager module loading),
 	// "transformers<4.36" (tuple KV cache), "bnb<0.43.2" (4-bit inputs saved),

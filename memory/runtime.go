@@ -2,29 +2,31 @@ package memory
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/gpumem/gpumem/units"
 )
 
-// GPU is a GPU kind: its architecture generation (which selects library
-// workspace sizes) and its memory.
+// GPU is the GPU a job runs on as the estimator sees it: the facts a
+// front end copied into the [Job] from the GPU catalog (package gpu) —
+// Job.GPU, Job.GPUComputeCapability and Job.GPUMemory.
 type GPU struct {
-	// Name is the canonical name, e.g. "H100-SXM".
+	// Name is the catalog name, e.g. "H100-SXM" (informational).
 	Name string `json:"name"`
-	// Arch is the generation: volta, turing, ampere, ada, hopper, blackwell.
-	Arch string `json:"arch"`
-	// SM is the compute capability times ten (90 for Hopper).
+	// Arch is the generation (volta ... blackwell); set only by the
+	// deprecated built-in table of [LookupGPU].
+	Arch string `json:"arch,omitempty"`
+	// SM is the compute capability times ten (90 for Hopper); 0 if unknown.
 	SM int `json:"sm"`
-	// Memory is the usable memory torch.cuda.mem_get_info reports as total.
+	// Memory is the total the job plans against; 0 if unknown.
 	Memory units.Bytes `json:"memory_bytes"`
 }
 
-// gpus is the GPU table. Memory is the nominal size; for the 80 GB parts
-// torch reports 79.65 GiB (MODEL.md §10), for 40/48/24 GB parts the
-// nominal GiB minus a few hundred MiB of ECC/reserved pages.
-var gpus = []GPU{
+// legacyGPUs is the table the estimator used before front ends filled
+// the GPU's facts into the job from the catalog. It only serves
+// [LookupGPU] and jobs that name a GPU and give none of its facts, and
+// goes once no caller relies on it.
+var legacyGPUs = []GPU{
 	{Name: "V100-16GB", Arch: "volta", SM: 70, Memory: 16 * units.GiB},
 	{Name: "V100-32GB", Arch: "volta", SM: 70, Memory: 32 * units.GiB},
 	{Name: "T4", Arch: "turing", SM: 75, Memory: 15 * units.GiB},
@@ -45,8 +47,9 @@ var gpus = []GPU{
 	{Name: "RTX5090", Arch: "blackwell", SM: 120, Memory: 31 * units.GiB},
 }
 
-// gpuKeys maps normalised spellings to entries of gpus, most specific first.
-var gpuKeys = []struct{ key, name string }{
+// legacyKeys maps normalised spellings to entries of legacyGPUs, most
+// specific first.
+var legacyKeys = []struct{ key, name string }{
 	{"v10032", "V100-32GB"}, {"v100", "V100-16GB"}, {"t4", "T4"},
 	{"a10g", "A10G"}, {"a100sxm480", "A100-80GB"}, {"a10080", "A100-80GB"}, {"a10040", "A100-40GB"}, {"a100", "A100-80GB"},
 	{"a6000", "A6000"}, {"a10", "A10"}, {"3090", "RTX3090"}, {"4090", "RTX4090"},
@@ -55,22 +58,21 @@ var gpuKeys = []struct{ key, name string }{
 	{"b200", "B200"}, {"5090", "RTX5090"},
 }
 
-// GPUs lists the known GPU kinds.
-func GPUs() []GPU { return slices.Clone(gpus) }
-
-// LookupGPU finds a GPU kind by a loose name ("NVIDIA H100 80GB HBM3",
-// "a100-40gb", "L40S"). It reports false for an unknown name.
+// LookupGPU finds a GPU kind in a small built-in table by a loose name.
+// It reports false for an unknown name.
+//
+// Deprecated: the GPU catalog (package gpu) is the source of GPU facts;
+// front ends copy them into the job (plan.OnGPU, plan.ResolveGPU). This
+// table lacks most boards and guesses on partial names ("a100" is read
+// as the 80 GB part).
 func LookupGPU(name string) (GPU, bool) {
-	if strings.TrimSpace(name) == "" {
-		return GPU{}, false
-	}
 	n := normGPU(name)
 	if n == "" {
 		return GPU{}, false
 	}
-	for _, k := range gpuKeys {
+	for _, k := range legacyKeys {
 		if strings.Contains(n, k.key) {
-			for _, g := range gpus {
+			for _, g := range legacyGPUs {
 				if g.Name == k.name {
 					return g, true
 				}
@@ -82,11 +84,31 @@ func LookupGPU(name string) (GPU, bool) {
 
 // normGPU lower-cases a GPU name and drops vendor words and separators.
 func normGPU(s string) string {
-	s = strings.ToLower(s)
+	s = strings.ToLower(strings.TrimSpace(s))
 	for _, w := range []string{"nvidia", "geforce", "tesla", "rtx", "hbm3", "hbm2e", "hbm2", "gb", " ", "-", "_"} {
 		s = strings.ReplaceAll(s, w, "")
 	}
 	return s
+}
+
+// jobGPU returns the GPU job runs on as the estimator sees it, and a
+// warning when the job names a GPU but gives none of its facts
+// (Job.GPUComputeCapability, Job.GPUMemory): the estimator reads no
+// catalog, so it then falls back to the pre-Hopper cuBLAS workspace and
+// no memory limit rather than guessing from the name.
+func jobGPU(job Job) (GPU, string) {
+	g := GPU{Name: job.GPU, SM: job.GPUComputeCapability, Memory: job.GPUMemory}
+	if job.GPU == "" || g.SM > 0 || g.Memory > 0 {
+		return g, ""
+	}
+	if lg, ok := LookupGPU(job.GPU); ok {
+		// Transitional: callers that still pass only a name get the
+		// deprecated table's figures, as before the catalog was shared.
+		return lg, ""
+	}
+	return g, fmt.Sprintf("gpu %q: the job gives neither its compute capability nor its memory "+
+		"(gpu_compute_capability, gpu_memory_bytes; front ends fill them from the GPU catalog): "+
+		"using the pre-Hopper cuBLAS workspace and no memory limit", job.GPU)
 }
 
 // Overheads is the device memory of one process outside the live tensors
@@ -106,16 +128,18 @@ type Overheads struct {
 	Workspace units.Bytes `json:"workspace_bytes"`
 	// Misc is other non-PyTorch device memory of the process.
 	Misc units.Bytes `json:"misc_bytes"`
-	// GPU is the GPU kind the workspace was chosen for (zero if unknown).
+	// GPU is the GPU the workspace was chosen for, as jobGPU reads it
+	// from the job (zero if the job names none).
 	GPU GPU `json:"gpu"`
 	// Legacy is true for a torch 1.x stack (eager module loading).
 	Legacy bool `json:"legacy,omitempty"`
-	// Warning is set when the job's GPU name is not known.
+	// Warning is set when the job names a GPU but gives none of its facts.
 	Warning string `json:"warning,omitempty"`
 }
 
 // RuntimeOverheads returns the overheads of job's process, honouring
-// Job.Constants overrides, Job.Software (torch1) and Job.GPU. Training
+// Job.Constants overrides, Job.Software (torch1) and the job's GPU
+// (Job.GPUComputeCapability selects the workspace size). Training
 // jobs use the training fragmentation, inference and serving jobs the
 // inference one.
 func RuntimeOverheads(job Job) (Overheads, error) {
@@ -145,13 +169,10 @@ func runtimeOverheads(job Job, c *constants) Overheads {
 	}
 	o.CUDAContext = units.FromFloat(ctx * float64(units.MiB))
 	ws := c[cWorkspaceMiB]
-	if g, ok := LookupGPU(job.GPU); ok {
-		o.GPU = g
-		if g.SM >= 90 {
-			ws = c[cWorkspaceSM90MiB]
-		}
-	} else if job.GPU != "" {
-		o.Warning = fmt.Sprintf("gpu %q is not known: using the pre-Hopper cuBLAS workspace size", job.GPU)
+	o.GPU, o.Warning = jobGPU(job)
+	if o.GPU.SM >= 90 {
+		// PyTorch sizes the cuBLAS workspace larger from sm90 on (MODEL.md §10).
+		ws = c[cWorkspaceSM90MiB]
 	}
 	o.Workspace = units.FromFloat(ws * float64(units.MiB))
 	o.Misc = units.FromFloat(c[cMiscOverheadMiB] * float64(units.MiB))

@@ -41,6 +41,10 @@ func TestRuntimeOverheads(t *testing.T) {
 		{"torch1", Job{Software: []string{"torch1"}, GPU: "V100"}, 0.15, 1343 * units.MiB, 8*units.MiB + 128*units.KiB, false},
 		{"override", Job{Constants: map[string]float64{"fragmentation": 0.1, "cuda_context_mib": 1000}}, 0.1, 1000 * units.MiB, 8*units.MiB + 128*units.KiB, false},
 		{"unknown gpu", Job{GPU: "tpu"}, 0.06, 500 * units.MiB, 8*units.MiB + 128*units.KiB, true},
+		{"compute capability 9.0", Job{GPU: "H20", GPUComputeCapability: 90, GPUMemory: 95 * units.GiB}, 0.06, 500 * units.MiB, 32 * units.MiB, false},
+		{"compute capability wins over the name", Job{GPU: "H100-SXM", GPUComputeCapability: 80}, 0.06, 500 * units.MiB, 8*units.MiB + 128*units.KiB, false},
+		{"non-NVIDIA board from the catalog", Job{GPU: "MI300X", GPUMemory: 192 * units.GiB}, 0.06, 500 * units.MiB, 8*units.MiB + 128*units.KiB, false},
+		{"catalog board the old table lacks, name only", Job{GPU: "MI300X"}, 0.06, 500 * units.MiB, 8*units.MiB + 128*units.KiB, true},
 		{"zero-3", Job{Engine: "deepspeed", ZeRO: 3}, 0.15, 500 * units.MiB, 8*units.MiB + 128*units.KiB, false},
 		{"zero-2", Job{Engine: "deepspeed", ZeRO: 2}, 0.06, 500 * units.MiB, 8*units.MiB + 128*units.KiB, false},
 		{"fsdp2", Job{Engine: "fsdp2"}, 0.15, 500 * units.MiB, 8*units.MiB + 128*units.KiB, false},
@@ -81,5 +85,21 @@ func TestRuntimeOverheads(t *testing.T) {
 	}
 	if o, _ := RuntimeOverheads(Job{}); o.Reserved(units.MaxBytes) != units.MaxBytes || o.Device(units.MaxBytes) != units.MaxBytes {
 		t.Error("overheads must saturate")
+	}
+}
+
+func TestJobGPUFacts(t *testing.T) {
+	o, err := RuntimeOverheads(Job{GPU: "Gaudi3", GPUMemory: 128 * units.GiB, GPUComputeCapability: 0})
+	if err != nil || o.GPU != (GPU{Name: "Gaudi3", Memory: 128 * units.GiB}) || o.Warning != "" {
+		t.Errorf("overheads GPU %+v, warning %q, err %v; want the job's facts and no warning", o.GPU, o.Warning, err)
+	}
+	o, _ = RuntimeOverheads(Job{GPU: "Voodoo5"})
+	if !strings.Contains(o.Warning, "Voodoo5") || !strings.Contains(o.Warning, "gpu_compute_capability") {
+		t.Errorf("name-only warning %q, want it to name the GPU and the missing field", o.Warning)
+	}
+	for _, cc := range []int{-1, 200, 1 << 30} {
+		if _, err := Estimate(testModel(llama2_7b), Job{SeqLen: 512, GPUComputeCapability: cc}); err == nil || !strings.Contains(err.Error(), "gpu_compute_capability") {
+			t.Errorf("compute capability %d: err = %v, want one naming gpu_compute_capability", cc, err)
+		}
 	}
 }

@@ -133,17 +133,16 @@ func resolveServing(m *model.Model, job Job, in *inferenceInputs) (servingSetup,
 	return s, nil
 }
 
-// servingGPUMemory is --gpu-memory, else the memory of --gpu.
+// servingGPUMemory is the job's GPU memory (--gpu-memory, or the
+// catalog total a front end filled in for --gpu).
 func servingGPUMemory(job Job) (units.Bytes, error) {
-	if job.GPUMemory > 0 {
-		return job.GPUMemory, nil
+	g, _ := jobGPU(job)
+	if g.Memory > 0 {
+		return g.Memory, nil
 	}
 	if job.GPU == "" {
 		return 0, fmt.Errorf("serving needs the GPU's total memory: pass --gpu (e.g. H100-SXM) or --gpu-memory (e.g. 80GiB)")
 	}
-	g, ok := LookupGPU(job.GPU)
-	if !ok {
-		return 0, fmt.Errorf("--gpu %q is not known: pass --gpu-memory with the GPU's total memory", job.GPU)
-	}
-	return g.Memory, nil
+	return 0, fmt.Errorf("--gpu %q: serving needs the GPU's total memory and the job gives only the name: "+
+		"pass --gpu-memory, or fill gpu_memory_bytes from the GPU catalog", job.GPU)
 }

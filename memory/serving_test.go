@@ -115,6 +115,7 @@ func TestServingBadInput(t *testing.T) {
 	}{
 		{"no gpu", Job{MaxModelLen: 4096}, "--gpu-memory"},
 		{"unknown gpu", Job{GPU: "Voodoo5", MaxModelLen: 4096}, "--gpu"},
+		{"catalog name without its memory", Job{GPU: "MI300X", MaxModelLen: 4096}, "gpu_memory_bytes"},
 		{"max model len beyond positions", Job{GPU: "H100", MaxModelLen: 1 << 20}, "--allow-long"},
 		{"tp not dividing heads", Job{GPU: "H100", MaxModelLen: 4096, TP: 5}, "--tp"},
 	}

@@ -22,15 +22,6 @@ func For(m *model.Model) EstimateFunc {
 // ErrNoFit reports that even the smallest value searched does not fit.
 var ErrNoFit = errors.New("does not fit")
 
-// OnGPU returns job set up for GPU kind g: the estimator reads the GPU
-// name (workspace sizes differ from sm90 on) and the total CUDA reports
-// (vLLM's budget is a share of it), [gpu.GPU.CUDATotal].
-func OnGPU(job memory.Job, g gpu.GPU) memory.Job {
-	job.GPU = g.Name
-	job.GPUMemory = g.CUDATotal()
-	return job
-}
-
 // Var is a job variable an inverse search varies.
 type Var string
 

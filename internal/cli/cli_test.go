@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/gpumem/gpumem/report"
 )
 
 // runCommand runs the CLI with args and returns stdout, stderr and the exit code.
@@ -160,7 +162,7 @@ func TestListingCommands(t *testing.T) {
 		}
 	}
 	out, _, _ := runCommand(t, "models", "qwen3", "--format", "json")
-	var rows []modelsRow
+	var rows []report.ModelRow
 	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) < 5 {
 		t.Fatalf("models json: %v, %d rows", err, len(rows))
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -125,26 +126,14 @@ func selectGPUs(cat *gpu.Catalog, spec string, mem units.Bytes) (gs []gpu.GPU, e
 	if len(names) == 1 && strings.EqualFold(names[0], "all") {
 		names = nil
 	}
-	for _, n := range names {
-		g, err := cat.Lookup(n)
-		if err != nil {
-			return nil, false, &UsageError{Err: fmt.Errorf("--gpu: %w", err)}
-		}
-		gs = append(gs, g)
-	}
+	gs, err = cat.Select(names, mem, "--gpu-memory")
 	switch {
-	case mem > 0 && len(gs) > 1:
-		return nil, false, usageErrorf("--gpu-memory applies to one GPU; %d given with --gpu", len(gs))
-	case mem > 0 && len(gs) == 1:
-		gs[0].Memory, gs[0].CUDAMemory = mem, 0
-		gs[0].MemorySource, gs[0].CUDAMemorySource = "--gpu-memory", ""
-	case mem > 0:
-		gs = []gpu.GPU{{Name: "custom", Vendor: "nvidia", Memory: mem, MemorySource: "--gpu-memory"}}
+	case errors.Is(err, gpu.ErrMemoryForMany):
+		return nil, false, usageErrorf("--gpu-memory: %v given with --gpu", err)
+	case err != nil:
+		return nil, false, &UsageError{Err: fmt.Errorf("--gpu: %w", err)}
 	}
-	if len(gs) > 0 {
-		return gs, true, nil
-	}
-	return cat.All(), false, nil
+	return gs, len(names) > 0 || mem > 0, nil
 }
 
 func fitRun(f *Factory, g *globalOptions, o *fitOptions, m *model.Model) error {

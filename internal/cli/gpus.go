@@ -47,7 +47,7 @@ format as 'gpumem gpus --format json'; use memory_mib for the MiB nvidia-smi sho
 			if err != nil {
 				return err
 			}
-			rows := filterGPUs(cat.All(), opts.Filter)
+			rows := gpu.Filter(cat.All(), opts.Filter)
 			ro := g.renderOptions(f)
 			if ro.Format == report.JSON {
 				return report.WriteJSON(f.IO.Out, rows)
@@ -75,18 +75,6 @@ func loadGPUCatalog(path string) (*gpu.Catalog, error) {
 		return nil, fmt.Errorf("--gpus-file: %w", err)
 	}
 	return cat, nil
-}
-
-func filterGPUs(all []gpu.GPU, filter string) []gpu.GPU {
-	filter = strings.ToLower(filter)
-	out := []gpu.GPU{}
-	for _, g := range all {
-		hay := strings.ToLower(strings.Join(append([]string{g.Name, g.Vendor, g.Arch}, g.Aliases...), " "))
-		if filter == "" || strings.Contains(hay, filter) {
-			out = append(out, g)
-		}
-	}
-	return out
 }
 
 func gpuTable(gs []gpu.GPU, ro report.Options) *report.TableData {

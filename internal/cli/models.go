@@ -6,22 +6,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/report"
 	"github.com/gpumem/gpumem/units"
 )
 
 type modelsOptions struct {
 	Filter string
-}
-
-// modelsRow is one catalog entry as `gpumem models --format json` prints it.
-type modelsRow struct {
-	ID           string   `json:"id"`
-	Aliases      []string `json:"aliases"`
-	ModelType    string   `json:"model_type"`
-	Architecture string   `json:"architecture"`
-	TotalParams  int64    `json:"total_params"`
 }
 
 func newModelsCmd(f *Factory, g *globalOptions) *cobra.Command {
@@ -44,7 +34,7 @@ alias, model type or architecture contains it (case-insensitive).`,
 				}
 				opts.Filter = args[0]
 			}
-			rows := catalogRows(opts.Filter)
+			rows := report.ModelRows(opts.Filter)
 			ro := g.renderOptions(f)
 			if ro.Format == report.JSON {
 				return report.WriteJSON(f.IO.Out, rows)
@@ -62,17 +52,4 @@ alias, model type or architecture contains it (case-insensitive).`,
 	}
 	cmd.Flags().StringVar(&opts.Filter, "filter", "", "keep entries whose id, alias, type or architecture contains this text")
 	return cmd
-}
-
-func catalogRows(filter string) []modelsRow {
-	filter = strings.ToLower(filter)
-	rows := []modelsRow{}
-	for _, e := range model.Catalog() {
-		hay := strings.ToLower(strings.Join(append([]string{e.ID, e.ModelType, e.Architecture}, e.Aliases...), " "))
-		if filter != "" && !strings.Contains(hay, filter) {
-			continue
-		}
-		rows = append(rows, modelsRow{ID: e.ID, Aliases: e.Aliases, ModelType: e.ModelType, Architecture: e.Architecture, TotalParams: e.TotalParams})
-	}
-	return rows
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/gpumem/gpumem/jobfile"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/plan"
+	"github.com/gpumem/gpumem/report"
 	"github.com/gpumem/gpumem/units"
 )
 
@@ -519,7 +520,7 @@ func checkExport(t *testing.T, base, body, query string) {
 // API's catalogs.
 func checkLists(ctx context.Context, t *testing.T, base string) {
 	t.Helper()
-	var models []web.ModelRow
+	var models []report.ModelRow
 	getJSON(t, base+"/api/models", &models)
 	var gpus []struct{ Name string }
 	getJSON(t, base+"/api/gpus", &gpus)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/report"
@@ -98,37 +99,13 @@ func (s *Server) handleParams(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, report.NewParamsReport(m))
 }
 
-// ModelRow is one catalog entry as gpumem models --format json prints it.
-type ModelRow struct {
-	ID           string   `json:"id"`
-	Aliases      []string `json:"aliases"`
-	ModelType    string   `json:"model_type"`
-	Architecture string   `json:"architecture"`
-	TotalParams  int64    `json:"total_params"`
-}
-
-// ModelRows lists the catalog entries whose id, alias, model type or
-// architecture contains filter (case-insensitive), as gpumem models does.
-func ModelRows(filter string) []ModelRow {
-	filter = strings.ToLower(filter)
-	rows := []ModelRow{}
-	for _, e := range model.Catalog() {
-		hay := strings.ToLower(strings.Join(append([]string{e.ID, e.ModelType, e.Architecture}, e.Aliases...), " "))
-		if filter != "" && !strings.Contains(hay, filter) {
-			continue
-		}
-		rows = append(rows, ModelRow{ID: e.ID, Aliases: e.Aliases, ModelType: e.ModelType, Architecture: e.Architecture, TotalParams: e.TotalParams})
-	}
-	return rows
-}
-
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if err := onlyKeys(q, "filter"); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, ModelRows(q.Get("filter")))
+	s.writeJSON(w, http.StatusOK, report.ModelRows(q.Get("filter")))
 }
 
 func (s *Server) handleGPUs(w http.ResponseWriter, r *http.Request) {
@@ -137,7 +114,7 @@ func (s *Server) handleGPUs(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, filterGPUs(s.opts.GPUs.All(), q.Get("filter")))
+	s.writeJSON(w, http.StatusOK, gpu.Filter(s.opts.GPUs.All(), q.Get("filter")))
 }
 
 func (s *Server) handleOptimizers(w http.ResponseWriter, r *http.Request) {

@@ -16,7 +16,7 @@ import (
 // report.WriteJSON on every kind of response, for every catalog model.
 func TestMarshalIndentMatchesWriteJSON(t *testing.T) {
 	values := []any{
-		ModelRows(""), gpu.All(), &Error{Message: `quote " and <html> & tab	`, Field: "x"},
+		report.ModelRows(""), gpu.All(), &Error{Message: `quote " and <html> & tab	`, Field: "x"},
 		map[string]any{"empty": map[string]int{}, "list": []int{}, "nested": [][]int{{}, {1, 2}}, "s": "\\\"{[,:]}\""},
 	}
 	for _, e := range model.Catalog() {

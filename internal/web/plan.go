@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -146,38 +147,13 @@ func planOne(est plan.EstimateFunc, job memory.Job, g gpu.GPU) (GPUPlan, error) 
 // memory size describes a board, as gpumem fit's --gpu-memory does: the
 // memory of the one named GPU, or a custom board when none is named.
 func (s *Server) selectGPUs(names []string, mem units.Bytes) ([]gpu.GPU, error) {
-	gs := make([]gpu.GPU, 0, len(names))
-	for i, n := range names {
-		g, err := s.opts.GPUs.Lookup(n)
-		if err != nil {
-			return nil, badRequest("gpus", "gpus[%s]: %v", strconv.Itoa(i), err)
-		}
-		gs = append(gs, g)
-	}
+	gs, err := s.opts.GPUs.Select(names, mem, "gpu_memory_bytes")
+	var ne *gpu.NameError
 	switch {
-	case mem > 0 && len(gs) > 1:
-		return nil, badRequest("gpu_memory_bytes", "gpu_memory_bytes applies to one GPU; %d named in gpus", len(gs))
-	case mem > 0 && len(gs) == 1:
-		gs[0].Memory, gs[0].CUDAMemory = mem, 0
-		gs[0].MemorySource, gs[0].CUDAMemorySource = "gpu_memory_bytes", ""
-	case mem > 0:
-		gs = []gpu.GPU{{Name: "custom", Vendor: "nvidia", Memory: mem, MemorySource: "gpu_memory_bytes"}}
-	case len(gs) == 0:
-		gs = s.opts.GPUs.All()
+	case errors.As(err, &ne):
+		return nil, badRequest("gpus", "gpus[%s]: %v", strconv.Itoa(ne.Index), ne.Err)
+	case err != nil:
+		return nil, badRequest("gpu_memory_bytes", "gpu_memory_bytes: %v in gpus", err)
 	}
 	return gs, nil
-}
-
-// filterGPUs keeps the GPUs whose name, alias, vendor or architecture
-// contains filter (case-insensitive), as gpumem gpus does.
-func filterGPUs(all []gpu.GPU, filter string) []gpu.GPU {
-	filter = strings.ToLower(filter)
-	out := []gpu.GPU{}
-	for _, g := range all {
-		hay := strings.ToLower(strings.Join(append([]string{g.Name, g.Vendor, g.Arch}, g.Aliases...), " "))
-		if filter == "" || strings.Contains(hay, filter) {
-			out = append(out, g)
-		}
-	}
-	return out
 }
