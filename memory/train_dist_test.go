@@ -251,3 +251,18 @@ func TestPipelineSchedules(t *testing.T) {
 		}
 	}
 }
+
+// TestMegatronImpliesItsFramework: --engine megatron without --framework
+// runs Megatron-Core's layout: fp32 main_grad buffers (18 B/param without
+// the distributed optimizer, Megatron-LM README), kept all step long.
+func TestMegatronImpliesItsFramework(t *testing.T) {
+	m := catalogModel(t, "meta-llama/Llama-2-7b-hf")
+	P := 6738415616.0
+	r := estimateOK(t, m, Job{SeqLen: 256, Engine: "megatron", NumGPUs: 2, Optimizer: "adamw_torch_fused"})
+	if got := float64(part(r, "gradients")) / P; math.Abs(got-4) > 0.01 {
+		t.Errorf("gradients %.3f B/param, want Megatron's fp32 main_grad (4)", got)
+	}
+	if got := statesPerParam(r, P) + float64(part(r, "gradients"))/P; math.Abs(got-18) > 0.01 {
+		t.Errorf("model states %.3f B/param, want 18", got)
+	}
+}

@@ -139,7 +139,14 @@ func (s *setup) init(m *model.Model, job Job) error {
 func (s *setup) resolveFramework() error {
 	f := strings.ToLower(strings.TrimSpace(s.job.Framework))
 	switch f {
-	case "", "hf", "transformers", "trl", "peft", "accelerate", "axolotl", "llamafactory", "llama-factory":
+	case "":
+		// The engine implies its framework: Megatron runs Megatron-Core
+		// layers with fp32 main_grad buffers.
+		s.framework = FrameworkHF
+		if e, _ := normalizeEngine(s.job.Engine, 1); e == engineMegatron {
+			s.framework = FrameworkMegatron
+		}
+	case "hf", "transformers", "trl", "peft", "accelerate", "axolotl", "llamafactory", "llama-factory":
 		s.framework = FrameworkHF
 	case "torchtune", "litgpt", "megatron", "torchtitan", "deepspeed":
 		s.framework = f
