@@ -44,11 +44,12 @@ type Parallel struct {
 	// ShardGroup is the number of ranks the sharded states are divided by.
 	ShardGroup int `json:"shard_group"`
 	// LargestUnitParams is the parameter count (on this rank, before
-	// data-parallel sharding) of the largest unit a ZeRO-3/FSDP rank
-	// gathers at once: one wrapped decoder layer or the root unit.
+	// data-parallel sharding) of the largest unit a sharded rank gathers
+	// at once: for FSDP one wrapped decoder layer or the root unit, for
+	// DeepSpeed ZeRO-3 the largest module owning parameters directly.
 	LargestUnitParams int64 `json:"largest_unit_params,omitempty"`
 	// PeakStage is the pipeline stage whose GPU is the most loaded.
-	PeakStage int `json:"peak_stage,omitempty"`
+	PeakStage int `json:"peak_stage"`
 }
 
 // StageResult is the memory of a GPU of one pipeline stage.
