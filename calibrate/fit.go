@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/units"
 )
@@ -157,7 +158,7 @@ func Fit(runs []Run, opts FitOptions) (Profile, error) {
 		Fit:       &FitStats{Runs: len(runs), Terms: terms},
 	}
 	kind := runs[0].Kind()
-	if g, ok := memory.LookupGPU(kind); ok {
+	if g, err := gpu.Lookup(kind); err == nil {
 		p.GPU = g.Name
 	} else {
 		p.Notes = append(p.Notes, fmt.Sprintf("GPU %q is not a kind gpumem knows: the profile applies to any GPU", kind))
@@ -202,6 +203,7 @@ type runObs struct {
 func observe(runs []Run, opts FitOptions) ([]runObs, error) {
 	out := make([]runObs, len(runs))
 	for i, r := range runs {
+		r = r.withGPUFacts()
 		ov, err := memory.RuntimeOverheads(r.Job)
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: %s: %w", r.name(i), err)

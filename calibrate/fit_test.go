@@ -235,7 +235,7 @@ func TestFitMixedGroups(t *testing.T) {
 	runs := syntheticRuns(t, 3, memory.Train, truth{scale: 1, frag: 0.06, overhead: 600}, 1)
 	runs[0].GPU, runs[0].Job.GPU = "NVIDIA A100-SXM4-80GB", "A100-80GB"
 	_, err := Fit(runs, FitOptions{})
-	if err == nil || !contains(err.Error(), "A100-80GB (torch 2.5, CUDA 12.4): 1 runs", "H100-SXM (torch 2.5, CUDA 12.4): 2 runs", "--gpu") {
+	if err == nil || !contains(err.Error(), "A100-SXM-80GB (torch 2.5, CUDA 12.4): 1 runs", "H100-SXM (torch 2.5, CUDA 12.4): 2 runs", "--gpu") {
 		t.Fatalf("error = %v, want the groups listed", err)
 	}
 	if got := Select(runs, "h100"); len(got) != 2 {
@@ -254,4 +254,33 @@ func contains(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+func TestRunGPUFacts(t *testing.T) {
+	// Runs recorded before jobs carried GPU facts name the board only: the
+	// catalog fills them, so the H20 (absent from the estimator's old
+	// table) gets its sm90 workspace; stated facts and unknown boards stay.
+	tests := []struct {
+		job    memory.Job
+		cc     int
+		hasMem bool
+	}{
+		{memory.Job{GPU: "H20"}, 90, true},
+		{memory.Job{GPU: "NVIDIA A100-SXM4-40GB"}, 80, true},
+		{memory.Job{GPU: "H20", GPUComputeCapability: 80}, 80, false},
+		{memory.Job{GPU: "lab board"}, 0, false},
+		{memory.Job{}, 0, false},
+	}
+	for _, tt := range tests {
+		got := Run{Job: tt.job}.withGPUFacts().Job
+		if got.GPUComputeCapability != tt.cc || (got.GPUMemory > 0) != tt.hasMem {
+			t.Errorf("%q: cc %d memory %d, want cc %d and memory set %v", tt.job.GPU, got.GPUComputeCapability, got.GPUMemory, tt.cc, tt.hasMem)
+		}
+	}
+	if k := (Run{GPU: "NVIDIA H100 80GB HBM3", Job: memory.Job{GPU: "h100"}}).Kind(); k != "H100-SXM" {
+		t.Errorf("Kind = %q, want the catalog name H100-SXM", k)
+	}
+	if k := (Run{GPU: " lab board "}).Kind(); k != "lab board" {
+		t.Errorf("Kind = %q, want the device name as given", k)
+	}
 }

@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -10,7 +11,9 @@ import (
 	"os"
 	"sort"
 
+	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/plan"
 	"github.com/gpumem/gpumem/probe"
 )
 
@@ -24,7 +27,7 @@ type Profile struct {
 	Schema string `json:"schema"`
 	// Name identifies the profile in tables.
 	Name string `json:"name"`
-	// GPU is the GPU kind the runs used (a [memory.LookupGPU] name);
+	// GPU is the GPU kind the runs used (a catalog name of package gpu);
 	// empty for a profile that applies to any GPU.
 	GPU string `json:"gpu,omitempty"`
 	// Software is the stack the runs used (torch and CUDA versions, ...).
@@ -84,8 +87,8 @@ func (p Profile) Validate() error {
 		return fmt.Errorf("schema %q: want %q", p.Schema, ProfileSchema)
 	}
 	if p.GPU != "" {
-		if g, ok := memory.LookupGPU(p.GPU); !ok || g.Name != p.GPU {
-			return fmt.Errorf("gpu %q: want a GPU kind gpumem knows, spelled as 'gpumem gpus' lists it", p.GPU)
+		if g, err := gpu.Lookup(p.GPU); err != nil || g.Name != p.GPU {
+			return fmt.Errorf("gpu %q: want a catalog GPU, spelled as 'gpumem gpus' lists it", p.GPU)
 		}
 	}
 	infos := constantInfos()
@@ -111,9 +114,14 @@ var ErrGPUMismatch = errors.New("calibration profile is for another GPU kind")
 // corrections were measured on the profile's kind.
 func (p Profile) Apply(job *memory.Job) error {
 	if p.GPU != "" {
-		if job.GPU == "" {
+		g, err := gpu.Lookup(cmp.Or(job.GPU, p.GPU))
+		switch {
+		case job.GPU == "" && err == nil:
+			// The profile's board, with the facts the estimator reads.
+			*job = plan.OnGPU(*job, g)
+		case job.GPU == "":
 			job.GPU = p.GPU
-		} else if g, ok := memory.LookupGPU(job.GPU); !ok || g.Name != p.GPU {
+		case err != nil || g.Name != p.GPU:
 			return fmt.Errorf("%w: profile %q is for %s, the job runs on %s", ErrGPUMismatch, p.Name, p.GPU, job.GPU)
 		}
 	}

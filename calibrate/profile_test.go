@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/memory"
 )
 
@@ -82,6 +83,10 @@ func TestParseProfileErrors(t *testing.T) {
 }
 
 func TestProfileApply(t *testing.T) {
+	h100, err := gpu.Lookup("H100-SXM")
+	if err != nil {
+		t.Fatal(err)
+	}
 	p := Profile{Schema: ProfileSchema, Name: "lab", GPU: "H100-SXM",
 		Constants: map[string]float64{"fragmentation": 0.1, "misc_overhead_mib": 256, "activation_scale": 1.2}}
 	tests := []struct {
@@ -93,7 +98,8 @@ func TestProfileApply(t *testing.T) {
 		{
 			name: "fills GPU and constants",
 			job:  memory.Job{},
-			want: memory.Job{GPU: "H100-SXM", Constants: map[string]float64{"fragmentation": 0.1, "misc_overhead_mib": 256, "activation_scale": 1.2}},
+			want: memory.Job{GPU: "H100-SXM", GPUMemory: h100.CUDATotal(), GPUComputeCapability: 90,
+				Constants: map[string]float64{"fragmentation": 0.1, "misc_overhead_mib": 256, "activation_scale": 1.2}},
 		},
 		{
 			name: "explicit --set wins",
@@ -101,6 +107,8 @@ func TestProfileApply(t *testing.T) {
 			want: memory.Job{GPU: "NVIDIA H100 80GB HBM3", Constants: map[string]float64{"fragmentation": 0.02, "misc_overhead_mib": 256, "activation_scale": 1.2}},
 		},
 		{name: "other GPU", job: memory.Job{GPU: "A100-80GB"}, wantErr: ErrGPUMismatch},
+		{name: "same memory, other board", job: memory.Job{GPU: "H100-PCIe"}, wantErr: ErrGPUMismatch},
+		{name: "not a catalog board", job: memory.Job{GPU: "Voodoo5"}, wantErr: ErrGPUMismatch},
 		{name: "job constant out of range", job: memory.Job{Constants: map[string]float64{"activation_scale": 99}}, wantErr: errAny},
 	}
 	for _, tt := range tests {
@@ -130,7 +138,7 @@ func TestProfileApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ov.Fragmentation != 0.1 || ov.Misc != 256<<20 || ov.GPU.Name != "H100-SXM" {
+	if ov.Fragmentation != 0.1 || ov.Misc != 256<<20 || ov.GPU.Name != "H100-SXM" || ov.Workspace != 32<<20 || ov.Warning != "" {
 		t.Errorf("overheads after Apply: %+v", ov)
 	}
 	if job.Constants["activation_scale"] != 1.2 || p.Constants["fragmentation"] != 0.1 {

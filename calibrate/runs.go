@@ -12,7 +12,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/plan"
 	"github.com/gpumem/gpumem/probe"
 )
 
@@ -106,15 +108,31 @@ func (r Run) validate() error {
 	return nil
 }
 
-// Kind returns the GPU kind of the run: the known kind its device name or
-// job names, or the device name as given.
+// Kind returns the GPU kind of the run: the catalog name its device name
+// or job names (package gpu), or the device name as given when neither
+// is a catalog board.
 func (r Run) Kind() string {
 	for _, name := range []string{r.GPU, r.Job.GPU} {
-		if g, ok := memory.LookupGPU(name); ok {
+		if g, err := gpu.Lookup(name); err == nil {
 			return g.Name
 		}
 	}
 	return strings.TrimSpace(cmp.Or(r.GPU, r.Job.GPU))
+}
+
+// withGPUFacts returns the run with its job's GPU facts (compute
+// capability, memory) filled from the catalog when the job names a
+// catalog board but states none of them, as runs recorded before jobs
+// carried them do: the estimator reads no catalog.
+func (r Run) withGPUFacts() Run {
+	j := r.Job
+	if j.GPU == "" || j.GPUComputeCapability != 0 || j.GPUMemory != 0 {
+		return r
+	}
+	if job, _, err := plan.ResolveGPU(nil, j); err == nil {
+		r.Job = job
+	}
+	return r
 }
 
 // Stack returns the run's software stack as "torch X, CUDA Y".
@@ -146,14 +164,15 @@ func minorVersion(v string) string {
 	return parts[0] + "." + parts[1]
 }
 
-// Select keeps the runs of one GPU kind (matched as [memory.LookupGPU]
-// does, or by name when the kind is unknown). An empty gpu keeps all.
-func Select(runs []Run, gpu string) []Run {
-	if gpu == "" {
+// Select keeps the runs of one GPU kind: gpu is looked up in the GPU
+// catalog and compared with each run's [Run.Kind] by catalog name, or by
+// name when it is not a catalog board. An empty gpu keeps all.
+func Select(runs []Run, gpuName string) []Run {
+	if gpuName == "" {
 		return runs
 	}
-	want := gpu
-	if g, ok := memory.LookupGPU(gpu); ok {
+	want := gpuName
+	if g, err := gpu.Lookup(gpuName); err == nil {
 		want = g.Name
 	}
 	var out []Run

@@ -13,6 +13,7 @@ import (
 	"github.com/gpumem/gpumem/jobfile"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/plan"
 	"github.com/gpumem/gpumem/report"
 	"github.com/gpumem/gpumem/units"
 )
@@ -43,6 +44,8 @@ type estimateOptions struct {
 	ConfigFile string
 	// TrainConfig is --deepspeed, --training-args and --from (estimate_from.go).
 	TrainConfig trainConfigOptions
+	// GPUsFile is --gpus-file: boards merged over the built-in catalog.
+	GPUsFile string
 	// ConstantsFile is --constants: a profile of named constants.
 	ConstantsFile string
 	profile       map[string]float64
@@ -97,7 +100,33 @@ once; flags on the command line override it. Other calculators' spellings are ac
 	addEstimateFlags(cmd.Flags(), opts)
 	addHubFlags(cmd.Flags(), &opts.Hub)
 	addTrainConfigFlags(cmd.Flags(), opts)
+	addGPUsFileFlag(cmd.Flags(), &opts.GPUsFile)
 	return cmd
+}
+
+// applyGPU looks --gpu up in the GPU catalog (--gpus-file, else the
+// --config-dir gpu_types.json, else the built-in one) and copies the
+// board's facts into the job, as every front end does (plan.ResolveGPU):
+// the estimator reads no catalog. --gpu-memory wins over the board's
+// memory. An unknown or ambiguous name is a usage error.
+func (opts *estimateOptions) applyGPU(cfg *configDir) error {
+	if opts.Job.GPU == "" {
+		return nil
+	}
+	cat := cfg.GPUs
+	if opts.GPUsFile != "" || cat == nil {
+		c, err := loadGPUCatalog(opts.GPUsFile)
+		if err != nil {
+			return err
+		}
+		cat = c
+	}
+	job, _, err := plan.ResolveGPU(cat, opts.Job)
+	if err != nil {
+		return &UsageError{Err: fmt.Errorf("--gpu: %w", err)}
+	}
+	opts.Job = job
+	return nil
 }
 
 // estimateRun resolves the model, estimates the job and renders it.
@@ -164,6 +193,9 @@ func (opts *estimateOptions) inputs(cmd *cobra.Command, f *Factory, args []strin
 		return in, err
 	}
 	if err := cfg.applyToJob(fs, &opts.Job); err != nil {
+		return in, err
+	}
+	if err := opts.applyGPU(cfg); err != nil {
 		return in, err
 	}
 	if opts.Compat.LoadFullModel {
@@ -285,7 +317,7 @@ func addEstimateFlags(fs *pflag.FlagSet, o *estimateOptions) {
 	fs.StringVar(&j.InferenceEngine, "inference-engine", "", "inference engine: hf or vllm")
 
 	// Runtime.
-	fs.StringVar(&j.GPU, "gpu", "", "GPU kind, e.g. H100, A100-80GB, RTX-4090 (selects workspace sizes and capacity)")
+	fs.StringVar(&j.GPU, "gpu", "", "GPU kind, e.g. H100, A100-80GB, MI300X ('gpumem gpus' lists them; sets the workspace size and the memory planned against)")
 	fs.StringVar(&o.GPUMemory, "gpu-memory", "", "GPU memory when not implied by --gpu, e.g. 80GiB")
 	fs.StringArrayVar(&o.Set, "set", nil, "override a named constant of the memory model, name=value (repeatable); 'gpumem constants' lists them")
 	fs.StringVar(&o.ConstantsFile, "constants", "", "profile of named constants (JSON or YAML object name: value); --set and --calibration win over it")

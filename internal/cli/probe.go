@@ -21,9 +21,11 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gpumem/gpumem/calibrate"
+	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/hub"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/plan"
 	"github.com/gpumem/gpumem/probe"
 	"github.com/gpumem/gpumem/report"
 )
@@ -166,7 +168,10 @@ func (o *probeOptions) check(cmd *cobra.Command) error {
 			return err
 		}
 		o.est.Job = job
-		return applyCalibrationFile(o.Calibration, &o.est.Job)
+		if err := applyCalibrationFile(o.Calibration, &o.est.Job); err != nil {
+			return err
+		}
+		return o.est.applyGPU(&configDir{})
 	}
 	if o.est.Model == "" {
 		return nil
@@ -174,7 +179,10 @@ func (o *probeOptions) check(cmd *cobra.Command) error {
 	if err := o.est.finish(cmd.Flags()); err != nil {
 		return err
 	}
-	return applyCalibrationFile(o.Calibration, &o.est.Job)
+	if err := applyCalibrationFile(o.Calibration, &o.est.Job); err != nil {
+		return err
+	}
+	return o.est.applyGPU(&configDir{})
 }
 
 // readJobFile reads a memory.Job from a JSON file; unknown keys are errors.
@@ -373,12 +381,12 @@ func installAdvice(err error) error {
 }
 
 // compare estimates the job, on the GPU the probe ran on when the job
-// names none, and compares.
+// names none and the catalog knows that device, and compares.
 func (o *probeOptions) compare(m *model.Model, gpuName string, out *probeOutcome) error {
 	job := o.est.Job
-	if job.GPU == "" {
-		if g, ok := memory.LookupGPU(gpuName); ok {
-			job.GPU = g.Name
+	if job.GPU == "" && gpuName != "" {
+		if g, err := gpu.Lookup(gpuName); err == nil {
+			job = plan.OnGPU(job, g)
 		}
 	}
 	res, err := memory.Estimate(m, job)
