@@ -146,7 +146,7 @@ func fitRun(f *Factory, g *globalOptions, o *fitOptions, m *model.Model) error {
 		return err
 	}
 	job := o.Est.Job
-	job.GPU, job.GPUMemory = "", 0
+	job.GPU, job.GPUMemory, job.GPUComputeCapability = "", 0, 0
 	est := plan.For(m)
 	ro := g.renderOptions(f)
 	if o.Sweep != "" {

@@ -206,7 +206,7 @@ func planRun(f *Factory, g *globalOptions, o *planOptions, space plan.Space, m *
 		return err
 	}
 	job := o.Est.Job
-	job.GPU, job.GPUMemory = "", 0
+	job.GPU, job.GPUMemory, job.GPUComputeCapability = "", 0, 0
 	ro := g.renderOptions(f)
 	if len(gs) > 1 {
 		return planAcross(f, ro, o, space, m, job, gs)

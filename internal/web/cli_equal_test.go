@@ -18,6 +18,7 @@ import (
 	"github.com/gpumem/gpumem/jobfile"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/plan"
 )
 
 // runCLI runs the gpumem command line with args and returns stdout.
@@ -80,6 +81,14 @@ var estimateCases = []struct {
 		[]string{"--mode", "serving", "--gpu", "H100-SXM", "--max-model-len", "8192", "--gpu-memory-utilization", "0.85", "--packed=false"},
 		"model=llama3-8b&mode=serving&gpu=H100-SXM&max_model_len=8192&gpu_memory_utilization=0.85&packed=false",
 		`{"model":"llama3-8b","mode":"serving","gpu":"H100-SXM","max_model_len":8192,"gpu_memory_utilization":0.85,"packed":false}`},
+	{"vllm serving on MI300X (catalog memory)",
+		[]string{"--mode", "serving", "--gpu", "mi300x", "--max-model-len", "8192"},
+		"model=llama3-8b&mode=serving&gpu=mi300x&max_model_len=8192",
+		`{"model":"llama3-8b","mode":"serving","gpu":"mi300x","max_model_len":8192}`},
+	{"training on H20 (sm90 workspace)",
+		[]string{"--gpu", "H20", "--seq-len", "2048"},
+		"model=llama3-8b&gpu=H20&seq_len=2048",
+		`{"model":"llama3-8b","gpu":"H20","seq_len":2048}`},
 }
 
 func TestEstimateMatchesCLI(t *testing.T) {
@@ -249,7 +258,12 @@ func TestBodiesAreJobFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fromFile, err := memory.Estimate(m, jf.Job)
+			// As gpumem estimate --config does, the GPU's facts come from the catalog.
+			job, _, err := plan.ResolveGPU(nil, jf.Job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fromFile, err := memory.Estimate(m, job)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/plan"
 	"github.com/gpumem/gpumem/report"
 )
 
@@ -77,7 +78,12 @@ func (s *Server) handleEstimate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := memory.Estimate(m, req.Job)
+	job, _, err := plan.ResolveGPU(s.opts.GPUs, req.Job)
+	if err != nil {
+		s.writeError(w, r, badRequest("gpu", "gpu: %v", err))
+		return
+	}
+	res, err := memory.Estimate(m, job)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

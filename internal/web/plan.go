@@ -106,7 +106,7 @@ func (s *Server) handlePlan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	job := req.Job
-	job.GPU, job.GPUMemory = "", 0
+	job.GPU, job.GPUMemory, job.GPUComputeCapability = "", 0, 0
 	est := plan.For(m)
 	rep := PlanReport{Model: m.ID, Job: job, GPUs: make([]GPUPlan, 0, len(gs))}
 	var firstErr error

@@ -11,6 +11,9 @@ import (
 // beyond any real job, small enough that products of counts stay exact.
 const maxCount = 1 << 30
 
+// maxComputeCapability bounds gpu_compute_capability, as the estimator does.
+const maxComputeCapability = 199
+
 // validateJob normalises the mode and checks what the estimators would otherwise reject with a
 // less precise message, naming the JSON key at fault.
 func validateJob(j *memory.Job) error {
@@ -44,6 +47,9 @@ func validateJob(j *memory.Job) error {
 	}
 	if j.TrainableParams < 0 {
 		return badRequest("trainable_params", "trainable_params: want a positive count, got %d", j.TrainableParams)
+	}
+	if cc := j.GPUComputeCapability; cc < 0 || cc > maxComputeCapability {
+		return badRequest("gpu_compute_capability", "gpu_compute_capability: want the CUDA compute capability × 10 (90 for 9.0) or 0, got %d", cc)
 	}
 	if j.GPUMemory < 0 {
 		return badRequest("gpu_memory_bytes", "gpu_memory_bytes: want a positive size, got %d", j.GPUMemory)
