@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/plan"
 )
 
 // Mapper turns a record into the memory.Job that reproduces it. It
@@ -26,12 +27,40 @@ func RegisterMapper(mode string, fn Mapper) {
 	mappers[mode] = fn
 }
 
-// mapperFor returns the mapper of a mode.
+// mapperFor returns the mapper of a mode, followed by [RecordGPU]: every
+// mode's job gets the facts of the GPU its record names.
 func mapperFor(mode string) (Mapper, bool) {
 	mappersMu.RLock()
 	defer mappersMu.RUnlock()
 	fn, ok := mappers[mode]
-	return fn, ok
+	if !ok {
+		return nil, false
+	}
+	return func(r Record) (memory.Job, error) {
+		job, err := fn(r)
+		if err != nil {
+			return job, err
+		}
+		return RecordGPU(job), nil
+	}, true
+}
+
+// RecordGPU resolves the GPU a mapped job names (a record's job.gpu:
+// "L40S", "H100-80GB", "A100-SXM4-40GB") through the GPU catalog and
+// copies the board's facts into the job (plan.OnGPU): compute capability
+// and the CUDA-reported total, unless the record stated its GPU memory
+// (gpu_memory_gib), which wins. A name the catalog does not resolve,
+// unknown or ambiguous (a bare "A100" is a 40 or an 80 GB board), is not
+// guessed: the job keeps the name without facts, and the estimate's
+// warnings name it.
+func RecordGPU(job memory.Job) memory.Job {
+	if job.GPU == "" || job.GPUComputeCapability != 0 {
+		return job
+	}
+	if j, _, err := plan.ResolveGPU(nil, job); err == nil {
+		return j
+	}
+	return job
 }
 
 // TrainingJob maps a training record onto a memory.Job, following the
@@ -88,7 +117,7 @@ func TrainingJob(r Record) (memory.Job, error) {
 	mapMethod(r, &job)
 	mapActivationKnobs(r, &job)
 	job.Software = softwareOf(r)
-	return job, nil
+	return RecordGPU(job), nil
 }
 
 // mapMethod sets the fine-tuning method and adapter options.

@@ -48,10 +48,11 @@ var legacyGPUs = []GPU{
 }
 
 // legacyKeys maps normalised spellings to entries of legacyGPUs, most
-// specific first.
+// specific first. An empty name stops the search: a bare "A100" or
+// "V100" names boards of two memory sizes and is not guessed.
 var legacyKeys = []struct{ key, name string }{
-	{"v10032", "V100-32GB"}, {"v100", "V100-16GB"}, {"t4", "T4"},
-	{"a10g", "A10G"}, {"a100sxm480", "A100-80GB"}, {"a10080", "A100-80GB"}, {"a10040", "A100-40GB"}, {"a100", "A100-80GB"},
+	{"v10032", "V100-32GB"}, {"v100sxm232", "V100-32GB"}, {"v10016", "V100-16GB"}, {"v100sxm216", "V100-16GB"}, {"v100", ""}, {"t4", "T4"},
+	{"a10g", "A10G"}, {"a100sxm480", "A100-80GB"}, {"a10080", "A100-80GB"}, {"a10040", "A100-40GB"}, {"a100", ""},
 	{"a6000", "A6000"}, {"a10", "A10"}, {"3090", "RTX3090"}, {"4090", "RTX4090"},
 	{"l40s", "L40S"}, {"l40", "L40S"}, {"l4", "L4"},
 	{"h10096", "H100-96GB"}, {"h100pcie", "H100-PCIe"}, {"h100", "H100-SXM"}, {"h200", "H200"}, {"gh200", "H200"},
@@ -63,8 +64,8 @@ var legacyKeys = []struct{ key, name string }{
 //
 // Deprecated: the GPU catalog (package gpu) is the source of GPU facts;
 // front ends copy them into the job (plan.OnGPU, plan.ResolveGPU). This
-// table lacks most boards and guesses on partial names ("a100" is read
-// as the 80 GB part).
+// table lacks most boards (H20, GB200, A40, AMD and Intel accelerators,
+// boards from user files).
 func LookupGPU(name string) (GPU, bool) {
 	n := normGPU(name)
 	if n == "" {
@@ -72,6 +73,9 @@ func LookupGPU(name string) (GPU, bool) {
 	}
 	for _, k := range legacyKeys {
 		if strings.Contains(n, k.key) {
+			if k.name == "" {
+				return GPU{}, false
+			}
 			for _, g := range legacyGPUs {
 				if g.Name == k.name {
 					return g, true

@@ -20,7 +20,7 @@ func TestLookupGPU(t *testing.T) {
 			t.Errorf("LookupGPU(%q) = %q, %v; want %q", tt.in, g.Name, ok, tt.want)
 		}
 	}
-	for _, bad := range []string{"", "tpu-v5", "MI300X"} {
+	for _, bad := range []string{"", "tpu-v5", "MI300X", "A100", "NVIDIA A100", "V100"} {
 		if g, ok := LookupGPU(bad); ok {
 			t.Errorf("LookupGPU(%q) = %q, want not found", bad, g.Name)
 		}
@@ -38,7 +38,7 @@ func TestRuntimeOverheads(t *testing.T) {
 		{"training default", Job{}, 0.06, 500 * units.MiB, 8*units.MiB + 128*units.KiB, false},
 		{"hopper workspace", Job{GPU: "H100-SXM"}, 0.06, 500 * units.MiB, 32 * units.MiB, false},
 		{"inference", Job{Mode: Inference, GPU: "A100-80GB"}, 0.02, 500 * units.MiB, 8*units.MiB + 128*units.KiB, false},
-		{"torch1", Job{Software: []string{"torch1"}, GPU: "V100"}, 0.15, 1343 * units.MiB, 8*units.MiB + 128*units.KiB, false},
+		{"torch1", Job{Software: []string{"torch1"}, GPU: "V100-16GB"}, 0.15, 1343 * units.MiB, 8*units.MiB + 128*units.KiB, false},
 		{"override", Job{Constants: map[string]float64{"fragmentation": 0.1, "cuda_context_mib": 1000}}, 0.1, 1000 * units.MiB, 8*units.MiB + 128*units.KiB, false},
 		{"unknown gpu", Job{GPU: "tpu"}, 0.06, 500 * units.MiB, 8*units.MiB + 128*units.KiB, true},
 		{"compute capability 9.0", Job{GPU: "H20", GPUComputeCapability: 90, GPUMemory: 95 * units.GiB}, 0.06, 500 * units.MiB, 32 * units.MiB, false},
