@@ -1,6 +1,11 @@
 package memory
 
-import "github.com/gpumem/gpumem/units"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpumem/gpumem/units"
+)
 
 // Mode is what the job does with the model.
 type Mode string
@@ -11,6 +16,21 @@ const (
 	Inference Mode = "inference"
 	Serving   Mode = "serving"
 )
+
+// ParseMode reads a job mode as the CLI's --mode and the API's "mode"
+// take it: train (or training, or empty), inference (infer) and serving
+// (serve), in any case. The error lists the modes.
+func ParseMode(s string) (Mode, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "train", "training", "":
+		return Train, nil
+	case "inference", "infer":
+		return Inference, nil
+	case "serving", "serve":
+		return Serving, nil
+	}
+	return "", fmt.Errorf("unknown mode %q (want train, inference or serving)", s)
+}
 
 // Job describes one run whose per-GPU memory is estimated. Its zero value
 // (plus a model) is a valid job: every empty field means the documented

@@ -347,16 +347,11 @@ func (o *estimateOptions) finish(fs *pflag.FlagSet) error {
 	if err := o.Compat.finishAliases(fs); err != nil {
 		return err
 	}
-	switch strings.ToLower(o.Mode) {
-	case "train", "training", "":
-		j.Mode = memory.Train
-	case "inference", "infer":
-		j.Mode = memory.Inference
-	case "serving", "serve":
-		j.Mode = memory.Serving
-	default:
-		return usageErrorf("--mode: unknown mode %q (want train, inference or serving)", o.Mode)
+	mode, err := memory.ParseMode(o.Mode)
+	if err != nil {
+		return usageErrorf("--mode: %v", err)
 	}
+	j.Mode = mode
 	if fs.Changed("batch-size") {
 		if j.Mode == memory.Train {
 			if fs.Changed("per-device-batch") && j.MicroBatch != o.BatchSize {

@@ -16,7 +16,6 @@ import (
 	"github.com/gpumem/gpumem/plan"
 	"github.com/gpumem/gpumem/plot"
 	"github.com/gpumem/gpumem/report"
-	"github.com/gpumem/gpumem/units"
 )
 
 type fitOptions struct {
@@ -113,12 +112,18 @@ func (o *fitOptions) finish(cmd *cobra.Command) error {
 	return nil
 }
 
-// selectGPUs resolves --gpu (a comma-separated list, "all" or empty for
-// the whole catalog) and --gpu-memory (a custom board, or the memory of
-// the one named GPU). explicit reports whether GPUs were named.
-func selectGPUs(cat *gpu.Catalog, spec string, mem units.Bytes) (gs []gpu.GPU, explicit bool, err error) {
+// boardsToCheck resolves --gpus-file, --gpu (a comma-separated list,
+// "all" or empty for the whole catalog) and --gpu-memory (a custom
+// board, or the memory of the one named GPU) into the boards a planning
+// command checks, and returns the job without a GPU: each board sets its
+// own (plan.OnGPU). explicit reports whether GPUs were named.
+func boardsToCheck(gpusFile string, job memory.Job) (gs []gpu.GPU, explicit bool, bare memory.Job, err error) {
+	cat, err := loadGPUCatalog(gpusFile)
+	if err != nil {
+		return nil, false, job, err
+	}
 	var names []string
-	for _, s := range strings.Split(spec, ",") {
+	for _, s := range strings.Split(job.GPU, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			names = append(names, s)
 		}
@@ -126,27 +131,23 @@ func selectGPUs(cat *gpu.Catalog, spec string, mem units.Bytes) (gs []gpu.GPU, e
 	if len(names) == 1 && strings.EqualFold(names[0], "all") {
 		names = nil
 	}
-	gs, err = cat.Select(names, mem, "--gpu-memory")
+	gs, err = cat.Select(names, job.GPUMemory, "--gpu-memory")
 	switch {
 	case errors.Is(err, gpu.ErrMemoryForMany):
-		return nil, false, usageErrorf("--gpu-memory: %v given with --gpu", err)
+		return nil, false, job, usageErrorf("--gpu-memory: %v given with --gpu", err)
 	case err != nil:
-		return nil, false, &UsageError{Err: fmt.Errorf("--gpu: %w", err)}
+		return nil, false, job, &UsageError{Err: fmt.Errorf("--gpu: %w", err)}
 	}
-	return gs, len(names) > 0 || mem > 0, nil
+	explicit = len(names) > 0 || job.GPUMemory > 0
+	job.GPU, job.GPUMemory, job.GPUComputeCapability = "", 0, 0
+	return gs, explicit, job, nil
 }
 
 func fitRun(f *Factory, g *globalOptions, o *fitOptions, m *model.Model) error {
-	cat, err := loadGPUCatalog(o.GPUsFile)
+	gs, explicit, job, err := boardsToCheck(o.GPUsFile, o.Est.Job)
 	if err != nil {
 		return err
 	}
-	gs, explicit, err := selectGPUs(cat, o.Est.Job.GPU, o.Est.Job.GPUMemory)
-	if err != nil {
-		return err
-	}
-	job := o.Est.Job
-	job.GPU, job.GPUMemory, job.GPUComputeCapability = "", 0, 0
 	est := plan.For(m)
 	ro := g.renderOptions(f)
 	if o.Sweep != "" {

@@ -37,11 +37,8 @@ format as 'gpumem gpus --format json'; use memory_mib for the MiB nvidia-smi sho
   gpumem gpus --gpus-file site-gpus.yaml --format json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				if opts.Filter != "" {
-					return usageErrorf("filter given twice: --filter %q and argument %q", opts.Filter, args[0])
-				}
-				opts.Filter = args[0]
+			if err := filterFromArgs(&opts.Filter, args); err != nil {
+				return err
 			}
 			cat, err := loadGPUCatalog(opts.GPUsFile)
 			if err != nil {
@@ -58,6 +55,19 @@ format as 'gpumem gpus --format json'; use memory_mib for the MiB nvidia-smi sho
 	cmd.Flags().StringVar(&opts.Filter, "filter", "", "keep GPUs whose name, alias, vendor or architecture contains this text")
 	addGPUsFileFlag(cmd.Flags(), &opts.GPUsFile)
 	return cmd
+}
+
+// filterFromArgs takes a list command's optional FILTER argument into
+// *filter (its --filter), refusing both.
+func filterFromArgs(filter *string, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if *filter != "" {
+		return usageErrorf("filter given twice: --filter %q and argument %q", *filter, args[0])
+	}
+	*filter = args[0]
+	return nil
 }
 
 // addGPUsFileFlag declares --gpus-file, shared by the commands that look GPUs up.

@@ -28,11 +28,8 @@ alias, model type or architecture contains it (case-insensitive).`,
   gpumem models --filter moe --format json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				if opts.Filter != "" {
-					return usageErrorf("filter given twice: --filter %q and argument %q", opts.Filter, args[0])
-				}
-				opts.Filter = args[0]
+			if err := filterFromArgs(&opts.Filter, args); err != nil {
+				return err
 			}
 			rows := report.ModelRows(opts.Filter)
 			ro := g.renderOptions(f)

@@ -197,16 +197,10 @@ func parseWordList(flag, val string, allowed []string) ([]string, error) {
 }
 
 func planRun(f *Factory, g *globalOptions, o *planOptions, space plan.Space, m *model.Model) error {
-	cat, err := loadGPUCatalog(o.GPUsFile)
+	gs, _, job, err := boardsToCheck(o.GPUsFile, o.Est.Job)
 	if err != nil {
 		return err
 	}
-	gs, _, err := selectGPUs(cat, o.Est.Job.GPU, o.Est.Job.GPUMemory)
-	if err != nil {
-		return err
-	}
-	job := o.Est.Job
-	job.GPU, job.GPUMemory, job.GPUComputeCapability = "", 0, 0
 	ro := g.renderOptions(f)
 	if len(gs) > 1 {
 		return planAcross(f, ro, o, space, m, job, gs)

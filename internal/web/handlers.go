@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/gpumem/gpumem/gpu"
@@ -49,22 +50,31 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) err
 	return nil
 }
 
+// jobRequest reads a request's model and job: a POST body decoded into
+// body (an [EstimateRequest] or a [PlanRequest]), or a GET query, whose
+// keys are the job's plus "model" and extra. model and job point into
+// body. It returns the GET query (nil for a POST) for the extra keys.
+func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request, body any, model *string, job *memory.Job, extra ...string) (url.Values, error) {
+	if r.Method == http.MethodPost {
+		if err := s.decodeBody(w, r, body); err != nil {
+			return nil, err
+		}
+		return nil, validateJob(job)
+	}
+	q := r.URL.Query()
+	j, err := jobFromQuery(q, append([]string{"model"}, extra...)...)
+	if err != nil {
+		return q, err
+	}
+	*model, *job = q.Get("model"), j
+	return q, validateJob(job)
+}
+
 // estimateRequest reads the model and job of a GET or POST request.
 func (s *Server) estimateRequest(w http.ResponseWriter, r *http.Request) (EstimateRequest, error) {
 	var req EstimateRequest
-	if r.Method == http.MethodPost {
-		if err := s.decodeBody(w, r, &req); err != nil {
-			return req, err
-		}
-	} else {
-		q := r.URL.Query()
-		job, err := jobFromQuery(q, "model")
-		if err != nil {
-			return req, err
-		}
-		req = EstimateRequest{Model: q.Get("model"), Job: job}
-	}
-	return req, validateJob(&req.Job)
+	_, err := s.jobRequest(w, r, &req, &req.Model, &req.Job)
+	return req, err
 }
 
 func (s *Server) handleEstimate(w http.ResponseWriter, r *http.Request) {

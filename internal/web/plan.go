@@ -64,29 +64,21 @@ type GPUPlan struct {
 
 func (s *Server) planRequest(w http.ResponseWriter, r *http.Request) (PlanRequest, error) {
 	var req PlanRequest
-	if r.Method == http.MethodPost {
-		if err := s.decodeBody(w, r, &req); err != nil {
-			return req, err
-		}
-	} else {
-		q := r.URL.Query()
-		job, err := jobFromQuery(q, "model", "gpus")
-		if err != nil {
-			return req, err
-		}
-		req = PlanRequest{Model: q.Get("model"), Job: job}
-		for _, v := range q["gpus"] {
-			for _, p := range strings.Split(v, ",") {
-				if p = strings.TrimSpace(p); p != "" {
-					req.GPUs = append(req.GPUs, p)
-				}
+	q, err := s.jobRequest(w, r, &req, &req.Model, &req.Job, "gpus")
+	if err != nil {
+		return req, err
+	}
+	for _, v := range q["gpus"] {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				req.GPUs = append(req.GPUs, p)
 			}
 		}
 	}
 	if len(req.GPUs) > maxPlanGPUs {
 		return req, badRequest("gpus", "gpus: at most %d GPU kinds, got %d", maxPlanGPUs, len(req.GPUs))
 	}
-	return req, validateJob(&req.Job)
+	return req, nil
 }
 
 func (s *Server) handlePlan(w http.ResponseWriter, r *http.Request) {

@@ -2,7 +2,6 @@ package web
 
 import (
 	"math"
-	"strings"
 
 	"github.com/gpumem/gpumem/memory"
 )
@@ -19,16 +18,11 @@ const maxComputeCapability = 199
 func validateJob(j *memory.Job) error {
 	// Read the mode as gpumem estimate --mode does, so the job printed
 	// back is the same.
-	switch strings.ToLower(string(j.Mode)) {
-	case "", "train", "training":
-		j.Mode = memory.Train
-	case "inference", "infer":
-		j.Mode = memory.Inference
-	case "serving", "serve":
-		j.Mode = memory.Serving
-	default:
-		return badRequest("mode", "mode: unknown mode %q (want train, inference or serving)", j.Mode)
+	mode, err := memory.ParseMode(string(j.Mode))
+	if err != nil {
+		return badRequest("mode", "mode: %v", err)
 	}
+	j.Mode = mode
 	for _, c := range []struct {
 		key string
 		v   int

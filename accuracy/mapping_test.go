@@ -1,0 +1,67 @@
+package accuracy
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpumem/gpumem/gpu"
+	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/units"
+)
+
+func TestRecordGPU(t *testing.T) {
+	l40s, err := gpu.Lookup("L40S")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		job  memory.Job
+		want memory.Job // GPU fields
+	}{
+		{"catalog alias", memory.Job{GPU: "L40S"}, memory.Job{GPU: "L40S", GPUComputeCapability: 89, GPUMemory: l40s.CUDATotal()}},
+		{"record name", memory.Job{GPU: "V100-SXM2-16GB"}, memory.Job{GPU: "V100-16GB", GPUComputeCapability: 70, GPUMemory: 16 * units.GiB}},
+		{"stated memory wins", memory.Job{GPU: "H100-80GB", GPUMemory: 79 * units.GiB}, memory.Job{GPU: "H100-SXM", GPUComputeCapability: 90, GPUMemory: 79 * units.GiB}},
+		{"ambiguous is not guessed", memory.Job{GPU: "A100"}, memory.Job{GPU: "A100"}},
+		{"unknown is not guessed", memory.Job{GPU: "24GB GPU"}, memory.Job{GPU: "24GB GPU"}},
+		{"none", memory.Job{}, memory.Job{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := RecordGPU(tt.job)
+			if got.GPU != tt.want.GPU || got.GPUComputeCapability != tt.want.GPUComputeCapability || got.GPUMemory != tt.want.GPUMemory {
+				t.Errorf("got %q cc %d memory %d, want %q cc %d memory %d", got.GPU, got.GPUComputeCapability, got.GPUMemory,
+					tt.want.GPU, tt.want.GPUComputeCapability, tt.want.GPUMemory)
+			}
+		})
+	}
+	// An unresolved name is reported by the estimate, not guessed.
+	m, err := model.Lookup("meta-llama/Llama-2-7b-hf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := memory.Estimate(m, RecordGPU(memory.Job{GPU: "A100", SeqLen: 512}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(res.Warnings, "\n"), `"A100"`) {
+		t.Errorf("warnings %q do not name the unresolved GPU", res.Warnings)
+	}
+}
+
+func TestMappersResolveGPU(t *testing.T) {
+	seq := 512
+	rec := Record{ID: "x", Job: RecordJob{Mode: "train", SeqLen: &seq, GPU: "H100-96GB"}}
+	fn, ok := mapperFor("train")
+	if !ok {
+		t.Fatal("no training mapper")
+	}
+	job, err := fn(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.GPU != "H100-96GB" || job.GPUComputeCapability != 90 || job.GPUMemory == 0 {
+		t.Errorf("mapped job GPU %q cc %d memory %d, want the catalog's H100-96GB", job.GPU, job.GPUComputeCapability, job.GPUMemory)
+	}
+}
