@@ -240,21 +240,123 @@ func (r Report) Summary(group string) (Summary, bool) {
 	return Summary{}, false
 }
 
-// Markdown renders the rows and summaries as Markdown tables.
+// Markdown renders the report as a Markdown document: what is compared
+// and how, the summaries per group (median and 90th percentile of
+// |error|, and the signed median), the scored records per mode, and the
+// records left out with the reason.
 func (r Report) Markdown() string {
 	var b strings.Builder
-	b.WriteString("| id | mode | kind | metric | measured | estimated | error | scored | note |\n")
-	b.WriteString("|---|---|---|---|---:|---:|---:|---|---|\n")
-	for _, row := range r.Rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", row.ID, row.Mode, row.Kind, row.Metric,
-			units.FormatIEC(row.Measured), estText(row), errText(row), yes(row.Scored), strings.ReplaceAll(row.Note, "|", "/"))
+	b.WriteString(markdownIntro)
+	b.WriteString("\n## Summary\n\n")
+	b.WriteString(r.SummaryMarkdown())
+	for _, mode := range r.modes() {
+		fmt.Fprintf(&b, "\n## %s\n\n", scopeTitle(mode))
+		b.WriteString("| id | kind | metric | measured | estimated | error | peak phase |\n")
+		b.WriteString("|---|---|---|---:|---:|---:|---|\n")
+		for _, row := range r.Rows {
+			if row.Scored && scope(row) == mode {
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", row.ID, row.Kind, row.Metric,
+					units.FormatIEC(row.Measured), estText(row), errText(row), row.PeakPhase)
+			}
+		}
 	}
-	b.WriteString("\n| group | n | median abs error | p90 abs error | median signed error |\n|---|---:|---:|---:|---:|\n")
+	b.WriteString("\n## Not scored\n\n")
+	b.WriteString("These records are estimated where possible but do not count in the summaries.\n\n")
+	b.WriteString("| id | mode | kind | metric | measured | estimated | error | why not scored |\n")
+	b.WriteString("|---|---|---|---|---:|---:|---:|---|\n")
+	for _, row := range r.Rows {
+		if !row.Scored {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", row.ID, row.Mode, row.Kind, row.Metric,
+				units.FormatIEC(row.Measured), estText(row), errText(row), mdCell(whyNotScored(row)))
+		}
+	}
+	return b.String()
+}
+
+// markdownIntro opens the Markdown report.
+const markdownIntro = `# Accuracy
+
+Each record is a published measurement of a real run (a training step, a generation, a vLLM
+server) with its source, the framework and settings the source states, and the number it
+measured. gpumem estimates the same job from the model's config.json and compares like with
+like: torch.cuda.max_memory_allocated (and peak active bytes) with the allocated peak,
+torch.cuda.max_memory_reserved with the reserved peak, and the process memory nvidia-smi shows
+with the device peak. A measurement of something else (a total the source does not define, a
+KV pool, weights alone) is listed but not compared with a peak.
+
+The error of a record is (estimated − measured) / measured. A record counts in the summaries
+when its source is marked scoreable and reliable, its metric is one of the three peaks and the
+estimate succeeded; "median" and "p90" are the median and the 90th percentile (nearest rank) of
+|error| over those records, and "signed" is the median error (negative: the estimate is
+low). Groups are the job mode (single-GPU training, multi-GPU training, inference, serving),
+each run kind within it and each metric within it. No record tunes a constant of the memory
+model: when an estimate is off, the component that is wrong is fixed, not the total.
+`
+
+// SummaryMarkdown renders the summaries as one Markdown table.
+func (r Report) SummaryMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| group | records | median abs error | p90 abs error | signed median |\n")
+	b.WriteString("|---|---:|---:|---:|---:|\n")
 	for _, s := range r.Summaries {
 		fmt.Fprintf(&b, "| %s | %d | %.1f %% | %.1f %% | %+.1f %% |\n", s.Group, s.N, s.MedianAbsPct, s.P90AbsPct, s.MedianPct)
 	}
 	return b.String()
 }
+
+// scope is the summary group of a row's mode ("train multi-gpu" for
+// training on several GPUs).
+func scope(row Row) string {
+	if row.Mode == "train" && !row.SingleGPU {
+		return "train multi-gpu"
+	}
+	return row.Mode
+}
+
+// scopeTitle is the heading of a scope's section.
+func scopeTitle(scope string) string {
+	switch scope {
+	case "train":
+		return "Training on one GPU (train)"
+	case "train multi-gpu":
+		return "Training on several GPUs (train multi-gpu)"
+	case "inference":
+		return "Inference (inference)"
+	case "serving":
+		return "Serving (serving)"
+	}
+	return scope
+}
+
+// modes lists the scopes with scored rows, in the summaries' order.
+func (r Report) modes() []string {
+	var out []string
+	for _, row := range r.Rows {
+		if row.Scored && !slices.Contains(out, scope(row)) {
+			out = append(out, scope(row))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// whyNotScored says why a row is left out of the summaries.
+func whyNotScored(row Row) string {
+	switch {
+	case row.Note != "":
+		return row.Note
+	case !row.Scoreable:
+		return "the record is not marked scoreable (see its notes)"
+	case row.Reliability != "ok":
+		return "reliability " + cond(row.Reliability == "", "not stated", row.Reliability)
+	case row.Measured <= 0:
+		return "no measured value"
+	}
+	return ""
+}
+
+// mdCell escapes a table cell.
+func mdCell(s string) string { return strings.ReplaceAll(s, "|", "/") }
 
 // Text renders the rows and summaries as a plain aligned table.
 func (r Report) Text() string {
