@@ -29,6 +29,14 @@
 // name that matches boards of different memory sizes ("a100", "v100") is
 // rejected with [ErrAmbiguous] rather than guessed.
 //
+// # Jobs
+//
+// Estimates see a board through the job: plan.OnGPU copies its name,
+// compute capability ([GPU.SM]) and CUDA total into a memory.Job, and
+// plan.ResolveGPU does so for the name a job gives. [Filter] narrows a
+// listing by text, and [Catalog.Select] turns the GPU names and memory
+// size a planning command takes into the boards it checks.
+//
 // # User catalogs
 //
 // [LoadFile] merges a JSON or YAML file in the format of the embedded

@@ -7,6 +7,18 @@
 // any model of memory: [For] binds [memory.Estimate] to a model, and the
 // tests use synthetic estimators whose answers are known in closed form.
 //
+// # GPUs in jobs
+//
+// The estimator reads no GPU catalog: package memory stays free of the
+// catalog's dependencies. [OnGPU] is the one place a catalog board
+// ([gpu.GPU]) becomes job fields — the catalog name, the compute
+// capability (PyTorch's cuBLAS workspace grows from sm90 on) and the
+// total CUDA reports — and [ResolveGPU] looks the job's GPU name up first,
+// keeping a memory size the user gave. Every front end (the CLI, the
+// HTTP API, calibration, the accuracy records) goes through them, so an
+// H20, an MI300X or a board from a user's catalog file is seen the same
+// way everywhere.
+//
 // # Feasibility
 //
 // [Check] compares a result's device peak (what nvidia-smi shows for the
