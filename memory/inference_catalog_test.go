@@ -34,7 +34,7 @@ func TestInferenceWholeCatalog(t *testing.T) {
 		if w := component(t, r, "weights").Bytes; w < units.Bytes(r.TotalParams/2) {
 			t.Errorf("%s: weights %v for %d params: below 4 bits per parameter", e.ID, w, r.TotalParams)
 		}
-		s, err := Estimate(m, Job{Mode: Serving, GPU: "H200", MaxModelLen: 2 * prompt})
+		s, err := Estimate(m, Job{Mode: Serving, GPU: "H200", GPUComputeCapability: 90, GPUMemory: 140 * units.GiB, MaxModelLen: 2 * prompt})
 		if err != nil {
 			t.Errorf("%s serving: %v", e.ID, err)
 			continue

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/units"
 )
 
 // Generation with HF transformers: one 4096-token prompt on Llama-2-7B in
@@ -31,13 +32,16 @@ func ExampleEstimate_inference() {
 }
 
 // Serving with vLLM: the KV pool is what is left of 90 % of an H100 after
-// weights, the profiled activation peak and non-torch memory.
+// weights, the profiled activation peak and non-torch memory. The job
+// carries the GPU's facts (front ends copy them from the GPU catalog with
+// plan.OnGPU): its compute capability and the 79.19 GiB CUDA reports.
 func ExampleEstimate_serving() {
 	m, err := model.Lookup("meta-llama/Llama-3.1-8B")
 	if err != nil {
 		panic(err)
 	}
-	r, err := memory.Estimate(m, memory.Job{Mode: memory.Serving, GPU: "H100", MaxModelLen: 32768})
+	r, err := memory.Estimate(m, memory.Job{Mode: memory.Serving, MaxModelLen: 32768,
+		GPU: "H100-SXM", GPUComputeCapability: 90, GPUMemory: 7919 * units.GiB / 100})
 	if err != nil {
 		panic(err)
 	}

@@ -169,7 +169,7 @@ func TestInferencePartsSumToPeak(t *testing.T) {
 		{PromptLen: 100, GenLen: 100, Dtype: "nf4"},
 		{PromptLen: 100, GenLen: 100, Software: []string{"transformers<4.36"}},
 		{PromptLen: 100, GenLen: 100, NoKVCache: true},
-		{PromptLen: 100, GenLen: 100, CUDAGraphs: true, GPU: "H100"},
+		{PromptLen: 100, GenLen: 100, CUDAGraphs: true, GPU: "H100-SXM", GPUComputeCapability: 90, GPUMemory: 80 * units.GiB},
 		{PromptLen: 256, GenLen: 10, TP: 2, PP: 2},
 	}
 	for _, job := range jobs {
