@@ -8,7 +8,8 @@ import (
 	"github.com/gpumem/gpumem/units"
 )
 
-// h100Total is the total memory vLLM v0.19 reports for an H100-80GB.
+// h100Total is the total memory vLLM v0.19 reports for an H100-80GB (the
+// catalog's CUDA total of the H100-SXM).
 const h100Total = 7919 * units.GiB / 100
 
 func serve(t *testing.T, d denseShape, job Job) *ServingResult {
@@ -27,7 +28,7 @@ func TestServingLlama31MatchesVLLMProfile(t *testing.T) {
 	// vLLM v0.19 on H100-80GB, gpu_memory_utilization 0.95, max_model_len
 	// 8192: weights 14.99 GiB, activation peak 1.89 GiB, non-torch 0.25 GiB,
 	// KV pool 58.11 GiB = 476k tokens (dev measurement vllm019-llama31-8b-tp1).
-	s := serve(t, llama31_8b, Job{GPUMemory: h100Total, GPUMemoryUtilization: 0.95, MaxModelLen: 8192, GPU: "H100"})
+	s := serve(t, llama31_8b, Job{GPUMemory: h100Total, GPUMemoryUtilization: 0.95, MaxModelLen: 8192, GPU: "H100-SXM", GPUComputeCapability: 90})
 	checks := []struct {
 		name      string
 		got, want float64
@@ -116,8 +117,8 @@ func TestServingBadInput(t *testing.T) {
 		{"no gpu", Job{MaxModelLen: 4096}, "--gpu-memory"},
 		{"unknown gpu", Job{GPU: "Voodoo5", MaxModelLen: 4096}, "--gpu"},
 		{"catalog name without its memory", Job{GPU: "MI300X", MaxModelLen: 4096}, "gpu_memory_bytes"},
-		{"max model len beyond positions", Job{GPU: "H100", MaxModelLen: 1 << 20}, "--allow-long"},
-		{"tp not dividing heads", Job{GPU: "H100", MaxModelLen: 4096, TP: 5}, "--tp"},
+		{"max model len beyond positions", Job{GPUMemory: h100Total, MaxModelLen: 1 << 20}, "--allow-long"},
+		{"tp not dividing heads", Job{GPUMemory: h100Total, MaxModelLen: 4096, TP: 5}, "--tp"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,7 +132,7 @@ func TestServingBadInput(t *testing.T) {
 }
 
 func TestServingPlan(t *testing.T) {
-	rows, err := ServingPlan(testModel(llama31_8b), Job{GPU: "H100", MaxModelLen: 131072}, 8)
+	rows, err := ServingPlan(testModel(llama31_8b), Job{GPU: "H100-SXM", GPUComputeCapability: 90, GPUMemory: h100Total, MaxModelLen: 131072}, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func TestServingEncoderOnly(t *testing.T) {
 	d.id = "encoder"
 	m := testModel(d)
 	m.Text.Causal = false
-	r := mustEstimate(t, m, Job{Mode: Serving, GPU: "H100", MaxModelLen: 512})
+	r := mustEstimate(t, m, Job{Mode: Serving, GPUMemory: h100Total, MaxModelLen: 512})
 	s := r.Serving
 	if s.KVBytesPerToken != 0 || s.KVPoolBytes != 0 || s.KVTokens != 0 || !s.MaxModelLenFits {
 		t.Errorf("encoder-only serving: %+v; want no cache and fits", *s)
@@ -187,5 +188,27 @@ func TestServingV0Sampler(t *testing.T) {
 	}
 	if v1.ActivationPeakBytes <= v0.ActivationPeakBytes {
 		t.Errorf("V1 sampler warm-up %v not above V0's %v", v1.ActivationPeakBytes, v0.ActivationPeakBytes)
+	}
+}
+
+func TestServingBatchDefaultsFollowTheGPU(t *testing.T) {
+	// vLLM's get_batch_defaults: 8192 tokens and 1024 sequences on GPUs
+	// of at least 70 GiB whose name lacks "a100", 2048 and 256 otherwise.
+	tests := []struct {
+		job            Job
+		batched, seqs int
+	}{
+		{Job{GPU: "H100-SXM", GPUMemory: h100Total}, 8192, 1024},
+		{Job{GPU: "A100-SXM-80GB", GPUMemory: 7915 * units.GiB / 100}, 2048, 256},
+		{Job{GPU: "MI300X", GPUMemory: 192 * units.GiB}, 8192, 1024},
+		{Job{GPU: "L40S", GPUMemory: 45 * units.GiB}, 2048, 256},
+		{Job{GPUMemory: 80 * units.GiB}, 8192, 1024},
+	}
+	for _, tt := range tests {
+		tt.job.MaxModelLen = 4096
+		s := serve(t, llama31_8b, tt.job)
+		if s.MaxNumBatchedTokens != tt.batched || s.MaxNumSeqs != tt.seqs {
+			t.Errorf("%q with %v: %d tokens, %d sequences; want %d, %d", tt.job.GPU, tt.job.GPUMemory, s.MaxNumBatchedTokens, s.MaxNumSeqs, tt.batched, tt.seqs)
+		}
 	}
 }
