@@ -108,38 +108,104 @@ const (
 	fragPrefix           = "fragmentation"
 )
 
-// withBand attaches the band to an estimate; the hook of [Estimate].
-func withBand(r Result, err error) (Result, error) {
-	if err == nil {
-		b := EstimateBand(r)
-		r.PerGPU.Band = &b
-	}
-	return r, err
+// withBand attaches the band to an estimate; the hook of [Estimate]. The
+// band and its terms share one allocation.
+func withBand(r *Result) {
+	box := new(bandBox)
+	var buf [bandTermsPerEstimate]BandTerm
+	n := bandTerms(&r.Job, &r.PerGPU, &buf)
+	box.terms = buf
+	box.band = bandAround(&r.PerGPU, box.terms[:n:n])
+	r.PerGPU.Band = &box.band
+}
+
+// bandBox is the band of one estimate with room for all its terms.
+type bandBox struct {
+	band  Band
+	terms [bandTermsPerEstimate]BandTerm
 }
 
 // EstimateBand computes the band of an estimate from its job and
 // components. It is a pure function of the result.
 func EstimateBand(r Result) Band {
-	j, p := r.Job, r.PerGPU
-	terms := make([]BandTerm, 0, bandTermsPerEstimate)
-	add := func(t BandTerm) {
-		if t.DownBytes > 0 || t.UpBytes > 0 {
-			terms = append(terms, t)
-		}
-	}
-	add(allocatorTerm(j, p))
-	add(runtimeTerm(j, p))
-	if j.Mode != Serving { // vLLM's KV pool absorbs these differences
-		add(residualTerm(p))
-		add(activationTerm(j, p))
-		add(seqCapTerm(j, p))
-	}
-	add(commTerm(p))
-	add(optimizerDefaultTerm(j, p))
-	sortTerms(terms)
+	var buf [bandTermsPerEstimate]BandTerm
+	n := bandTerms(&r.Job, &r.PerGPU, &buf)
+	terms := make([]BandTerm, n, bandTermsPerEstimate)
+	copy(terms, buf[:n])
+	return bandAround(&r.PerGPU, terms)
+}
+
+// bandAround is the band of the device peak made of terms, which are
+// sorted largest first.
+func bandAround(p *PerGPU, terms []BandTerm) Band {
 	lo, hi := combine(terms, levelDevice)
 	return Band{Peak: "device", LowBytes: sat(p.DevicePeakBytes - lo), ExpectedBytes: p.DevicePeakBytes,
 		HighBytes: units.Add(p.DevicePeakBytes, hi), Terms: terms}
+}
+
+// bandTerms writes the non-zero terms of an estimate into dst, largest
+// first, and returns how many there are.
+func bandTerms(j *Job, p *PerGPU, dst *[bandTermsPerEstimate]BandTerm) int {
+	rows := bandRowsOf(p)
+	n := 0
+	add := func(t BandTerm) {
+		if t.DownBytes > 0 || t.UpBytes > 0 {
+			dst[n] = t
+			n++
+		}
+	}
+	add(allocatorTerm(j, p, &rows))
+	add(runtimeTerm(j, &rows))
+	if j.Mode != Serving { // vLLM's KV pool absorbs these differences
+		add(residualTerm(p))
+		add(activationTerm(j, &rows))
+		add(seqCapTerm(j, &rows))
+	}
+	add(commTerm(&rows))
+	add(optimizerDefaultTerm(j, p, &rows))
+	sortTerms(dst[:n])
+	return n
+}
+
+// bandRows are the breakdown rows the band terms read: for each name
+// the bytes of the first row so named, 0 when there is none.
+type bandRows struct {
+	frag, ctx, nccl, act, out, loss, comm, step units.Bytes
+}
+
+// bandRowsOf reads the rows the band needs in one pass over the
+// breakdown (the first row of each name counts).
+func bandRowsOf(p *PerGPU) bandRows {
+	var r bandRows
+	var seen uint8
+	take := func(bit uint8, dst *units.Bytes, b units.Bytes) {
+		if seen&bit == 0 {
+			seen |= bit
+			*dst = b
+		}
+	}
+	for i := range p.Components {
+		c := &p.Components[i]
+		switch c.Name {
+		case "fragmentation":
+			take(1, &r.frag, c.Bytes)
+		case "cuda_context":
+			take(2, &r.ctx, c.Bytes)
+		case "nccl":
+			take(4, &r.nccl, c.Bytes)
+		case "activations":
+			take(8, &r.act, c.Bytes)
+		case "output_activations":
+			take(16, &r.out, c.Bytes)
+		case "loss":
+			take(32, &r.loss, c.Bytes)
+		case "comm_buffers":
+			take(64, &r.comm, c.Bytes)
+		case "optimizer_step":
+			take(128, &r.step, c.Bytes)
+		}
+	}
+	return r
 }
 
 // Peak levels, ordered.
@@ -193,19 +259,9 @@ func sat(b units.Bytes) units.Bytes { return max(b, 0) }
 
 func frac(b units.Bytes, f float64) units.Bytes { return units.FromFloat(float64(b) * f) }
 
-// bandComponent returns the bytes of the named row of the breakdown.
-func bandComponent(p PerGPU, name string) units.Bytes {
-	for _, c := range p.Components {
-		if c.Name == name {
-			return c.Bytes
-		}
-	}
-	return 0
-}
-
 // overridden reports whether the job sets a constant whose name starts
 // with prefix (a calibrated value).
-func overridden(j Job, prefix string) bool {
+func overridden(j *Job, prefix string) bool {
 	for k := range j.Constants {
 		if strings.HasPrefix(strings.ToLower(k), prefix) {
 			return true
@@ -215,8 +271,8 @@ func overridden(j Job, prefix string) bool {
 }
 
 // allocatorTerm: the fragmentation fraction within its documented range.
-func allocatorTerm(j Job, p PerGPU) BandTerm {
-	frag, alloc := bandComponent(p, "fragmentation"), float64(p.AllocatedPeakBytes)
+func allocatorTerm(j *Job, p *PerGPU, rows *bandRows) BandTerm {
+	frag, alloc := rows.frag, float64(p.AllocatedPeakBytes)
 	t := BandTerm{Name: "allocator", Level: "reserved",
 		Reason: "caching-allocator fragmentation (reserved − allocated) varies with the shapes a run allocates",
 		Source: "MODEL.md §10 (2–10 % in steady training), §15.5 (0–2 % HF inference, ≈ 15 % torch 1.x), §15.11 (13–22 % sharded)"}
@@ -243,11 +299,11 @@ func allocatorTerm(j Job, p PerGPU) BandTerm {
 }
 
 // runtimeTerm: the CUDA context and NCCL communicators.
-func runtimeTerm(j Job, p PerGPU) BandTerm {
+func runtimeTerm(j *Job, rows *bandRows) BandTerm {
 	t := BandTerm{Name: "runtime", Level: "device",
 		Reason: "CUDA context size depends on the driver, CUDA version and kernels loaded; NCCL buffers on channels and peers",
 		Source: "MODEL.md §10 (context 300–600 MiB lazy, ~1 GiB with more kernels; NCCL 0.2–1 GiB per communicator), §15.5 (1343 MiB eager)"}
-	ctx := float64(bandComponent(p, "cuda_context"))
+	ctx := float64(rows.ctx)
 	var d, u float64
 	switch {
 	case ctx <= 0:
@@ -258,7 +314,7 @@ func runtimeTerm(j Job, p PerGPU) BandTerm {
 	default:
 		d, u = max(0, ctx-ctxLazyLoMiB*mib), max(0, ctxLazyHiMiB*mib-ctx)
 	}
-	if n := float64(bandComponent(p, "nccl")); n > 0 && !overridden(j, "nccl") {
+	if n := float64(rows.nccl); n > 0 && !overridden(j, "nccl") {
 		d, u = math.Hypot(d, n*ncclDown), math.Hypot(u, n*ncclUp)
 	}
 	t.DownBytes, t.UpBytes = units.FromFloat(d), units.FromFloat(u)
@@ -266,7 +322,7 @@ func runtimeTerm(j Job, p PerGPU) BandTerm {
 }
 
 // residualTerm: the estimator's residual error on measured runs.
-func residualTerm(p PerGPU) BandTerm {
+func residualTerm(p *PerGPU) BandTerm {
 	r := frac(p.AllocatedPeakBytes, residual)
 	return BandTerm{Name: "residual", Level: "allocated", DownBytes: r, UpBytes: r,
 		Reason: "tensors and transients the component inventories do not list",
@@ -274,49 +330,74 @@ func residualTerm(p PerGPU) BandTerm {
 }
 
 // activationTerm: saved activations and the loss at the peak phase.
-func activationTerm(j Job, p PerGPU) BandTerm {
-	act := units.Add(bandComponent(p, "activations"), units.Add(bandComponent(p, "output_activations"), bandComponent(p, "loss")))
-	t := BandTerm{Name: "activations", Level: "allocated",
-		Reason: "saved-activation inventories change with framework and library versions",
-		Source: "MODEL.md §4.3, §14 item 1, §15.7, §15.14; dev measurements within ±5 % with the stated framework"}
+func activationTerm(j *Job, rows *bandRows) BandTerm {
+	act := units.Add(rows.act, units.Add(rows.out, rows.loss))
 	down := actDown
-	var unstated []string
+	reason := 0
 	if j.Framework == "" {
 		down += actUnstated
-		unstated = append(unstated, "framework")
+		reason |= actReasonFramework
 	}
 	if j.Attention == "" {
 		down += actUnstated
-		unstated = append(unstated, "attention")
-	}
-	if len(unstated) > 0 {
-		t.Reason += "; not stated, so defaults assumed: " + strings.Join(unstated, ", ")
+		reason |= actReasonAttention
 	}
 	if j.GradCheckpoint == "selective" {
 		down = max(down, actSelectiveDown)
-		t.Reason += "; selective checkpointing keeps different tensors in each framework"
+		reason |= actReasonSelective
 	}
-	t.DownBytes, t.UpBytes = frac(act, down), frac(act, actUp)
-	return t
+	return BandTerm{Name: "activations", Level: "allocated", DownBytes: frac(act, down), UpBytes: frac(act, actUp),
+		Reason: actReasons[reason],
+		Source: "MODEL.md §4.3, §14 item 1, §15.7, §15.14; dev measurements within ±5 % with the stated framework"}
 }
 
+// Flags selecting the reason of the activations term.
+const (
+	actReasonFramework = 1 << iota // framework not stated
+	actReasonAttention             // attention not stated
+	actReasonSelective             // selective checkpointing
+)
+
+// actReasons is the reason of the activations term for each combination
+// of the actReason flags, built once so an estimate joins no strings.
+var actReasons = func() (r [8]string) {
+	for i := range r {
+		s := "saved-activation inventories change with framework and library versions"
+		var unstated []string
+		if i&actReasonFramework != 0 {
+			unstated = append(unstated, "framework")
+		}
+		if i&actReasonAttention != 0 {
+			unstated = append(unstated, "attention")
+		}
+		if len(unstated) > 0 {
+			s += "; not stated, so defaults assumed: " + strings.Join(unstated, ", ")
+		}
+		if i&actReasonSelective != 0 {
+			s += "; selective checkpointing keeps different tensors in each framework"
+		}
+		r[i] = s
+	}
+	return r
+}()
+
 // seqCapTerm: unpacked data, where --seq-len only caps the sample length.
-func seqCapTerm(j Job, p PerGPU) BandTerm {
+func seqCapTerm(j *Job, rows *bandRows) BandTerm {
 	t := BandTerm{Name: "seq_len_cap", Level: "allocated",
 		Reason: "packed is false: seq_len only caps variable-length samples, and the peak is set by the longest batch the run meets",
 		Source: "MODEL.md §15.15; testdata README (unpacked datasets: the real peak depends on the longest batch)"}
 	if j.Mode == Inference || j.Packed == nil || *j.Packed {
 		return t
 	}
-	act := units.Add(bandComponent(p, "activations"), units.Add(bandComponent(p, "output_activations"), bandComponent(p, "loss")))
+	act := units.Add(rows.act, units.Add(rows.out, rows.loss))
 	t.DownBytes = frac(act, actSeqCapDown)
 	return t
 }
 
 // commTerm: data-parallel communication buffers (DDP buckets, DeepSpeed
 // IPG buckets, FSDP unsharded units).
-func commTerm(p PerGPU) BandTerm {
-	c := bandComponent(p, "comm_buffers")
+func commTerm(rows *bandRows) BandTerm {
+	c := rows.comm
 	return BandTerm{Name: "comm_buffers", Level: "allocated", DownBytes: frac(c, commDown), UpBytes: frac(c, commUp),
 		Reason: "bucket sizes and overlap settings of the distributed engine",
 		Source: "MODEL.md §14 item 2 (IPG buckets 1–2 GB at defaults, FSDP unsharded units, prefetch)"}
@@ -325,14 +406,14 @@ func commTerm(p PerGPU) BandTerm {
 // optimizerDefaultTerm: no optimizer given, so torch's foreach AdamW with
 // its step intermediate is assumed; the fused AdamW that HF Trainer picks
 // on torch >= 2.8 has none, which lowers a peak at the step.
-func optimizerDefaultTerm(j Job, p PerGPU) BandTerm {
+func optimizerDefaultTerm(j *Job, p *PerGPU, rows *bandRows) BandTerm {
 	t := BandTerm{Name: "optimizer_default", Level: "allocated",
 		Reason: "optimizer not stated: foreach AdamW assumed; fused AdamW (HF default on torch >= 2.8) has no step intermediate",
 		Source: "MODEL.md §2.1 (HF default optimizer), §2.3 (foreach +1× states at step), §15.6"}
 	if (j.Mode != "" && j.Mode != Train) || j.Optimizer != "" || p.PeakPhase != "step" {
 		return t
 	}
-	step := bandComponent(p, "optimizer_step")
+	step := rows.step
 	if step <= 0 {
 		return t
 	}

@@ -15,13 +15,22 @@ func Estimate(m *model.Model, job Job) (Result, error) {
 	if err := checkGPU(job); err != nil {
 		return Result{}, err
 	}
+	var r Result
 	switch job.Mode {
 	case "", Train:
-		return withBand(estimateTraining(m, job))
+		if err := estimateTraining(m, &job, &r); err != nil {
+			return Result{}, err
+		}
 	case Inference, Serving:
-		return withBand(estimateInference(m, job))
+		var err error
+		if r, err = estimateInference(m, job); err != nil {
+			return r, err
+		}
+	default:
+		return Result{}, fmt.Errorf("estimate: unknown mode %q (want train, inference or serving)", job.Mode)
 	}
-	return Result{}, fmt.Errorf("estimate: unknown mode %q (want train, inference or serving)", job.Mode)
+	withBand(&r)
+	return r, nil
 }
 
 // maxComputeCapability bounds Job.GPUComputeCapability: CUDA's are major

@@ -51,17 +51,20 @@ type trainParts struct {
 // phases of one step; the allocated peak is the largest phase (MODEL.md §11).
 // With pipeline parallelism every stage is estimated and the most loaded
 // one is the answer.
-func estimateTraining(m *model.Model, job Job) (Result, error) {
+// The result is written to res, which job must not alias.
+func estimateTraining(m *model.Model, job *Job, res *Result) error {
 	var s setup
-	if err := s.init(m, job); err != nil {
-		return Result{}, err
+	if err := s.initJob(m, job); err != nil {
+		return err
 	}
 	if s.dist.pp > 1 {
-		return s.estimateStages(), nil
+		*res = s.estimateStages()
+		return nil
 	}
 	var t trainParts
 	s.stageParts(&t)
-	return s.assemble(&t), nil
+	s.assemble(&t, res)
+	return nil
 }
 
 // stageParts computes the parts of the current pipeline stage.
@@ -100,7 +103,8 @@ func (s *setup) estimateStages() Result {
 		s.warnings = warnings[:len(warnings):len(warnings)]
 		var t trainParts
 		s.stageParts(&t)
-		r := s.assemble(&t)
+		var r Result
+		s.assemble(&t, &r)
 		stages[i] = StageResult{Stage: i, FirstLayer: d.stageLo, Layers: d.stageLayers, InFlight: d.inFlight,
 			Embedding: d.first, OutputLayer: d.last, PerGPU: r.PerGPU}
 		if i == 0 || r.PerGPU.DevicePeakBytes > best.PerGPU.DevicePeakBytes {
@@ -220,8 +224,8 @@ func (s *setup) castPhases(t *trainParts) [numPhases]float64 {
 }
 
 // assemble turns the parts into a Result: per-phase totals, the peak
-// phase, the rows at the peak and the reserved/device peaks.
-func (s *setup) assemble(t *trainParts) Result {
+// phase, the rows at the peak and the reserved/device peaks, written to res.
+func (s *setup) assemble(t *trainParts, res *Result) {
 	var rows [numRows]comp
 	s.rows(t, &rows)
 	var totals [numPhases]units.Bytes
@@ -284,7 +288,7 @@ func (s *setup) assemble(t *trainParts) Result {
 	for ph := range numPhases {
 		phases[ph] = Phase{Name: phaseNames[ph], Bytes: totals[ph]}
 	}
-	res := Result{
+	*res = Result{
 		Model:           s.m.ID,
 		Architecture:    s.m.Architecture,
 		TotalParams:     t.p.total,
@@ -314,7 +318,6 @@ func (s *setup) assemble(t *trainParts) Result {
 	if limit := s.gpuMemory(t); limit > 0 && device > limit {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("device peak %s exceeds the GPU's %s", units.FormatIEC(device), units.FormatIEC(limit)))
 	}
-	return res
 }
 
 // capReserved bounds the reserved peak by the GPU: when the caching

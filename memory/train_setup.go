@@ -103,7 +103,13 @@ type setup struct {
 
 // init validates job against m and fills every default.
 func (s *setup) init(m *model.Model, job Job) error {
-	*s = setup{m: m, job: job}
+	return s.initJob(m, &job)
+}
+
+// initJob is init with the job passed by pointer; s keeps a copy, so the
+// job may not escape to the heap with it.
+func (s *setup) initJob(m *model.Model, job *Job) error {
+	*s = setup{m: m, job: *job}
 	var err error
 	if s.c, err = resolveConstants(job.Constants); err != nil {
 		return err
