@@ -195,7 +195,7 @@ func TestServingBatchDefaultsFollowTheGPU(t *testing.T) {
 	// vLLM's get_batch_defaults: 8192 tokens and 1024 sequences on GPUs
 	// of at least 70 GiB whose name lacks "a100", 2048 and 256 otherwise.
 	tests := []struct {
-		job            Job
+		job           Job
 		batched, seqs int
 	}{
 		{Job{GPU: "H100-SXM", GPUMemory: h100Total}, 8192, 1024},
