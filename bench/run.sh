@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Times the gpumem binary end to end (process start, embedded catalog,
+# estimate, output) against a Go hello-world built on the same machine,
+# and prints each command's median time and its ratio to hello world.
+#
+#   bench/run.sh            hyperfine when installed, else a timing loop
+#   RUNS=200 bench/run.sh   more runs per command (default 50)
+#   NO_HYPERFINE=1 bench/run.sh   the timing loop even when hyperfine is installed
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+runs=${RUNS:-50}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+go build -trimpath -o "$tmp/gpumem" ./cmd/gpumem
+go build -trimpath -o "$tmp/hello" ./bench/hello
+
+# median_ms prints the median wall time of a command in milliseconds.
+median_ms() {
+  if [ -z "${NO_HYPERFINE:-}" ] && command -v hyperfine >/dev/null 2>&1; then
+    hyperfine -N --style none --warmup 3 --runs "$runs" --export-csv "$tmp/run.csv" -- "$*" >/dev/null
+    # columns: command,mean,stddev,median,user,system,min,max (seconds)
+    awk -F, 'NR == 2 { printf "%.2f\n", $4 * 1000 }' "$tmp/run.csv"
+    return
+  fi
+  local i start end
+  : >"$tmp/times"
+  for ((i = 0; i < runs; i++)); do
+    start=$(date +%s%N)
+    "$@" >/dev/null
+    end=$(date +%s%N)
+    echo $(((end - start) / 1000)) >>"$tmp/times"
+  done
+  sort -n "$tmp/times" | awk '{ t[NR] = $1 } END { m = (NR % 2) ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2; printf "%.2f\n", m / 1000 }'
+}
+
+g="$tmp/gpumem"
+commands=(
+  "$g estimate --model llama3-8b --seq-len 4096 --format json"
+  "$g estimate --model llama3-8b --method qlora --lora-target-modules all-linear --seq-len 8192"
+  "$g estimate --model qwen2.5-7b --mode inference --batch-size 8 --prompt-len 4096 --gen-len 1024"
+  "$g estimate --model Qwen/Qwen3-30B-A3B --engine deepspeed --zero 3 --num-gpus 64 --seq-len 4096"
+  "$g params --model meta-llama/Llama-3.1-405B"
+  "$g fit --model llama3-8b --gpu H100 --seq-len 4096"
+)
+
+tool="a timing loop (date +%s%N)"
+[ -z "${NO_HYPERFINE:-}" ] && command -v hyperfine >/dev/null 2>&1 && tool="hyperfine $(hyperfine --version | awk '{print $2}')"
+echo "machine: $(nproc) CPUs, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
+echo "go: $(go env GOVERSION); timing: $tool, $runs runs per command, median"
+echo
+
+hello=$(median_ms "$tmp/hello")
+printf '%-100s %9s %7s\n' "command" "median" "ratio"
+printf '%-100s %7s ms %7s\n' "hello world (Go, same machine)" "$hello" "1.0"
+for c in "${commands[@]}"; do
+  # shellcheck disable=SC2086 # the command is split into words on purpose
+  ms=$(median_ms $c)
+  printf '%-100s %7s ms %7s\n' "gpumem ${c#"$g "}" "$ms" "$(awk -v a="$ms" -v b="$hello" 'BEGIN { printf "%.1f", a / b }')"
+done
