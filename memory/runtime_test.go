@@ -97,6 +97,12 @@ func TestJobGPUFacts(t *testing.T) {
 	if !strings.Contains(o.Warning, "Voodoo5") || !strings.Contains(o.Warning, "gpu_compute_capability") {
 		t.Errorf("name-only warning %q, want it to name the GPU and the missing field", o.Warning)
 	}
+	for _, job := range []Job{{SeqLen: 512, GPU: "Voodoo5"}, {Mode: Inference, PromptLen: 100, GPU: "Voodoo5"}} {
+		r, err := Estimate(testModel(llama2_7b), job)
+		if err != nil || !strings.Contains(strings.Join(r.Warnings, "\n"), `gpu "Voodoo5"`) {
+			t.Errorf("%s job naming an unseen GPU: warnings %q, err %v; want the GPU named", job.Mode, r.Warnings, err)
+		}
+	}
 	for _, cc := range []int{-1, 200, 1 << 30} {
 		if _, err := Estimate(testModel(llama2_7b), Job{SeqLen: 512, GPUComputeCapability: cc}); err == nil || !strings.Contains(err.Error(), "gpu_compute_capability") {
 			t.Errorf("compute capability %d: err = %v, want one naming gpu_compute_capability", cc, err)
