@@ -111,10 +111,12 @@ const (
 // withBand attaches the band to an estimate; the hook of [Estimate]. The
 // band and its terms share one allocation.
 func withBand(r *Result) {
-	box := new(bandBox)
-	var buf [bandTermsPerEstimate]BandTerm
-	n := bandTerms(&r.Job, &r.PerGPU, &buf)
-	box.terms = buf
+	attachBand(r, new(bandBox))
+}
+
+// attachBand computes the band of r into box and attaches it.
+func attachBand(r *Result, box *bandBox) {
+	n := bandTerms(&r.Job, &r.PerGPU, &box.terms)
 	box.band = bandAround(&r.PerGPU, box.terms[:n:n])
 	r.PerGPU.Band = &box.band
 }
@@ -147,23 +149,38 @@ func bandAround(p *PerGPU, terms []BandTerm) Band {
 // first, and returns how many there are.
 func bandTerms(j *Job, p *PerGPU, dst *[bandTermsPerEstimate]BandTerm) int {
 	rows := bandRowsOf(p)
-	n := 0
-	add := func(t BandTerm) {
-		if t.DownBytes > 0 || t.UpBytes > 0 {
-			dst[n] = t
-			n++
-		}
-	}
-	add(allocatorTerm(j, p, &rows))
-	add(runtimeTerm(j, &rows))
+	var all [bandTermsPerEstimate]BandTerm
+	k := 0
+	all[k], k = allocatorTerm(j, p, &rows), k+1
+	all[k], k = runtimeTerm(j, &rows), k+1
 	if j.Mode != Serving { // vLLM's KV pool absorbs these differences
-		add(residualTerm(p))
-		add(activationTerm(j, &rows))
-		add(seqCapTerm(j, &rows))
+		all[k], k = residualTerm(p), k+1
+		all[k], k = activationTerm(j, &rows), k+1
+		all[k], k = seqCapTerm(j, &rows), k+1
 	}
-	add(commTerm(&rows))
-	add(optimizerDefaultTerm(j, p, &rows))
-	sortTerms(dst[:n])
+	all[k], k = commTerm(&rows), k+1
+	all[k], k = optimizerDefaultTerm(j, p, &rows), k+1
+	// Keep the non-zero terms and order them by their larger side,
+	// largest first; equal sizes keep their order (a stable insertion
+	// sort over indexes, so the terms themselves move once).
+	var idx [bandTermsPerEstimate]int
+	var size [bandTermsPerEstimate]units.Bytes
+	n := 0
+	for i := range k {
+		t := &all[i]
+		if t.DownBytes <= 0 && t.UpBytes <= 0 {
+			continue
+		}
+		idx[n], size[n] = i, max(t.DownBytes, t.UpBytes)
+		for m := n; m > 0 && size[m] > size[m-1]; m-- {
+			idx[m], idx[m-1] = idx[m-1], idx[m]
+			size[m], size[m-1] = size[m-1], size[m]
+		}
+		n++
+	}
+	for i := range n {
+		dst[i] = all[idx[i]]
+	}
 	return n
 }
 
@@ -425,14 +442,4 @@ func optimizerDefaultTerm(j *Job, p *PerGPU, rows *bandRows) BandTerm {
 	}
 	t.DownBytes = sat(p.AllocatedPeakBytes - alt)
 	return t
-}
-
-// sortTerms orders terms by their larger side, largest first.
-func sortTerms(ts []BandTerm) {
-	size := func(t BandTerm) units.Bytes { return max(t.DownBytes, t.UpBytes) }
-	for i := 1; i < len(ts); i++ {
-		for k := i; k > 0 && size(ts[k]) > size(ts[k-1]); k-- {
-			ts[k], ts[k-1] = ts[k-1], ts[k]
-		}
-	}
 }

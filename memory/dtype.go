@@ -59,6 +59,9 @@ func DTypes() []DType {
 // ParseDType returns the dtype named s (canonical name or alias, case
 // insensitive, surrounding blanks ignored).
 func ParseDType(s string) (DType, error) {
+	if d := canonicalDType(s); d != nil {
+		return *d, nil
+	}
 	s = strings.TrimSpace(s)
 	for _, d := range dtypes {
 		if strings.EqualFold(s, d.Name) {
@@ -71,6 +74,34 @@ func ParseDType(s string) (DType, error) {
 		}
 	}
 	return DType{}, fmt.Errorf("unknown dtype %q (want fp32, bf16, fp16, fp8, int8, int4, nf4, fp4 or mxfp4)", s)
+}
+
+// canonicalDType is the dtype whose canonical name is exactly s, or nil:
+// the fast path of [ParseDType] for the names jobs usually carry. No
+// alias of one dtype is another's canonical name, so the answer is the
+// one the full scan gives.
+func canonicalDType(s string) *DType {
+	switch s {
+	case "bf16":
+		return &BF16
+	case "fp32":
+		return &FP32
+	case "fp16":
+		return &FP16
+	case "nf4":
+		return &NF4
+	case "fp8":
+		return &FP8
+	case "int8":
+		return &INT8
+	case "int4":
+		return &INT4
+	case "fp4":
+		return &FP4
+	case "mxfp4":
+		return &MXFP4
+	}
+	return nil
 }
 
 // BytesPerElement is the storage width in bytes (0.5 for 4-bit formats),

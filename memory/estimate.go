@@ -12,12 +12,14 @@ func Estimate(m *model.Model, job Job) (Result, error) {
 	if m == nil {
 		return Result{}, fmt.Errorf("estimate: no model")
 	}
-	if err := checkGPU(job); err != nil {
+	if err := checkGPU(job.GPUComputeCapability); err != nil {
 		return Result{}, err
 	}
 	var r Result
 	switch job.Mode {
 	case "", Train:
+		// The training estimator attaches the band itself, allocated
+		// with the phases.
 		if err := estimateTraining(m, &job, &r); err != nil {
 			return Result{}, err
 		}
@@ -26,10 +28,10 @@ func Estimate(m *model.Model, job Job) (Result, error) {
 		if r, err = estimateInference(m, job); err != nil {
 			return r, err
 		}
+		withBand(&r)
 	default:
 		return Result{}, fmt.Errorf("estimate: unknown mode %q (want train, inference or serving)", job.Mode)
 	}
-	withBand(&r)
 	return r, nil
 }
 
@@ -37,9 +39,9 @@ func Estimate(m *model.Model, job Job) (Result, error) {
 // × 10 + minor with minor below 10, and majors are still below 20.
 const maxComputeCapability = 199
 
-// checkGPU rejects an impossible compute capability.
-func checkGPU(job Job) error {
-	if cc := job.GPUComputeCapability; cc < 0 || cc > maxComputeCapability {
+// checkGPU rejects an impossible compute capability cc (Job.GPUComputeCapability).
+func checkGPU(cc int) error {
+	if cc < 0 || cc > maxComputeCapability {
 		return fmt.Errorf("gpu_compute_capability %d: want the CUDA compute capability × 10 (e.g. 90 for 9.0), or 0 when unknown", cc)
 	}
 	return nil

@@ -54,7 +54,7 @@ func (s *setup) resolveLoRA() error {
 	if l.dropout < 0 || l.dropout >= 1 {
 		return fmt.Errorf("--lora-dropout: want 0 <= p < 1, got %v", j.LoRADropout)
 	}
-	switch v := strings.ToLower(strings.TrimSpace(j.PEFTVariant)); v {
+	switch v := fold(j.PEFTVariant); v {
 	case "", "lora", "qlora":
 		l.variant = "lora"
 	case "dora", "lora-fa", "lorafa", "lora_fa":
@@ -70,7 +70,7 @@ func (s *setup) resolveLoRA() error {
 		l.targets = []string{"q_proj", "v_proj"}
 	}
 	for _, t := range l.targets {
-		if t2 := strings.ToLower(strings.TrimSpace(t)); t2 == "all-linear" || t2 == "all_linear" || t2 == "all" {
+		if t2 := fold(t); t2 == "all-linear" || t2 == "all_linear" || t2 == "all" {
 			l.allLin = true
 		}
 	}
@@ -176,7 +176,7 @@ func (s *setup) forEachTarget(fn func(mod *model.Module, in, out int, short stri
 			continue
 		}
 		for _, t := range l.targets {
-			t = strings.ToLower(strings.TrimSpace(t))
+			t = fold(t)
 			switch {
 			case t == short || strings.HasSuffix(strings.ToLower(mod.Name), "."+t):
 				fn(mod, mod.In, mod.Out, short)

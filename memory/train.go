@@ -58,13 +58,20 @@ func estimateTraining(m *model.Model, job *Job, res *Result) error {
 		return err
 	}
 	if s.dist.pp > 1 {
-		*res = s.estimateStages()
+		attachBand(res, s.estimateStages(res))
 		return nil
 	}
 	var t trainParts
 	s.stageParts(&t)
-	s.assemble(&t, res)
+	attachBand(res, s.assemble(&t, res))
 	return nil
+}
+
+// trainBox holds the parts of a training result allocated together:
+// the phase totals and the band with room for its terms.
+type trainBox struct {
+	phases [numPhases]Phase
+	bandBox
 }
 
 // stageParts computes the parts of the current pipeline stage.
@@ -91,12 +98,14 @@ func (s *setup) stageParts(t *trainParts) {
 	}
 }
 
-// estimateStages estimates every pipeline stage and answers with the most
-// loaded one (the largest device peak), listing all of them in Stages.
-func (s *setup) estimateStages() Result {
+// estimateStages estimates every pipeline stage and writes the most
+// loaded one (the largest device peak) to res, listing all of them in
+// Stages. It returns the band box of the chosen stage.
+func (s *setup) estimateStages(res *Result) *bandBox {
 	d := &s.dist
 	stages := make([]StageResult, d.pp)
 	var best Result
+	var bestBox *bandBox
 	warnings := s.warnings
 	for i := range d.pp {
 		s.setStage(i)
@@ -104,11 +113,11 @@ func (s *setup) estimateStages() Result {
 		var t trainParts
 		s.stageParts(&t)
 		var r Result
-		s.assemble(&t, &r)
+		box := s.assemble(&t, &r)
 		stages[i] = StageResult{Stage: i, FirstLayer: d.stageLo, Layers: d.stageLayers, InFlight: d.inFlight,
 			Embedding: d.first, OutputLayer: d.last, PerGPU: r.PerGPU}
 		if i == 0 || r.PerGPU.DevicePeakBytes > best.PerGPU.DevicePeakBytes {
-			best = r
+			best, bestBox = r, box
 		}
 	}
 	best.Stages = stages
@@ -119,7 +128,8 @@ func (s *setup) estimateStages() Result {
 	}
 	b.WriteString(" (stages in the JSON output)")
 	best.Warnings = append(best.Warnings, b.String())
-	return best
+	*res = best
+	return bestBox
 }
 
 // rows builds the allocated-level rows with their per-phase bytes.
@@ -224,8 +234,9 @@ func (s *setup) castPhases(t *trainParts) [numPhases]float64 {
 }
 
 // assemble turns the parts into a Result: per-phase totals, the peak
-// phase, the rows at the peak and the reserved/device peaks, written to res.
-func (s *setup) assemble(t *trainParts, res *Result) {
+// phase, the rows at the peak and the reserved/device peaks, written to
+// res. It returns the band box allocated with the phases.
+func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 	var rows [numRows]comp
 	s.rows(t, &rows)
 	var totals [numPhases]units.Bytes
@@ -244,13 +255,8 @@ func (s *setup) assemble(t *trainParts, res *Result) {
 			peak = ph
 		}
 	}
-	n := 4
-	for i := range rows {
-		if rows[i].always || units.FromFloat(rows[i].v[peak]) > 0 {
-			n++
-		}
-	}
-	comps := make([]Component, 0, n+2)
+	nccl := s.ncclBytes()
+	comps := make([]Component, 0, s.countRows(t, &rows, peak, nccl))
 	for i := range rows {
 		r := &rows[i]
 		b := units.FromFloat(r.v[peak])
@@ -277,16 +283,16 @@ func (s *setup) assemble(t *trainParts, res *Result) {
 			Formula: rowInfo[rowOptim].formula + " (paged: CUDA unified memory outside torch's allocator, resident up to the GPU's free memory)",
 			Source:  "bitsandbytes optim/optimizer.py get_state_buffer, functional.py get_paged (MODEL.md §2.4, §10)"})
 	}
-	if nccl := s.ncclBytes(); nccl > 0 {
+	if nccl > 0 {
 		nb := units.FromFloat(nccl)
 		device = units.Add(device, nb)
 		comps = append(comps, Component{Name: "nccl", Bytes: nb, Level: "device", Phase: "persistent",
 			Formula: "communicators × nccl_mib", Source: "NVIDIA/nccl src/init.cc buffer defaults (MODEL.md §10)"})
 	}
 	reserved, device = s.capReserved(t, comps, alloc, reserved, device)
-	phases := make([]Phase, numPhases)
+	box := new(trainBox)
 	for ph := range numPhases {
-		phases[ph] = Phase{Name: phaseNames[ph], Bytes: totals[ph]}
+		box.phases[ph] = Phase{Name: phaseNames[ph], Bytes: totals[ph]}
 	}
 	*res = Result{
 		Model:           s.m.ID,
@@ -301,7 +307,7 @@ func (s *setup) assemble(t *trainParts, res *Result) {
 			DevicePeakBytes:    device,
 			PeakPhase:          phaseNames[peak],
 			Components:         comps,
-			Phases:             phases,
+			Phases:             box.phases[:],
 		},
 		Warnings: s.warnings,
 	}
@@ -318,6 +324,29 @@ func (s *setup) assemble(t *trainParts, res *Result) {
 	if limit := s.gpuMemory(t); limit > 0 && device > limit {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("device peak %s exceeds the GPU's %s", units.FormatIEC(device), units.FormatIEC(limit)))
 	}
+	return &box.bandBox
+}
+
+// countRows is the number of breakdown rows assemble writes: the
+// allocated rows shown at the peak, the overhead rows, paged optimizer
+// states and NCCL.
+func (s *setup) countRows(t *trainParts, rows *[numRows]comp, peak int, nccl float64) int {
+	n := 3 // fragmentation, cuda_context, workspace
+	for i := range rows {
+		if rows[i].always || units.FromFloat(rows[i].v[peak]) > 0 {
+			n++
+		}
+	}
+	if t.ov.Misc > 0 {
+		n++
+	}
+	if t.st.optim.paged {
+		n++
+	}
+	if nccl > 0 {
+		n++
+	}
+	return n
 }
 
 // capReserved bounds the reserved peak by the GPU: when the caching

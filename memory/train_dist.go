@@ -52,12 +52,10 @@ const (
 func (s *setup) resolveDist() error {
 	j := &s.job
 	d := distSpec{tp: max(j.TP, 1), pp: max(j.PP, 1), cp: max(j.CP, 1), ep: max(j.EP, 1), nodes: max(j.Nodes, 1)}
-	for _, v := range []struct {
-		name string
-		n    int
-	}{{"--num-gpus", j.NumGPUs}, {"--dp", j.DP}, {"--tp", j.TP}, {"--pp", j.PP}, {"--cp", j.CP}, {"--ep", j.EP}, {"--nodes", j.Nodes}, {"--zero", j.ZeRO}, {"--virtual-stages", j.VirtualStages}} {
-		if v.n < 0 {
-			return fmt.Errorf("%s: want a non-negative value, got %d", v.name, v.n)
+	sizes := [len(distFlags)]int{j.NumGPUs, j.DP, j.TP, j.PP, j.CP, j.EP, j.Nodes, j.ZeRO, j.VirtualStages}
+	for i, n := range sizes {
+		if n < 0 {
+			return fmt.Errorf("%s: want a non-negative value, got %d", distFlags[i], n)
 		}
 	}
 	if err := d.resolveWorld(j); err != nil {
@@ -92,6 +90,9 @@ func (s *setup) resolveDist() error {
 	s.setStage(0)
 	return nil
 }
+
+// distFlags names the layout sizes resolveDist checks, in its order.
+var distFlags = [...]string{"--num-gpus", "--dp", "--tp", "--pp", "--cp", "--ep", "--nodes", "--zero", "--virtual-stages"}
 
 // resolveWorld reconciles the GPU count with the parallel degrees:
 // world = dp × tp × pp × cp (expert parallelism reuses the dp × cp ranks).
@@ -175,7 +176,7 @@ func (s *setup) resolveEngine(d *distSpec) error {
 // normalizeEngine maps the engine spellings onto the engine names; more
 // than one GPU without an engine is DDP.
 func normalizeEngine(name string, world int) (string, error) {
-	e := strings.ToLower(strings.TrimSpace(name))
+	e := fold(name)
 	switch {
 	case e == "" && world > 1:
 		return engineDDP, nil
@@ -200,7 +201,7 @@ func normalizeEngine(name string, world int) (string, error) {
 func (s *setup) resolveFSDP(d *distSpec) error {
 	j := &s.job
 	d.zero = 3
-	strategy := strings.ToLower(strings.TrimSpace(j.FSDPStrategy))
+	strategy := fold(j.FSDPStrategy)
 	switch strategy {
 	case "", "full_shard":
 	case "shard_grad_op":
@@ -228,7 +229,7 @@ func (s *setup) resolveFSDP(d *distSpec) error {
 
 // offloadTarget reads an offload flag: "" (none), cpu or nvme.
 func offloadTarget(flag, v string) (string, error) {
-	switch strings.ToLower(strings.TrimSpace(v)) {
+	switch fold(v) {
 	case "", "none", "false", "no":
 		return "", nil
 	case "cpu", "true", "yes":
@@ -263,7 +264,7 @@ func (s *setup) resolveSchedule(d *distSpec) error {
 	j := &s.job
 	L := s.m.Text.Layers
 	d.virtual = max(j.VirtualStages, 1)
-	sch := strings.ToLower(strings.TrimSpace(j.PipelineSchedule))
+	sch := fold(j.PipelineSchedule)
 	switch sch {
 	case "":
 		sch = schedule1F1B

@@ -118,7 +118,7 @@ func (s *setup) resolveCompute() error {
 
 // resolveMaster decides whether a separate fp32 master copy exists.
 func (s *setup) resolveMaster() error {
-	mw := strings.ToLower(strings.TrimSpace(s.job.MasterWeights))
+	mw := fold(s.job.MasterWeights)
 	switch mw {
 	case "":
 		engine := strings.ToLower(s.job.Engine)

@@ -103,13 +103,14 @@ type setup struct {
 
 // init validates job against m and fills every default.
 func (s *setup) init(m *model.Model, job Job) error {
+	*s = setup{}
 	return s.initJob(m, &job)
 }
 
-// initJob is init with the job passed by pointer; s keeps a copy, so the
-// job may not escape to the heap with it.
+// initJob is init on a zero s, with the job passed by pointer; s keeps a
+// copy, so the job does not escape to the heap with it.
 func (s *setup) initJob(m *model.Model, job *Job) error {
-	*s = setup{m: m, job: *job}
+	s.m, s.job = m, *job
 	var err error
 	if s.c, err = resolveConstants(job.Constants); err != nil {
 		return err
@@ -143,7 +144,7 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 
 // resolveFramework reads Framework and Software.
 func (s *setup) resolveFramework() error {
-	f := strings.ToLower(strings.TrimSpace(s.job.Framework))
+	f := fold(s.job.Framework)
 	switch f {
 	case "":
 		// The engine implies its framework: Megatron runs Megatron-Core
@@ -164,7 +165,7 @@ func (s *setup) resolveFramework() error {
 		return fmt.Errorf("--framework: unknown framework %q (want hf, torchtune, litgpt, megatron or torchtitan)", s.job.Framework)
 	}
 	for _, sw := range s.job.Software {
-		switch strings.ToLower(strings.TrimSpace(sw)) {
+		switch fold(sw) {
 		case "torch1":
 			s.torch1 = true
 		case "bnb<0.43.2":
@@ -182,7 +183,7 @@ func (s *setup) resolveFramework() error {
 
 // resolveMethod reads Method and PEFT variant.
 func (s *setup) resolveMethod() error {
-	switch m := strings.ToLower(strings.TrimSpace(s.job.Method)); m {
+	switch m := fold(s.job.Method); m {
 	case "", MethodFull, "full_finetune", "pretrain":
 		s.method = MethodFull
 	case MethodLoRA, MethodQLoRA, MethodFrozen:
@@ -250,7 +251,7 @@ const defaultSeqLen = 1024
 // resolveActivationKnobs reads attention, checkpointing, loss and runtime switches.
 func (s *setup) resolveActivationKnobs() error {
 	j := &s.job
-	switch strings.ToLower(strings.TrimSpace(j.Attention)) {
+	switch fold(j.Attention) {
 	case "", "sdpa", "mem_efficient", "efficient":
 		s.attn = trAttnSDPA
 	case "flash", "flash_attention_2", "flash_attention_3", "fa2", "fa3", "flash2":
@@ -260,7 +261,7 @@ func (s *setup) resolveActivationKnobs() error {
 	default:
 		return fmt.Errorf("--attn: unknown attention %q (want eager, sdpa or flash)", j.Attention)
 	}
-	g := strings.ToLower(strings.TrimSpace(j.GradCheckpoint))
+	g := fold(j.GradCheckpoint)
 	switch {
 	case g == "" || g == "none" || g == "false" || g == "off":
 		s.ckpt = ckptNone
@@ -284,7 +285,7 @@ func (s *setup) resolveActivationKnobs() error {
 	default:
 		return fmt.Errorf("--grad-checkpoint: unknown mode %q (want none, full, selective or every-N)", j.GradCheckpoint)
 	}
-	switch strings.ToLower(strings.TrimSpace(j.FusedLoss)) {
+	switch fold(j.FusedLoss) {
 	case "":
 		// Framework defaults: litgpt chunks lm_head and CE; torchtune
 		// recipes use CEWithChunkedOutputLoss (compiled with the model

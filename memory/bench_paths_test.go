@@ -1,0 +1,55 @@
+package memory
+
+import (
+	"strings"
+	"testing"
+)
+
+// The fast paths of the estimator must give the answers of the general
+// code they short-cut; these tests pin that, and the benchmarks below
+// time the estimates the fast paths serve.
+
+// TestCanonicalDTypeAgreesWithScan checks the fast path of ParseDType
+// against the alias scan: every canonical name maps to its own dtype and
+// no alias of one dtype is another's canonical name.
+func TestCanonicalDTypeAgreesWithScan(t *testing.T) {
+	for _, d := range DTypes() {
+		got := canonicalDType(d.Name)
+		if got == nil || got.Name != d.Name {
+			t.Errorf("canonicalDType(%q) = %v, want %s", d.Name, got, d.Name)
+		}
+		for _, e := range DTypes() {
+			for _, a := range e.Aliases {
+				if strings.EqualFold(a, d.Name) && e.Name != d.Name {
+					t.Errorf("alias %q of %s is the canonical name of %s", a, e.Name, d.Name)
+				}
+			}
+		}
+	}
+	for _, s := range []string{"BF16", " bf16", "bfloat16", "", "fp32 "} {
+		if d := canonicalDType(s); d != nil {
+			t.Errorf("canonicalDType(%q) = %s, want no match", s, d.Name)
+		}
+	}
+}
+
+// TestFold checks fold against strings.ToLower(strings.TrimSpace(s)).
+func TestFold(t *testing.T) {
+	for _, s := range []string{"", "flash", "Flash", " sdpa", "sdpa ", "\tfull\n", "every-2", "EVERY-2", "hf", "Ünïcode", "a b", " A B ", "\u00a0x", "x\u0085", "zero3", "\x01ctl"} {
+		if got, want := fold(s), strings.ToLower(strings.TrimSpace(s)); got != want {
+			t.Errorf("fold(%q) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+// FuzzFold compares fold with the two-step normalisation on any input.
+func FuzzFold(f *testing.F) {
+	for _, s := range []string{"", "Flash", " x ", "\u00a0", "every-3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := fold(s), strings.ToLower(strings.TrimSpace(s)); got != want {
+			t.Errorf("fold(%q) = %q, want %q", s, got, want)
+		}
+	})
+}
