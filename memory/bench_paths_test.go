@@ -1,8 +1,11 @@
 package memory
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/gpumem/gpumem/model"
 )
 
 // The fast paths of the estimator must give the answers of the general
@@ -52,4 +55,27 @@ func FuzzFold(f *testing.F) {
 			t.Errorf("fold(%q) = %q, want %q", s, got, want)
 		}
 	})
+}
+
+// TestUniformLayersSeesEveryField guards the field-by-field comparison
+// of uniformLayers: a new field of model.LayerType must be compared too.
+func TestUniformLayersSeesEveryField(t *testing.T) {
+	if n := reflect.TypeFor[model.LayerType]().NumField(); n != 3 {
+		t.Fatalf("model.LayerType has %d fields; uniformLayers compares 3 (Attention, CrossAttention, MoE): update it", n)
+	}
+	full, sliding := model.FullAttention, model.AttnKind(strings.Clone(string(model.SlidingAttention)))
+	for _, tt := range []struct {
+		a, b model.AttnKind
+		want bool
+	}{
+		{full, full, true},
+		{full, model.AttnKind(strings.Clone("full")), true},
+		{full, sliding, false},
+		{"", "", true},
+		{"full", "fuli", false},
+	} {
+		if got := sameAttn(tt.a, tt.b); got != tt.want {
+			t.Errorf("sameAttn(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
 }

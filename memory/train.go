@@ -255,12 +255,21 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 			peak = ph
 		}
 	}
-	nccl := s.ncclBytes()
-	comps := make([]Component, 0, s.countRows(t, &rows, peak, nccl))
+	// Each row's bytes at the peak, rounded once; the breakdown is
+	// allocated at its exact size.
+	var atPeak [numRows]units.Bytes
+	n := 0
 	for i := range rows {
-		r := &rows[i]
-		b := units.FromFloat(r.v[peak])
-		if b == 0 && !r.always {
+		atPeak[i] = units.FromFloat(rows[i].v[peak])
+		if rows[i].always || atPeak[i] > 0 {
+			n++
+		}
+	}
+	nccl := s.ncclBytes()
+	comps := make([]Component, 0, n+s.extraRows(t, nccl))
+	for i := range rows {
+		b := atPeak[i]
+		if b == 0 && !rows[i].always {
 			continue
 		}
 		info := &rowInfo[i]
@@ -294,23 +303,19 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 	for ph := range numPhases {
 		box.phases[ph] = Phase{Name: phaseNames[ph], Bytes: totals[ph]}
 	}
-	*res = Result{
-		Model:           s.m.ID,
-		Architecture:    s.m.Architecture,
-		TotalParams:     t.p.total,
-		TrainableParams: int64(s.modelTrainable(&t.p) + 0.5),
-		ActiveParams:    activeParams(s.m),
-		Job:             s.job,
-		PerGPU: PerGPU{
-			AllocatedPeakBytes: alloc,
-			ReservedPeakBytes:  reserved,
-			DevicePeakBytes:    device,
-			PeakPhase:          phaseNames[peak],
-			Components:         comps,
-			Phases:             box.phases[:],
-		},
-		Warnings: s.warnings,
-	}
+	// Field by field rather than a composite literal: the Result is
+	// large and this writes it once, in place.
+	*res = Result{}
+	res.Model, res.Architecture = s.m.ID, s.m.Architecture
+	res.TotalParams = t.p.total
+	res.TrainableParams = int64(s.modelTrainable(&t.p) + 0.5)
+	res.ActiveParams = activeParams(s.m)
+	res.Job = s.job
+	pg := &res.PerGPU
+	pg.AllocatedPeakBytes, pg.ReservedPeakBytes, pg.DevicePeakBytes = alloc, reserved, device
+	pg.PeakPhase = phaseNames[peak]
+	pg.Components, pg.Phases = comps, box.phases[:]
+	res.Warnings = s.warnings
 	if t.st.hostCPU > 0 || t.st.hostNVMe > 0 {
 		// Host memory is per node: every rank of the node offloads its share.
 		perNode := float64(max(s.dist.world/max(s.dist.nodes, 1), 1))
@@ -327,16 +332,10 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 	return &box.bandBox
 }
 
-// countRows is the number of breakdown rows assemble writes: the
-// allocated rows shown at the peak, the overhead rows, paged optimizer
-// states and NCCL.
-func (s *setup) countRows(t *trainParts, rows *[numRows]comp, peak int, nccl float64) int {
+// extraRows is the number of breakdown rows assemble writes after the
+// allocated ones: the overhead rows, paged optimizer states and NCCL.
+func (s *setup) extraRows(t *trainParts, nccl float64) int {
 	n := 3 // fragmentation, cuda_context, workspace
-	for i := range rows {
-		if rows[i].always || units.FromFloat(rows[i].v[peak]) > 0 {
-			n++
-		}
-	}
 	if t.ov.Misc > 0 {
 		n++
 	}

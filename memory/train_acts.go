@@ -2,6 +2,7 @@ package memory
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/gpumem/gpumem/model"
 )
@@ -187,12 +188,24 @@ func (s *setup) uniformLayers(from, to int) bool {
 		return true
 	}
 	lts := st.LayerTypes[max(from, 0):min(to, st.Layers)]
-	for i := range lts {
-		if lts[i] != lts[0] {
+	a := &lts[0]
+	for i := 1; i < len(lts); i++ {
+		l := &lts[i]
+		if l.CrossAttention != a.CrossAttention || l.MoE != a.MoE || !sameAttn(l.Attention, a.Attention) {
 			return false
 		}
 	}
 	return true
+}
+
+// sameAttn reports whether two attention kinds are equal. The kinds of a
+// parsed model are the package constants, so the strings usually share
+// their bytes: comparing the pointers first spares a call per layer.
+func sameAttn(a, b model.AttnKind) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || unsafe.StringData(string(a)) == unsafe.StringData(string(b)) || a == b
 }
 
 // layerPhases applies checkpointing and offload to the layer totals.

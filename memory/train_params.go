@@ -215,22 +215,34 @@ func (g tensorGroup) numel() float64 {
 
 // moduleTensors calls fn with the tensor groups of one module scaled by frac.
 func moduleTensors(m *model.Model, mod *model.Module, frac float64, fn func(tensorGroup)) {
+	gs, k := moduleGroups(m, mod, frac)
+	for i := range k {
+		fn(gs[i])
+	}
+}
+
+// moduleGroups returns the tensor groups of one module scaled by frac:
+// a Linear's weight and bias, an embedding table, or one group of the
+// module's parameters; k of them, none when frac leaves no instance.
+func moduleGroups(m *model.Model, mod *model.Module, frac float64) (gs [2]tensorGroup, k int) {
 	n := float64(mod.Instances) * frac
 	if n <= 0 {
-		return
+		return gs, 0
 	}
 	switch {
 	case mod.In > 0 && mod.Out > 0:
 		inLayers := mod.Layer >= 0 && mod.Component != compLMHead
-		fn(tensorGroup{count: n, rows: float64(mod.Out), cols: float64(mod.In), matrix: inLayers})
+		gs[0] = tensorGroup{count: n, rows: float64(mod.Out), cols: float64(mod.In), matrix: inLayers}
 		if bias := mod.Each - int64(mod.In)*int64(mod.Out); bias > 0 {
-			fn(tensorGroup{count: n, rows: float64(bias)})
+			gs[1] = tensorGroup{count: n, rows: float64(bias)}
+			return gs, 2
 		}
 	case mod.Component == compEmbedding && m.Text.Hidden > 0 && mod.Each%int64(m.Text.Hidden) == 0:
-		fn(tensorGroup{count: n, rows: float64(mod.Each / int64(m.Text.Hidden)), cols: float64(m.Text.Hidden), embedding: true})
+		gs[0] = tensorGroup{count: n, rows: float64(mod.Each / int64(m.Text.Hidden)), cols: float64(m.Text.Hidden), embedding: true}
 	default:
-		fn(tensorGroup{count: n, rows: float64(mod.Each)})
+		gs[0] = tensorGroup{count: n, rows: float64(mod.Each)}
 	}
+	return gs, 1
 }
 
 // forEachTrainable calls fn with every trainable tensor group of the job:
@@ -249,10 +261,17 @@ func (s *setup) forEachTrainable(fn func(tensorGroup)) {
 			moduleTensors(s.m, mod, f*s.rankFrac(mod), fn)
 		}
 	}
-	if !s.trainable.all && s.trainable.count > 0 && len(s.trainable.patterns) == 0 && s.trainable.lo > s.trainable.hi {
+	if s.countOnly() {
 		// Only a count is known: one group of 1-D-like tensors.
 		fn(tensorGroup{count: 1, rows: float64(s.trainable.count)})
 	}
+}
+
+// countOnly reports whether the trainable set is known only as a count
+// (Job.TrainableParams without module names or layers).
+func (s *setup) countOnly() bool {
+	t := &s.trainable
+	return !t.all && t.count > 0 && len(t.patterns) == 0 && t.lo > t.hi
 }
 
 // trParams are the parameter counts and per-tensor sums the states are
@@ -275,7 +294,17 @@ type trParams struct {
 
 // countParams sums the model inventory and the trainable set.
 func (s *setup) countParams() trParams {
-	var p trParams
+	// Per-dtype widths, resolved once: [base, adapter].
+	acc := paramAcc{
+		hf:     s.framework == FrameworkHF,
+		adB:    s.adapter.BytesPerElement(),
+		gradB:  [2]float64{s.gradElemBytes(false), s.gradElemBytes(true)},
+		stateB: [2]float64{s.stateElemBytes(false), s.stateElemBytes(true)},
+		master: s.master,
+		opt:    s.opt,
+	}
+	p := &acc.p
+	adapters := s.method == MethodLoRA || s.method == MethodQLoRA
 	for i := range s.m.Modules {
 		mod := &s.m.Modules[i]
 		p.total += mod.Params
@@ -286,36 +315,60 @@ func (s *setup) countParams() trParams {
 				p.maxLinear = max(p.maxLinear, w)
 			}
 		}
+		if adapters {
+			continue
+		}
+		// The base groups of forEachTrainable, in its order, without a
+		// call through a function value per group.
+		if f := s.trainable.fraction(mod); f > 0 {
+			gs, k := moduleGroups(s.m, mod, f*s.rankFrac(mod))
+			for j := range k {
+				acc.add(gs[j])
+			}
+		}
 	}
-	hf := s.framework == FrameworkHF
-	// Per-dtype widths, resolved once: [base, adapter].
-	adB := s.adapter.BytesPerElement()
-	gradB := [2]float64{s.gradElemBytes(false), s.gradElemBytes(true)}
-	stateB := [2]float64{s.stateElemBytes(false), s.stateElemBytes(true)}
-	master := s.master
-	opt := s.opt
-	s.forEachTrainable(func(g tensorGroup) {
-		numel := g.numel()
-		n := g.count * numel
-		k := 0
-		p.trainable += n
-		p.maxTensor = max(p.maxTensor, numel)
-		if g.adapter {
-			k = 1
-			p.adapters += n
-			p.adapterBytes += n * adB
-		} else if master {
-			p.masterBytes += 4 * n
-		}
-		p.gradBytes += n * gradB[k]
-		eb := stateB[k]
-		if opt.kind == optDense {
-			p.optStates += opt.states * n * eb
-		} else {
-			p.optStates += g.count * opt.groupState(g, eb, hf)
-		}
-		p.stateNumel += n * eb
-		p.maxState = max(p.maxState, numel*eb)
-	})
-	return p
+	switch {
+	case adapters:
+		s.forEachTrainable(acc.add)
+	case s.countOnly():
+		acc.add(tensorGroup{count: 1, rows: float64(s.trainable.count)})
+	}
+	return acc.p
+}
+
+// paramAcc gathers trParams over trainable tensor groups.
+type paramAcc struct {
+	p      trParams
+	hf     bool
+	adB    float64    // adapter bytes per element
+	gradB  [2]float64 // gradient bytes per element: base, adapter
+	stateB [2]float64 // optimizer state bytes per element: base, adapter
+	master bool
+	opt    *optimizerSpec
+}
+
+// add counts one tensor group.
+func (a *paramAcc) add(g tensorGroup) {
+	p := &a.p
+	numel := g.numel()
+	n := g.count * numel
+	k := 0
+	p.trainable += n
+	p.maxTensor = max(p.maxTensor, numel)
+	if g.adapter {
+		k = 1
+		p.adapters += n
+		p.adapterBytes += n * a.adB
+	} else if a.master {
+		p.masterBytes += 4 * n
+	}
+	p.gradBytes += n * a.gradB[k]
+	eb := a.stateB[k]
+	if a.opt.kind == optDense {
+		p.optStates += a.opt.states * n * eb
+	} else {
+		p.optStates += g.count * a.opt.groupState(g, eb, a.hf)
+	}
+	p.stateNumel += n * eb
+	p.maxState = max(p.maxState, numel*eb)
 }
