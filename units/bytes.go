@@ -20,11 +20,15 @@ const (
 	MiB Bytes = 1 << 20
 	GiB Bytes = 1 << 30
 	TiB Bytes = 1 << 40
+	PiB Bytes = 1 << 50
+	EiB Bytes = 1 << 60
 
 	KB Bytes = 1e3
 	MB Bytes = 1e6
 	GB Bytes = 1e9
 	TB Bytes = 1e12
+	PB Bytes = 1e15
+	EB Bytes = 1e18
 )
 
 // MaxBytes is the largest representable size; arithmetic helpers saturate
@@ -40,12 +44,12 @@ func (b Bytes) GiBf() float64 { return float64(b) / float64(GiB) }
 // String formats b in IEC units, e.g. "17.20 GiB".
 func (b Bytes) String() string { return FormatIEC(b) }
 
-// FormatIEC formats b with binary prefixes (KiB, MiB, GiB, TiB).
+// FormatIEC formats b with binary prefixes (KiB, MiB, GiB, TiB, PiB, EiB).
 func FormatIEC(b Bytes) string {
 	return format(b, 1024, []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"})
 }
 
-// FormatSI formats b with decimal prefixes (KB, MB, GB, TB).
+// FormatSI formats b with decimal prefixes (KB, MB, GB, TB, PB, EB).
 func FormatSI(b Bytes) string {
 	return format(b, 1000, []string{"B", "KB", "MB", "GB", "TB", "PB", "EB"})
 }
@@ -71,8 +75,9 @@ func format(b Bytes, base float64, names []string) string {
 }
 
 // ParseBytes parses a size such as "80GiB", "80 GB", "24576MiB" or "1024".
-// Binary suffixes (KiB, MiB, GiB, TiB) are powers of 1024; decimal ones
-// (KB, MB, GB, TB) powers of 1000. A bare "G", "M" or "K" is ambiguous and
+// Binary suffixes (KiB, MiB, GiB, TiB, PiB, EiB) are powers of 1024; decimal
+// ones (KB, MB, GB, TB, PB, EB) powers of 1000, so every size FormatIEC and
+// FormatSI print parses back. A bare "G", "M" or "K" is ambiguous and
 // is rejected with a hint rather than guessed.
 func ParseBytes(s string) (Bytes, error) {
 	orig := s
@@ -92,11 +97,11 @@ func ParseBytes(s string) (Bytes, error) {
 	mult, ok := byteUnits[strings.ToLower(unit)]
 	if !ok {
 		switch strings.ToLower(unit) {
-		case "k", "m", "g", "t":
+		case "k", "m", "g", "t", "p", "e":
 			u := strings.ToUpper(unit)
 			return 0, fmt.Errorf("parse size %q: %q is ambiguous; write %siB (powers of 1024) or %sB (powers of 1000)", orig, unit, u, u)
 		}
-		return 0, fmt.Errorf("parse size %q: unknown unit %q (want B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)", orig, unit)
+		return 0, fmt.Errorf("parse size %q: unknown unit %q (want B, KiB, MiB, GiB, TiB, PiB, EiB, KB, MB, GB, TB, PB or EB)", orig, unit)
 	}
 	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 		return 0, fmt.Errorf("parse size %q: must be a finite, non-negative number", orig)
@@ -110,8 +115,8 @@ func ParseBytes(s string) (Bytes, error) {
 
 var byteUnits = map[string]Bytes{
 	"": B, "b": B,
-	"kib": KiB, "mib": MiB, "gib": GiB, "tib": TiB,
-	"kb": KB, "mb": MB, "gb": GB, "tb": TB,
+	"kib": KiB, "mib": MiB, "gib": GiB, "tib": TiB, "pib": PiB, "eib": EiB,
+	"kb": KB, "mb": MB, "gb": GB, "tb": TB, "pb": PB, "eb": EB,
 }
 
 // Add returns a+b, saturating at MaxBytes instead of overflowing.

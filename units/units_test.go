@@ -1,6 +1,7 @@
 package units
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -122,6 +123,9 @@ func FuzzParseBytes(f *testing.F) {
 			t.Fatalf("ParseBytes(%q) = %d < 0", s, b)
 		}
 		back, err := ParseBytes(FormatIEC(b))
+		if errors.Is(err, ErrOverflow) && b > MaxBytes/1000*995 {
+			return // within the rounding of "8.00 EiB" of the largest size
+		}
 		if err != nil {
 			t.Fatalf("re-parse of %q (from %q): %v", FormatIEC(b), s, err)
 		}
