@@ -41,7 +41,8 @@ func (p phaseParts) total() units.Bytes {
 type stageEstimate struct {
 	weights stageWeights
 	phases  []phaseParts
-	peak    int // index into phases
+	peak    int          // index into phases
+	ctx     phaseContext // what the phases were built from
 }
 
 // estimateInference is the memory of generation with HF transformers
@@ -57,11 +58,28 @@ func estimateInference(m *model.Model, job Job) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("inference estimate: %w", err)
 	}
+	in.quiet = true
 	best, err := mostLoadedStage(m, in)
 	if err != nil {
 		return Result{}, fmt.Errorf("inference estimate: %w", err)
 	}
+	in.quiet = false
+	best.explainPeak()
 	return in.result(m, job, best)
+}
+
+// explainPeak builds the peak phase again with the formulas and sources
+// of its rows; its bytes are those of the quiet pass.
+func (est *stageEstimate) explainPeak() {
+	p := &est.phases[est.peak]
+	switch p.name {
+	case phaseVision:
+		*p = est.ctx.vision()
+	case phasePrefill:
+		*p = est.ctx.prefill()
+	case phaseDecode:
+		*p = est.ctx.decode()
+	}
 }
 
 // mostLoadedStage estimates every pipeline stage and returns the one with
@@ -99,7 +117,7 @@ func (in *inferenceInputs) stage(m *model.Model, stages []stageRange, s int) (st
 	if in.gen > 1 {
 		phases = append(phases, ctx.decode())
 	}
-	est := stageEstimate{weights: w, phases: phases}
+	est := stageEstimate{weights: w, phases: phases, ctx: ctx}
 	for i, p := range phases {
 		if p.total() > phases[est.peak].total() {
 			est.peak = i
@@ -120,8 +138,11 @@ type phaseContext struct {
 
 // weightsRow is the persistent weights component.
 func (c phaseContext) weightsRow() Component {
-	return Component{Name: "weights", Bytes: c.w.total, Level: "allocated", Phase: "persistent",
-		Formula: weightsFormula(c.in.plan, c.w, c.in.tp, c.in.pp, c.in.ep), Source: srcWeights + "; " + c.in.plan.quant.Source}
+	r := Component{Name: "weights", Bytes: c.w.total, Level: "allocated", Phase: "persistent"}
+	if !c.in.quiet {
+		r.Formula, r.Source = weightsFormula(c.in.plan, c.w, c.in.tp, c.in.pp, c.in.ep), srcWeights+"; "+c.in.plan.quant.Source
+	}
+	return r
 }
 
 // kvRow is the KV cache of batch sequences of tokens self-attended tokens.
@@ -134,6 +155,9 @@ func (c phaseContext) kvRow(phase string, tokens int64) Component {
 		return Component{Name: "kv_cache", Level: "allocated", Phase: phase, Formula: "encoder-only model: one forward, nothing cached", Source: srcKV}
 	}
 	b := units.Bytes(units.MulInt(int64(c.in.kvBytesPerSeq(c.kv, tokens)), in.batch))
+	if in.quiet {
+		return Component{Name: "kv_cache", Bytes: b, Level: "allocated", Phase: phase}
+	}
 	f := fmt.Sprintf("batch %d × [%d tokens × %d full-attention B/token", in.batch, tokens, c.kv.full)
 	if c.kv.sliding > 0 {
 		f += fmt.Sprintf(" + min(tokens, window %d) × %d sliding B/token", c.kv.window, c.kv.sliding)

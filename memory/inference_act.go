@@ -26,6 +26,8 @@ type actShape struct {
 	act  float64 // bytes per activation element (the compute dtype)
 	// layers is the range of layers the GPU runs (its pipeline stage).
 	lo, hi int
+	// quiet computes the bytes only, leaving the formulas empty.
+	quiet bool
 }
 
 // transient is one activation term with the formula that produced it.
@@ -48,6 +50,9 @@ func (a actShape) layerTransient(b, s, skv int64) transient {
 	peak, which := attn, attnF
 	if ffn > attn {
 		peak, which = ffn, ffnF
+	}
+	if a.quiet {
+		return transient{bytes: units.FromFloat(resid + peak)}
 	}
 	return transient{
 		bytes:   units.FromFloat(resid + peak),
@@ -77,11 +82,17 @@ func (a actShape) attention(b, s, skv int64) (float64, string) {
 		width = 2*heads*d + 2*max(float64(kv)/tp, 1)*d
 	}
 	bytes := n * width * a.act
-	f := fmt.Sprintf("attention q,k,v,out %s", units.FormatIEC(units.FromFloat(bytes)))
+	var f string
+	if !a.quiet {
+		f = fmt.Sprintf("attention q,k,v,out %s", units.FormatIEC(units.FromFloat(bytes)))
+	}
 	if a.attn == inferEager {
 		perElem := 2*a.act + fp32Bytes
 		scores := float64(b) * heads * float64(s) * float64(skv) * perElem
 		bytes += scores
+		if a.quiet {
+			return bytes, ""
+		}
 		f += fmt.Sprintf(" + eager scores b·a·s·s_kv·(%g+4+%g)B = %s", a.act, a.act, units.FormatIEC(units.FromFloat(scores)))
 	}
 	return bytes, f
@@ -117,7 +128,10 @@ func (a actShape) feedForward(n int64) (float64, string) {
 			width, name = 3, "gated MLP 3·N·f"
 		}
 		best = width * float64(n) * float64(st.Intermediate) / tp * a.act
-		f = fmt.Sprintf("%s·%gB (f/tp = %g) = %s", name, a.act, float64(st.Intermediate)/tp, units.FormatIEC(units.FromFloat(best)))
+		f = ""
+		if !a.quiet {
+			f = fmt.Sprintf("%s·%gB (f/tp = %g) = %s", name, a.act, float64(st.Intermediate)/tp, units.FormatIEC(units.FromFloat(best)))
+		}
 	}
 	if moe {
 		e := st.MoE
@@ -135,6 +149,9 @@ func (a actShape) feedForward(n int64) (float64, string) {
 		shared := 3 * float64(n) * float64(e.SharedFFN) / tp * a.act
 		if m := max(routed, shared); m > best {
 			best = m
+			if a.quiet {
+				return best, ""
+			}
 			f = fmt.Sprintf("MoE fused_moe caches N·k·(3f_moe + h)·%gB (k = %d, f_moe = %g) = %s", a.act, e.ExpertsPerToken, ef, units.FormatIEC(units.FromFloat(m)))
 		}
 	}

@@ -33,6 +33,10 @@ type inferenceInputs struct {
 	encDec      bool
 	noKV        bool
 	warnings    []string
+	// quiet leaves the formulas and sources of the phase rows empty: the
+	// pass that finds the peak stage and phase needs only their bytes,
+	// and the peak phase is then built again with them (see explainPeak).
+	quiet bool
 }
 
 // tokens is the self-attended sequence length at the end of generation.

@@ -9,7 +9,7 @@ import (
 // textShape is the forward of the decoder layers this stage runs.
 func (c phaseContext) textShape() actShape {
 	in := c.in
-	return actShape{st: &c.m.Text, tp: in.tp, ep: in.ep, attn: in.attn, act: in.act.BytesPerElement(), lo: c.r.lo, hi: c.r.hi}
+	return actShape{st: &c.m.Text, tp: in.tp, ep: in.ep, attn: in.attn, act: in.act.BytesPerElement(), lo: c.r.lo, hi: c.r.hi, quiet: in.quiet}
 }
 
 // prefill is the first forward pass: the prompt (with its image tokens)
@@ -57,6 +57,9 @@ func (c phaseContext) cacheGrowth(tokens int64) Component {
 	}
 	per := units.MulInt(c.kv.maxLayer, tokens)
 	b := units.Bytes(units.MulInt(per, in.batch))
+	if in.quiet {
+		return Component{Name: "kv_cache_growth", Bytes: b, Level: "allocated", Phase: phaseDecode}
+	}
 	return Component{Name: "kv_cache_growth", Bytes: b, Level: "allocated", Phase: phaseDecode,
 		Formula: fmt.Sprintf("one layer's K/V copied by torch.cat: batch %d × %d tokens × %d B", in.batch, tokens, c.kv.maxLayer),
 		Source:  "MODEL.md §7.2 (DynamicCache grows by concatenation)"}
@@ -71,19 +74,28 @@ func (c phaseContext) forwardActivations(phase string, s, skv int64) Component {
 	in := c.in
 	layer := c.textShape().layerTransient(in.batch, s, skv)
 	dq, dqF := c.dequant(units.MulInt(in.batch, s))
-	best, f := units.Add(layer.bytes, dq), "layer: "+layer.formula+dqF
+	best, f := units.Add(layer.bytes, dq), ""
+	if !in.quiet {
+		f = "layer: " + layer.formula + dqF
+	}
 	if c.last {
 		if lg, lgF := c.logits(s, skv); lg > best {
 			best, f = lg, lgF
 		}
 	}
 	if c.first && in.encDec && phase == phasePrefill && c.m.Encoder != nil {
-		enc := actShape{st: c.m.Encoder, tp: in.tp, attn: in.attn, act: in.act.BytesPerElement(), lo: 0, hi: c.m.Encoder.Layers}
+		enc := actShape{st: c.m.Encoder, tp: in.tp, attn: in.attn, act: in.act.BytesPerElement(), lo: 0, hi: c.m.Encoder.Layers, quiet: in.quiet}
 		t := enc.layerTransient(in.batch, in.prompt, in.prompt)
 		out := units.FromFloat(float64(units.MulInt(in.batch, in.prompt)) * float64(c.m.Encoder.Hidden) * in.act.BytesPerElement())
 		if e := units.Add(t.bytes, out); e > best {
-			best, f = e, "encoder layer: "+t.formula+" + encoder output"
+			best, f = e, ""
+			if !in.quiet {
+				f = "encoder layer: " + t.formula + " + encoder output"
+			}
 		}
+	}
+	if in.quiet {
+		return Component{Name: "activations", Bytes: best, Level: "allocated", Phase: phase}
 	}
 	return Component{Name: "activations", Bytes: best, Level: "allocated", Phase: phase, Formula: f, Source: srcAct}
 }
@@ -111,6 +123,9 @@ func (c phaseContext) logits(s, skv int64) (units.Bytes, string) {
 	act := in.act.BytesPerElement()
 	lg := logitsBytes(rows, st.Vocab, act, upcast)
 	hidden := units.FromFloat(float64(units.MulInt(in.batch, s)) * float64(st.Hidden) * act)
+	if in.quiet {
+		return units.Add(lg, hidden), ""
+	}
 	f := fmt.Sprintf("logits %d rows × vocab %d × (%gB", rows, st.Vocab, act)
 	if upcast {
 		f += " + 4B fp32 upcast"
@@ -144,6 +159,9 @@ func (c phaseContext) dequant(tokens int64) (units.Bytes, string) {
 		return 0, ""
 	}
 	b := units.FromFloat(float64(c.w.maxLinear) * per)
+	if in.quiet {
+		return b, ""
+	}
 	return b, fmt.Sprintf(" + dequantized copy of the largest quantized Linear %d×%d × %gB = %s",
 		c.w.maxLinearOut, c.w.maxLinearIn, per, units.FormatIEC(b))
 }
@@ -164,6 +182,9 @@ func (c phaseContext) quantBuffers() Component {
 	}
 	dq := units.MulInt(c.w.maxLinear, 2)
 	state := units.MulInt(int64(exllamaMaxInputLen)*int64(max(c.w.maxLinearIn, c.w.maxLinearOut)), 2)
+	if c.in.quiet {
+		return Component{Name: "quant_buffers", Bytes: units.Bytes(dq + state), Level: "allocated", Phase: "persistent"}
+	}
 	return Component{Name: "quant_buffers", Bytes: units.Bytes(dq + state), Level: "allocated", Phase: "persistent",
 		Formula: fmt.Sprintf("exllama temp_dq %d×%d × 2B + temp_state %d × %d × 2B", c.w.maxLinearOut, c.w.maxLinearIn, exllamaMaxInputLen, max(c.w.maxLinearIn, c.w.maxLinearOut)),
 		Source:  "AutoGPTQ/AutoGPTQ:auto_gptq/modeling/_utils.py autogptq_post_init (exllama scratch buffers)"}
