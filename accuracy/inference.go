@@ -130,7 +130,9 @@ func InferenceJob(r Record) (memory.Job, error) {
 	if serving && isVLLMV0(r.Framework) {
 		job.Software = append(job.Software, "vllm<0.8")
 	}
-	return job, nil
+	// The board's facts (CUDA total, compute capability) come from the
+	// GPU catalog, as for every front end; a memory the record states wins.
+	return RecordGPU(job), nil
 }
 
 // isVLLMV0 reports whether a record's framework text names vLLM's V0

@@ -388,8 +388,7 @@ func (c *configDir) customType(name string) (gpu.DataType, bool) {
 	return gpu.DataType{}, false
 }
 
-// applyToJob resolves --gpu against gpu_types.json (its memory becomes the
-// job's GPU memory unless --gpu-memory is given) and rejects a --dtype
+// applyToJob rejects a --dtype
 // that only data_types.json defines: such a type has a storage width but
 // no layout the estimators know, so only its weights row is shown by
 // --show-detailed.
@@ -401,13 +400,9 @@ func (c *configDir) applyToJob(fs *pflag.FlagSet, j *memory.Job) error {
 			}
 		}
 	}
-	if c.GPUs != nil && j.GPU != "" && !fs.Changed("gpu-memory") {
-		g, err := c.GPUs.Lookup(j.GPU)
-		if err != nil {
-			return fmt.Errorf("--gpu: %w", err)
-		}
-		j.GPUMemory = g.Memory
-	}
+	// --gpu itself is resolved against gpu_types.json by applyGPU, which
+	// fills the same facts (CUDA total, compute capability) as the built-in
+	// catalog does.
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/plan"
 	"github.com/gpumem/gpumem/report"
 	"github.com/gpumem/gpumem/units"
 )
@@ -101,8 +102,7 @@ func (o *servePlanOptions) finish(fs *pflag.FlagSet) error {
 	if fs.Changed("gpu-memory-utilization") && !(j.GPUMemoryUtilization > 0 && j.GPUMemoryUtilization <= 1) {
 		return usageErrorf("--gpu-memory-utilization: want a fraction in (0, 1], got %g", j.GPUMemoryUtilization)
 	}
-	switch {
-	case o.GPUMemory != "":
+	if o.GPUMemory != "" {
 		b, err := units.ParseBytes(o.GPUMemory)
 		if err != nil {
 			return &UsageError{Err: fmt.Errorf("--gpu-memory: %w", err)}
@@ -111,7 +111,8 @@ func (o *servePlanOptions) finish(fs *pflag.FlagSet) error {
 			return usageErrorf("--gpu-memory: want a positive size, got %q", o.GPUMemory)
 		}
 		j.GPUMemory = b
-	case j.GPU != "":
+	}
+	if j.GPU != "" {
 		cat := gpu.Default()
 		if o.GPUsFile != "" {
 			c, err := gpu.LoadFile(o.GPUsFile)
@@ -120,12 +121,15 @@ func (o *servePlanOptions) finish(fs *pflag.FlagSet) error {
 			}
 			cat = c
 		}
-		g, err := cat.Lookup(j.GPU)
+		// The catalog fills the CUDA-reported total vLLM budgets from and the
+		// compute capability; a --gpu-memory the user gave wins.
+		resolved, _, err := plan.ResolveGPU(cat, *j)
 		if err != nil {
 			return &UsageError{Err: fmt.Errorf("--gpu: %w", err)}
 		}
-		j.GPUMemory = g.Memory
-	default:
+		*j = resolved
+	}
+	if j.GPUMemory <= 0 {
 		return usageErrorf("serve-plan needs the GPU: pass --gpu (e.g. H100) or --gpu-memory (e.g. 80GiB)")
 	}
 	j.Mode = memory.Serving
