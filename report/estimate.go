@@ -83,8 +83,25 @@ func Estimate(w io.Writer, r memory.Result, o Options) error {
 		}
 		b.WriteString("\n")
 	}
+	if pl := r.Parallel; pl != nil {
+		fmt.Fprintf(&b, "layout: %s on %d GPUs: dp %d × tp %d × pp %d × cp %d, ep %d", pl.Engine, pl.World, pl.DP, pl.TP, pl.PP, pl.CP, pl.EP)
+		if pl.ZeRO > 0 {
+			fmt.Fprintf(&b, "; states sharded %d ways (ZeRO-%d equivalent)", pl.ShardGroup, pl.ZeRO)
+		} else {
+			b.WriteString("; model states replicated across data-parallel ranks")
+		}
+		if pl.LargestUnitParams > 0 {
+			fmt.Fprintf(&b, "; largest gathered unit %s params", units.Params(pl.LargestUnitParams))
+		}
+		b.WriteString("\n")
+	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
+	}
+	if len(r.Stages) > 1 {
+		if err := stages(w, r, o); err != nil {
+			return err
+		}
 	}
 	if o.Explain {
 		if err := explain(w, p.Components, o); err != nil {
@@ -162,4 +179,34 @@ func jobSummary(j memory.Job) string {
 		parts = append(parts, j.Engine)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// stages renders one row per pipeline stage; the breakdown above is the
+// most loaded stage's.
+func stages(w io.Writer, r memory.Result, o Options) error {
+	t := &TableData{
+		Title:   "\npipeline stages (the breakdown above is the most loaded one)",
+		Headers: []string{"stage", "layers", "in flight", "holds", "allocated", "reserved", "device"},
+		Aligns:  []Align{Right, Left, Right, Left, Right, Right, Right},
+	}
+	peak := -1
+	if r.Parallel != nil {
+		peak = r.Parallel.PeakStage
+	}
+	for _, st := range r.Stages {
+		var holds []string
+		if st.Embedding {
+			holds = append(holds, "embedding")
+		}
+		if st.OutputLayer {
+			holds = append(holds, "head + loss")
+		}
+		name := fmt.Sprintf("%d", st.Stage)
+		if st.Stage == peak {
+			name += " (peak)"
+		}
+		t.AddRow(name, fmt.Sprintf("%d–%d", st.FirstLayer, st.FirstLayer+st.Layers-1), fmt.Sprintf("%g", st.InFlight),
+			strings.Join(holds, ", "), o.Bytes(st.PerGPU.AllocatedPeakBytes), o.Bytes(st.PerGPU.ReservedPeakBytes), o.Bytes(st.PerGPU.DevicePeakBytes))
+	}
+	return t.Render(w, o.Format)
 }

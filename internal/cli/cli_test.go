@@ -195,3 +195,19 @@ func TestEstimateTables(t *testing.T) {
 		}
 	}
 }
+
+func TestEstimatePipelineStagesTable(t *testing.T) {
+	out, errOut, code := runCommand(t, "estimate", "llama3.1-70b", "--engine", "megatron", "--tp", "4", "--pp", "4",
+		"--num-gpus", "32", "--seq-len", "4096", "--grad-accum", "8")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, w := range []string{"layout: megatron on 32 GPUs: dp 2 × tp 4 × pp 4", "pipeline stages", "0 (peak)", "head + loss", "embedding"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	if n := strings.Count(out, "\n   "); n < 3 {
+		t.Errorf("expected a row per stage:\n%s", out)
+	}
+}
