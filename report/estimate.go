@@ -77,7 +77,10 @@ func Estimate(w io.Writer, r memory.Result, o Options) error {
 		b.WriteString("\n")
 	}
 	if r.Host != nil {
-		fmt.Fprintf(&b, "host memory for offload: %s CPU RAM", o.Bytes(r.Host.CPUBytes))
+		fmt.Fprintf(&b, "host memory for offload, per node: %s CPU RAM", o.Bytes(r.Host.CPUBytes))
+		if r.Host.GPUsPerNode > 0 {
+			fmt.Fprintf(&b, " (for its %d GPUs)", r.Host.GPUsPerNode)
+		}
 		if r.Host.NVMeBytes > 0 {
 			fmt.Fprintf(&b, ", %s NVMe", o.Bytes(r.Host.NVMeBytes))
 		}
