@@ -245,8 +245,9 @@ func levelOf(s string) int {
 // combine adds the terms that move level (root sum of squares per side).
 func combine(terms []BandTerm, level int) (down, up units.Bytes) {
 	var d2, u2 float64
-	for _, t := range terms {
-		if levelOf(t.Level) <= level {
+	for i := range terms {
+		t := &terms[i]
+		if level == levelDevice || levelOf(t.Level) <= level {
 			d2 += float64(t.DownBytes) * float64(t.DownBytes)
 			u2 += float64(t.UpBytes) * float64(t.UpBytes)
 		}
@@ -279,6 +280,9 @@ func frac(b units.Bytes, f float64) units.Bytes { return units.FromFloat(float64
 // overridden reports whether the job sets a constant whose name starts
 // with prefix (a calibrated value).
 func overridden(j *Job, prefix string) bool {
+	if len(j.Constants) == 0 {
+		return false
+	}
 	for k := range j.Constants {
 		if strings.HasPrefix(strings.ToLower(k), prefix) {
 			return true

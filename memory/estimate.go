@@ -8,14 +8,15 @@ import (
 
 // Estimate returns the per-GPU memory of job on model m. It is a pure
 // function of its arguments: it reads no files, flags or environment.
-func Estimate(m *model.Model, job Job) (Result, error) {
+func Estimate(m *model.Model, job Job) (r Result, err error) {
 	if m == nil {
 		return Result{}, fmt.Errorf("estimate: no model")
 	}
 	if err := checkGPU(job.GPUComputeCapability); err != nil {
 		return Result{}, err
 	}
-	var r Result
+	// r is filled in place: a Result is large and is copied only once,
+	// to the caller.
 	switch job.Mode {
 	case "", Train:
 		// The training estimator attaches the band itself, allocated
@@ -24,7 +25,6 @@ func Estimate(m *model.Model, job Job) (Result, error) {
 			return Result{}, err
 		}
 	case Inference, Serving:
-		var err error
 		if r, err = estimateInference(m, job); err != nil {
 			return r, err
 		}
