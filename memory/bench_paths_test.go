@@ -79,3 +79,65 @@ func TestUniformLayersSeesEveryField(t *testing.T) {
 		}
 	}
 }
+
+// benchCases returns the golden jobs of one mode family ("train",
+// "infer" or "serve") that succeed on m.
+func benchCases(b *testing.B, m *model.Model, prefix string) []Job {
+	b.Helper()
+	var jobs []Job
+	for _, c := range goldenCases() {
+		if strings.HasPrefix(c.name, prefix) {
+			if _, err := Estimate(m, c.job); err == nil {
+				jobs = append(jobs, c.job)
+			}
+		}
+	}
+	if len(jobs) == 0 {
+		b.Fatalf("no %s golden job runs on %s", prefix, m.ID)
+	}
+	return jobs
+}
+
+// BenchmarkEstimateMix times the golden jobs on Llama-2-7B in turn, one
+// estimate per iteration: every training method, precision, engine and
+// layout of the corpus rather than one fixed job.
+func BenchmarkEstimateMix(b *testing.B) {
+	m := catalogModel(b, "meta-llama/Llama-2-7b-hf")
+	for _, family := range []string{"train", "infer", "serve"} {
+		jobs := benchCases(b, m, family)
+		b.Run(family, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := Estimate(m, jobs[i%len(jobs)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
+
+// TestGlobContains checks the wildcard match against its definition:
+// every '*'-separated part occurs in name, in order, without overlap.
+func TestGlobContains(t *testing.T) {
+	ref := func(name, pattern string) bool {
+		for _, part := range strings.Split(pattern, "*") {
+			i := strings.Index(name, part)
+			if i < 0 {
+				return false
+			}
+			name = name[i+len(part):]
+		}
+		return true
+	}
+	names := []string{"", "model.layers.*.self_attn.q_proj", "lm_head", "aaa", "model.embed_tokens"}
+	patterns := []string{"", "*", "**", "q_proj", "self_attn*q_proj", "layers.*.mlp", "a*a*a", "a*a*a*a", "lm_head*", "*embed", "x"}
+	for _, n := range names {
+		for _, p := range patterns {
+			if got, want := globContains(n, p), ref(n, p); got != want {
+				t.Errorf("globContains(%q, %q) = %v, want %v", n, p, got, want)
+			}
+		}
+	}
+}

@@ -324,7 +324,7 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 	}
 	res.Parallel = s.parallelInfo(t)
 	if s.job.Explain {
-		s.explain(t, &rows, peak, res.PerGPU.Components)
+		s.explain(t, res.PerGPU.Components)
 	}
 	if limit := s.gpuMemory(t); limit > 0 && device > limit {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("device peak %s exceeds the GPU's %s", units.FormatIEC(device), units.FormatIEC(limit)))

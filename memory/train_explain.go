@@ -44,44 +44,64 @@ var rowInfo = [numRows]struct{ name, phase, formula, source string }{
 		"MODEL.md §6.2 (dequantization for the matmul), §15.3"},
 }
 
-// explain fills each component's formula with the job's inputs.
-func (s *setup) explain(t *trainParts, rows *[numRows]comp, peak int, comps []Component) {
-	gib := func(v float64) string { return units.FormatIEC(units.FromFloat(v)) }
-	st, a, p := &t.st, &t.act, &t.p
-	N := s.tokens
-	f := map[string]string{
-		"weights": fmt.Sprintf("%d params; dtype %s%s", p.total, s.weight.Name,
-			cond(s.weight.Quantized, fmt.Sprintf(" (Linears quantized, double quant %v, rest %s)", s.double, cond(s.kbitFP32, "fp32", s.compute.Name)), "")),
-		"adapter_weights": fmt.Sprintf("%.0f adapter params × %v B (%s), rank %d, variant %s", p.adapters, s.adapter.BytesPerElement(), s.adapter.Name, s.lora.rank, s.lora.variant),
-		"master_weights":  fmt.Sprintf("%.0f trainable params × 4 B", p.trainable-p.adapters),
-		"gradients": fmt.Sprintf("%.0f trainable params → %s total; grad accum %d%s%s", p.trainable, gib(st.grads), s.accum,
-			cond(s.torch1, ", torch1 keeps grads", ""), cond(s.optInBwd, ", optimizer in backward: one tensor at a time", "")),
-		"optimizer_states":      fmt.Sprintf("%s over %.0f trainable params (%s, %s states)", s.opt.info.Name, p.trainable, gib(st.optim.states), s.opt.info.StateDtype),
-		"autocast_weight_cache": fmt.Sprintf("2 B × Linear weights of recording layers = %s (lm_head %s)", gib(st.castCache), gib(st.castHead)),
-		"activations": fmt.Sprintf("%d recording layers, %.0f tokens (batch %d × seq %d): %.1f B/token/layer + %.1f B/token/key/layer (eager) × scale %.3g; checkpoints %d × %s; one layer %s",
-			a.nrec, N, s.batch, s.seqTotal, a.perTok.lin/float64(max(a.nrec, 1)), a.perTok.quad/float64(max(a.nrec, 1)), s.c[cActivationScale], a.nckpt, gib(a.ckpt), gib(a.layer)),
-		"vision_activations":  fmt.Sprintf("%d images, vision tower trains: %v", s.images, s.trainable.vision || s.lora.vision),
-		"encoder_activations": fmt.Sprintf("%d encoder layers over %.0f source tokens", encLayers(s), N),
-		"output_activations":  fmt.Sprintf("final norm + lm_head input + ids over %.0f tokens", N),
-		"attention_mask":      fmt.Sprintf("%d × %d² × %v B", s.batch, s.seqTotal, s.compute.BytesPerElement()),
-		"loss": fmt.Sprintf("%s over N=%.0f tokens, V=%d: peak %s, held in backward %s%s", lossName[s.loss], N, s.m.Text.Vocab,
-			gib(t.loss.peak), gib(t.loss.held), cond(t.loss.chunk > 0, fmt.Sprintf(", chunk %.0f tokens", t.loss.chunk), "")),
-		"backward_transient": fmt.Sprintf("one layer's backward over %.0f tokens = %s", N, gib(a.trans)),
-		"optimizer_step":     fmt.Sprintf("%s (%s): %s", s.opt.info.Name, s.opt.info.Impl, gib(st.optim.transient)),
-		"comm_buffers":       fmt.Sprintf("engine %s, zero %d over %.0f ranks, tp %d pp %d cp %d ep %d", cond(s.dist.engine == "", "none", s.dist.engine), s.dist.zero, s.dist.nd, s.dist.tp, s.dist.pp, s.dist.cp, s.dist.ep),
-		"dequant_workspace":  fmt.Sprintf("%.3g × %.0f elements × %v B", s.c[cDequantWorkspaceFactor], p.maxLinear, s.compute.BytesPerElement()),
-	}
+// explain fills each allocated component's formula with the job's inputs.
+func (s *setup) explain(t *trainParts, comps []Component) {
 	for i := range comps {
 		c := &comps[i]
 		if c.Level != "allocated" {
 			continue
 		}
-		if v, ok := f[c.Name]; ok {
+		if v, ok := s.formulaFor(t, c.Name); ok {
 			c.Formula = v + " [" + strings.TrimSpace(c.Formula) + "]"
 		}
 	}
-	_ = rows
-	_ = peak
+}
+
+// formulaFor is the explained formula of the allocated row name; only
+// the rows shown are formatted.
+func (s *setup) formulaFor(t *trainParts, name string) (string, bool) {
+	gib := func(v float64) string { return units.FormatIEC(units.FromFloat(v)) }
+	st, a, p := &t.st, &t.act, &t.p
+	N := s.tokens
+	switch name {
+	case "weights":
+		return fmt.Sprintf("%d params; dtype %s%s", p.total, s.weight.Name,
+			cond(s.weight.Quantized, fmt.Sprintf(" (Linears quantized, double quant %v, rest %s)", s.double, cond(s.kbitFP32, "fp32", s.compute.Name)), "")), true
+	case "adapter_weights":
+		return fmt.Sprintf("%.0f adapter params × %v B (%s), rank %d, variant %s", p.adapters, s.adapter.BytesPerElement(), s.adapter.Name, s.lora.rank, s.lora.variant), true
+	case "master_weights":
+		return fmt.Sprintf("%.0f trainable params × 4 B", p.trainable-p.adapters), true
+	case "gradients":
+		return fmt.Sprintf("%.0f trainable params → %s total; grad accum %d%s%s", p.trainable, gib(st.grads), s.accum,
+			cond(s.torch1, ", torch1 keeps grads", ""), cond(s.optInBwd, ", optimizer in backward: one tensor at a time", "")), true
+	case "optimizer_states":
+		return fmt.Sprintf("%s over %.0f trainable params (%s, %s states)", s.opt.info.Name, p.trainable, gib(st.optim.states), s.opt.info.StateDtype), true
+	case "autocast_weight_cache":
+		return fmt.Sprintf("2 B × Linear weights of recording layers = %s (lm_head %s)", gib(st.castCache), gib(st.castHead)), true
+	case "activations":
+		return fmt.Sprintf("%d recording layers, %.0f tokens (batch %d × seq %d): %.1f B/token/layer + %.1f B/token/key/layer (eager) × scale %.3g; checkpoints %d × %s; one layer %s",
+			a.nrec, N, s.batch, s.seqTotal, a.perTok.lin/float64(max(a.nrec, 1)), a.perTok.quad/float64(max(a.nrec, 1)), s.c[cActivationScale], a.nckpt, gib(a.ckpt), gib(a.layer)), true
+	case "vision_activations":
+		return fmt.Sprintf("%d images, vision tower trains: %v", s.images, s.trainable.vision || s.lora.vision), true
+	case "encoder_activations":
+		return fmt.Sprintf("%d encoder layers over %.0f source tokens", encLayers(s), N), true
+	case "output_activations":
+		return fmt.Sprintf("final norm + lm_head input + ids over %.0f tokens", N), true
+	case "attention_mask":
+		return fmt.Sprintf("%d × %d² × %v B", s.batch, s.seqTotal, s.compute.BytesPerElement()), true
+	case "loss":
+		return fmt.Sprintf("%s over N=%.0f tokens, V=%d: peak %s, held in backward %s%s", lossName[s.loss], N, s.m.Text.Vocab,
+			gib(t.loss.peak), gib(t.loss.held), cond(t.loss.chunk > 0, fmt.Sprintf(", chunk %.0f tokens", t.loss.chunk), "")), true
+	case "backward_transient":
+		return fmt.Sprintf("one layer's backward over %.0f tokens = %s", N, gib(a.trans)), true
+	case "optimizer_step":
+		return fmt.Sprintf("%s (%s): %s", s.opt.info.Name, s.opt.info.Impl, gib(st.optim.transient)), true
+	case "comm_buffers":
+		return fmt.Sprintf("engine %s, zero %d over %.0f ranks, tp %d pp %d cp %d ep %d", cond(s.dist.engine == "", "none", s.dist.engine), s.dist.zero, s.dist.nd, s.dist.tp, s.dist.pp, s.dist.cp, s.dist.ep), true
+	case "dequant_workspace":
+		return fmt.Sprintf("%.3g × %.0f elements × %v B", s.c[cDequantWorkspaceFactor], p.maxLinear, s.compute.BytesPerElement()), true
+	}
+	return "", false
 }
 
 // lossName names the loss implementations for explanations.

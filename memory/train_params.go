@@ -157,8 +157,12 @@ func (t *trainSpec) resolveLowest(m *model.Model) {
 
 // matches reports whether a module matches a name pattern or component.
 func (t *trainSpec) matches(mod *model.Module) bool {
+	if len(t.patterns) == 0 {
+		return false
+	}
+	comp, stack, name := strings.ToLower(mod.Component), strings.ToLower(mod.Stack), strings.ToLower(mod.Name)
 	for _, p := range t.patterns {
-		if p == strings.ToLower(mod.Component) || p == strings.ToLower(mod.Stack) || globContains(strings.ToLower(mod.Name), p) {
+		if p == comp || p == stack || globContains(name, p) {
 			return true
 		}
 	}
@@ -183,16 +187,20 @@ func (t *trainSpec) fraction(mod *model.Module) float64 {
 	return 0
 }
 
-// globContains matches a pattern with optional '*' wildcards anywhere in name.
+// globContains matches a pattern with optional '*' wildcards anywhere in
+// name: each '*'-separated part in turn, after the previous one.
 func globContains(name, pattern string) bool {
-	for _, part := range strings.Split(pattern, "*") {
+	for {
+		part, rest, more := strings.Cut(pattern, "*")
 		i := strings.Index(name, part)
 		if i < 0 {
 			return false
 		}
-		name = name[i+len(part):]
+		if !more {
+			return true
+		}
+		name, pattern = name[i+len(part):], rest
 	}
-	return true
 }
 
 // tensorGroup is a set of identical trainable tensors, the unit optimizer
