@@ -20,8 +20,9 @@ go build -trimpath -o "$tmp/hello" ./bench/hello
 median_ms() {
   if [ -z "${NO_HYPERFINE:-}" ] && command -v hyperfine >/dev/null 2>&1; then
     hyperfine -N --style none --warmup 3 --runs "$runs" --export-csv "$tmp/run.csv" -- "$*" >/dev/null
-    # columns: command,mean,stddev,median,user,system,min,max (seconds)
-    awk -F, 'NR == 2 { printf "%.2f\n", $4 * 1000 }' "$tmp/run.csv"
+    # columns: command,mean,stddev,median,user,system,min,max (seconds);
+    # counted from the end, as the command may hold commas
+    awk -F, 'NR == 2 { printf "%.2f\n", $(NF - 4) * 1000 }' "$tmp/run.csv"
     return
   fi
   local i start end
