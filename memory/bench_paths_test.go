@@ -141,3 +141,24 @@ func TestGlobContains(t *testing.T) {
 		}
 	}
 }
+
+// TestOptimizerNamesUnambiguous backs the exact-name fast path of
+// lookupOptimizer: no optimizer's canonical name matches an earlier
+// optimizer's name or alias under the lookup's folding, so the fast path
+// finds the optimizer the full scan finds.
+func TestOptimizerNamesUnambiguous(t *testing.T) {
+	for i := range optimizerTable {
+		name := optimizerTable[i].info.Name
+		for k := range i {
+			o := &optimizerTable[k].info
+			for _, other := range append([]string{o.Name}, o.Aliases...) {
+				if optNameEq(name, other) {
+					t.Errorf("optimizer %s matches %q of the earlier %s", name, other, o.Name)
+				}
+			}
+		}
+		if got, err := lookupOptimizer(name); err != nil || got != &optimizerTable[i] {
+			t.Errorf("lookupOptimizer(%q) = %v, %v; want entry %d", name, got, err, i)
+		}
+	}
+}

@@ -158,6 +158,13 @@ func lookupOptimizer(name string) (*optimizerSpec, error) {
 	if n == "" {
 		n = "adamw_torch"
 	}
+	// Canonical names as given first: no canonical name matches another
+	// optimizer's name or alias, so this finds what the scan below would.
+	for i := range optimizerTable {
+		if o := &optimizerTable[i]; o.info.Name == n {
+			return o, nil
+		}
+	}
 	for i := range optimizerTable {
 		o := &optimizerTable[i]
 		if optNameEq(n, o.info.Name) {

@@ -188,9 +188,8 @@ func (s *setup) uniformLayers(from, to int) bool {
 		return true
 	}
 	lts := st.LayerTypes[max(from, 0):min(to, st.Layers)]
-	a := &lts[0]
-	for i := 1; i < len(lts); i++ {
-		l := &lts[i]
+	a := lts[0]
+	for _, l := range lts[1:] {
 		if l.CrossAttention != a.CrossAttention || l.MoE != a.MoE || !sameAttn(l.Attention, a.Attention) {
 			return false
 		}
