@@ -162,3 +162,34 @@ func TestOptimizerNamesUnambiguous(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainingAllocations pins the allocation budget of a plain
+// training estimate: the breakdown, and one block for the phases and the
+// band. The breakdown is allocated at its exact size for every golden
+// training job (no regrowth while the rows are appended).
+func TestTrainingAllocations(t *testing.T) {
+	m := catalogModel(t, "meta-llama/Llama-2-7b-hf")
+	job := Job{SeqLen: 4096, MicroBatch: 2, GradCheckpoint: "full", Attention: "flash"}
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := Estimate(m, job); err != nil {
+			t.Fatal(err)
+		}
+	}); n > 2 {
+		t.Errorf("training estimate: %v allocations, want at most 2", n)
+	}
+	for _, id := range []string{"meta-llama/Llama-2-7b-hf", "Qwen/Qwen3-30B-A3B", "google-t5/t5-base", "Qwen/Qwen2-VL-7B-Instruct"} {
+		m := catalogModel(t, id)
+		for _, c := range goldenCases() {
+			if c.job.Mode != "" && c.job.Mode != Train {
+				continue
+			}
+			r, err := Estimate(m, c.job)
+			if err != nil {
+				continue
+			}
+			if l, k := len(r.PerGPU.Components), cap(r.PerGPU.Components); l != k {
+				t.Errorf("%s %s: breakdown len %d, cap %d", id, c.name, l, k)
+			}
+		}
+	}
+}
