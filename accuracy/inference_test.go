@@ -126,8 +126,8 @@ func TestLoadInferenceRecordsBadInput(t *testing.T) {
 }
 
 func TestInferenceMapperRegistered(t *testing.T) {
-	// The training engineer's Run scores the inference records through the
-	// mapper registered here: its inference rows agree with CheckInference.
+	// Run scores the inference records through the inference
+	// mapper registered in this package: its rows agree with CheckInference.
 	recs, err := DevRecords()
 	if err != nil {
 		t.Fatal(err)
