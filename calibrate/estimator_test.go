@@ -34,9 +34,11 @@ func TestPredictMatchesEstimator(t *testing.T) {
 		job        memory.Job
 		rowsScaled bool
 	}{
-		{memory.Job{SeqLen: 2048, MicroBatch: 4, GPU: "H100-SXM"}, true},
-		{memory.Job{SeqLen: 1024, MicroBatch: 2, Method: "lora", GPU: "A100-80GB"}, true},
-		{memory.Job{SeqLen: 4096, MicroBatch: 1, GradCheckpoint: "full", GPU: "L40S"}, false},
+		// Jobs carry their GPU's facts as the front ends fill them from the
+		// catalog (the estimator reads none).
+		{memory.Job{SeqLen: 2048, MicroBatch: 4, GPU: "H100-SXM", GPUComputeCapability: 90, GPUMemory: 81559 * units.MiB}, true},
+		{memory.Job{SeqLen: 1024, MicroBatch: 2, Method: "lora", GPU: "A100-SXM-80GB", GPUComputeCapability: 80, GPUMemory: 81920 * units.MiB}, true},
+		{memory.Job{SeqLen: 4096, MicroBatch: 1, GradCheckpoint: "full", GPU: "L40S", GPUComputeCapability: 89, GPUMemory: 46068 * units.MiB}, false},
 	}
 	v := values{scale: 1.25, hasScale: true, frag: map[string]float64{"fragmentation": 0.1}, device: true, misc: float64(200 * units.MiB)}
 	for _, tt := range tests {

@@ -44,7 +44,7 @@ func TestBandInvariants(t *testing.T) {
 		{SeqLen: 1024, Packed: &f, Method: "qlora"},
 		{SeqLen: 2048, Engine: "fsdp", NumGPUs: 8},
 		{Mode: memory.Inference, Batch: 4, PromptLen: 1000, GenLen: 100},
-		{Mode: memory.Serving, GPU: "h100", MaxModelLen: 8192},
+		{Mode: memory.Serving, GPU: "H100-SXM", GPUComputeCapability: 90, GPUMemory: 80 * units.GiB, MaxModelLen: 8192},
 		{SeqLen: 2048, Software: []string{"torch1"}},
 	} {
 		r, b := bandOf(t, m, j)
@@ -125,7 +125,7 @@ func TestBandTerms(t *testing.T) {
 		t.Errorf("activation term: stated %+v, unstated %+v", tight, loose)
 	}
 	// Serving: the KV pool absorbs activation differences.
-	if _, b := bandOf(t, m, memory.Job{Mode: memory.Serving, GPU: "h100"}); hasTerm(b, "activations") || hasTerm(b, "residual") {
+	if _, b := bandOf(t, m, memory.Job{Mode: memory.Serving, GPU: "H100-SXM", GPUComputeCapability: 90, GPUMemory: 80 * units.GiB}); hasTerm(b, "activations") || hasTerm(b, "residual") {
 		t.Errorf("serving band has inventory terms: %+v", b.Terms)
 	}
 	// A calibrated fragmentation narrows the allocator term.

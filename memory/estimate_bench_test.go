@@ -5,6 +5,7 @@ import (
 
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/units"
 )
 
 // benchEstimate times memory.Estimate of one job on one catalog model.
@@ -27,7 +28,7 @@ func benchEstimate(b *testing.B, id string, job memory.Job) {
 // BenchmarkEstimateServing is a vLLM budget: weights, profiled
 // activations, KV pages.
 func BenchmarkEstimateServing(b *testing.B) {
-	benchEstimate(b, "meta-llama/Llama-3.1-8B", memory.Job{Mode: memory.Serving, GPU: "H100", MaxModelLen: 8192})
+	benchEstimate(b, "meta-llama/Llama-3.1-8B", memory.Job{Mode: memory.Serving, GPU: "H100-SXM", GPUComputeCapability: 90, GPUMemory: 80 * units.GiB, MaxModelLen: 8192})
 }
 
 // BenchmarkEstimateDistributed is ZeRO-3 on 64 GPUs with CPU offload, a

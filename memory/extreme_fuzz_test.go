@@ -43,7 +43,7 @@ func extremeJobs() map[string]memory.Job {
 		"inference images":              {Mode: memory.Inference, ImagesPerSample: 1 << 16, ImageSize: 1 << 14, Batch: 64},
 		"serving huge context":          {Mode: memory.Serving, MaxModelLen: 1 << 24, MaxNumSeqs: big, MaxNumBatchedTokens: 1 << 30, GPUMemory: units.MaxBytes, AllowLong: true},
 		"serving tiny gpu":              {Mode: memory.Serving, GPUMemory: units.MiB, MaxModelLen: 4096},
-		"serving fp8 full utilization":  {Mode: memory.Serving, GPU: "H100", KVCacheDtype: "fp8", GPUMemoryUtilization: 1, BlockSize: 1 << 10},
+		"serving fp8 full utilization":  {Mode: memory.Serving, GPU: "H100", GPUComputeCapability: 90, GPUMemory: 80 * units.GiB, KVCacheDtype: "fp8", GPUMemoryUtilization: 1, BlockSize: 1 << 10},
 	}
 }
 

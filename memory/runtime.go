@@ -13,8 +13,9 @@ import (
 type GPU struct {
 	// Name is the catalog name, e.g. "H100-SXM" (informational).
 	Name string `json:"name"`
-	// Arch is the generation (volta ... blackwell); set only by the
-	// deprecated built-in table of [LookupGPU].
+	// Arch is the generation (volta ... blackwell). The job carries no
+	// architecture, so the estimator leaves it empty; the field stays for
+	// readers of older JSON.
 	Arch string `json:"arch,omitempty"`
 	// SM is the compute capability times ten (90 for Hopper); 0 if unknown.
 	SM int `json:"sm"`
@@ -22,93 +23,15 @@ type GPU struct {
 	Memory units.Bytes `json:"memory_bytes"`
 }
 
-// legacyGPUs is the table the estimator used before front ends filled
-// the GPU's facts into the job from the catalog. It only serves
-// [LookupGPU] and jobs that name a GPU and give none of its facts, and
-// goes once no caller relies on it.
-var legacyGPUs = []GPU{
-	{Name: "V100-16GB", Arch: "volta", SM: 70, Memory: 16 * units.GiB},
-	{Name: "V100-32GB", Arch: "volta", SM: 70, Memory: 32 * units.GiB},
-	{Name: "T4", Arch: "turing", SM: 75, Memory: 15 * units.GiB},
-	{Name: "A10G", Arch: "ampere", SM: 86, Memory: 22 * units.GiB},
-	{Name: "A10", Arch: "ampere", SM: 86, Memory: 22 * units.GiB},
-	{Name: "A100-40GB", Arch: "ampere", SM: 80, Memory: 40 * units.GiB},
-	{Name: "A100-80GB", Arch: "ampere", SM: 80, Memory: 79*units.GiB + 650*units.MiB},
-	{Name: "A6000", Arch: "ampere", SM: 86, Memory: 48 * units.GiB},
-	{Name: "RTX3090", Arch: "ampere", SM: 86, Memory: 24 * units.GiB},
-	{Name: "RTX4090", Arch: "ada", SM: 89, Memory: 24 * units.GiB},
-	{Name: "L4", Arch: "ada", SM: 89, Memory: 22 * units.GiB},
-	{Name: "L40S", Arch: "ada", SM: 89, Memory: 45 * units.GiB},
-	{Name: "H100-SXM", Arch: "hopper", SM: 90, Memory: 79*units.GiB + 650*units.MiB},
-	{Name: "H100-PCIe", Arch: "hopper", SM: 90, Memory: 79*units.GiB + 650*units.MiB},
-	{Name: "H100-96GB", Arch: "hopper", SM: 90, Memory: 94 * units.GiB},
-	{Name: "H200", Arch: "hopper", SM: 90, Memory: 140 * units.GiB},
-	{Name: "B200", Arch: "blackwell", SM: 100, Memory: 178 * units.GiB},
-	{Name: "RTX5090", Arch: "blackwell", SM: 120, Memory: 31 * units.GiB},
-}
-
-// legacyKeys maps normalised spellings to entries of legacyGPUs, most
-// specific first. An empty name stops the search: a bare "A100" or
-// "V100" names boards of two memory sizes and is not guessed.
-var legacyKeys = []struct{ key, name string }{
-	{"v10032", "V100-32GB"}, {"v100sxm232", "V100-32GB"}, {"v10016", "V100-16GB"}, {"v100sxm216", "V100-16GB"}, {"v100", ""}, {"t4", "T4"},
-	{"a10g", "A10G"}, {"a100sxm480", "A100-80GB"}, {"a10080", "A100-80GB"}, {"a10040", "A100-40GB"}, {"a100", ""},
-	{"a6000", "A6000"}, {"a10", "A10"}, {"3090", "RTX3090"}, {"4090", "RTX4090"},
-	{"l40s", "L40S"}, {"l40", "L40S"}, {"l4", "L4"},
-	{"h10096", "H100-96GB"}, {"h100pcie", "H100-PCIe"}, {"h100", "H100-SXM"}, {"h200", "H200"}, {"gh200", "H200"},
-	{"b200", "B200"}, {"5090", "RTX5090"},
-}
-
-// LookupGPU finds a GPU kind in a small built-in table by a loose name.
-// It reports false for an unknown name.
-//
-// Deprecated: the GPU catalog (package gpu) is the source of GPU facts;
-// front ends copy them into the job (plan.OnGPU, plan.ResolveGPU). This
-// table lacks most boards (H20, GB200, A40, AMD and Intel accelerators,
-// boards from user files).
-func LookupGPU(name string) (GPU, bool) {
-	n := normGPU(name)
-	if n == "" {
-		return GPU{}, false
-	}
-	for _, k := range legacyKeys {
-		if strings.Contains(n, k.key) {
-			if k.name == "" {
-				return GPU{}, false
-			}
-			for _, g := range legacyGPUs {
-				if g.Name == k.name {
-					return g, true
-				}
-			}
-		}
-	}
-	return GPU{}, false
-}
-
-// normGPU lower-cases a GPU name and drops vendor words and separators.
-func normGPU(s string) string {
-	s = strings.ToLower(strings.TrimSpace(s))
-	for _, w := range []string{"nvidia", "geforce", "tesla", "rtx", "hbm3", "hbm2e", "hbm2", "gb", " ", "-", "_"} {
-		s = strings.ReplaceAll(s, w, "")
-	}
-	return s
-}
-
 // jobGPU returns the GPU job runs on as the estimator sees it, and a
 // warning when the job names a GPU but gives none of its facts
 // (Job.GPUComputeCapability, Job.GPUMemory): the estimator reads no
 // catalog, so it then falls back to the pre-Hopper cuBLAS workspace and
 // no memory limit rather than guessing from the name.
-func jobGPU(job Job) (GPU, string) {
+func jobGPU(job *Job) (GPU, string) {
 	g := GPU{Name: job.GPU, SM: job.GPUComputeCapability, Memory: job.GPUMemory}
 	if job.GPU == "" || g.SM > 0 || g.Memory > 0 {
 		return g, ""
-	}
-	if lg, ok := LookupGPU(job.GPU); ok {
-		// Transitional: callers that still pass only a name get the
-		// deprecated table's figures, as before the catalog was shared.
-		return lg, ""
 	}
 	return g, fmt.Sprintf("gpu %q: the job gives neither its compute capability nor its memory "+
 		"(gpu_compute_capability, gpu_memory_bytes; front ends fill them from the GPU catalog): "+
@@ -151,11 +74,11 @@ func RuntimeOverheads(job Job) (Overheads, error) {
 	if err != nil {
 		return Overheads{}, err
 	}
-	return runtimeOverheads(job, &c), nil
+	return runtimeOverheads(&job, &c), nil
 }
 
 // runtimeOverheads is [RuntimeOverheads] with resolved constants.
-func runtimeOverheads(job Job, c *constants) Overheads {
+func runtimeOverheads(job *Job, c *constants) Overheads {
 	o := Overheads{Legacy: hasSoftware(job.Software, "torch1")}
 	id := cFragmentation
 	switch {
@@ -255,7 +178,7 @@ func hasSoftware(sw []string, name string) bool {
 
 // shardsParams reports whether a training job shards its parameters
 // (DeepSpeed ZeRO-3, FSDP/FSDP2 full or hybrid sharding).
-func shardsParams(job Job) bool {
+func shardsParams(job *Job) bool {
 	e := strings.ToLower(job.Engine)
 	switch {
 	case e == "deepspeed" || e == "ds" || strings.HasPrefix(e, "zero"):

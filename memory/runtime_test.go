@@ -7,26 +7,6 @@ import (
 	"github.com/gpumem/gpumem/units"
 )
 
-func TestLookupGPU(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"NVIDIA H100 80GB HBM3", "H100-SXM"}, {"H100-SXM", "H100-SXM"}, {"a100-40gb", "A100-40GB"},
-		{"A100-SXM4-80GB", "A100-80GB"}, {"NVIDIA L40S", "L40S"}, {"L4", "L4"}, {"A10G", "A10G"},
-		{"V100-SXM2-16GB", "V100-16GB"}, {"RTX 4090", "RTX4090"}, {"GeForce RTX 3090", "RTX3090"},
-		{"H100-96GB", "H100-96GB"}, {"B200", "B200"},
-	}
-	for _, tt := range tests {
-		g, ok := LookupGPU(tt.in)
-		if !ok || g.Name != tt.want {
-			t.Errorf("LookupGPU(%q) = %q, %v; want %q", tt.in, g.Name, ok, tt.want)
-		}
-	}
-	for _, bad := range []string{"", "tpu-v5", "MI300X", "A100", "NVIDIA A100", "V100"} {
-		if g, ok := LookupGPU(bad); ok {
-			t.Errorf("LookupGPU(%q) = %q, want not found", bad, g.Name)
-		}
-	}
-}
-
 func TestRuntimeOverheads(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -36,15 +16,16 @@ func TestRuntimeOverheads(t *testing.T) {
 		warnings bool
 	}{
 		{"training default", Job{}, 0.06, 500 * units.MiB, 8*units.MiB + 128*units.KiB, false},
-		{"hopper workspace", Job{GPU: "H100-SXM"}, 0.06, 500 * units.MiB, 32 * units.MiB, false},
-		{"inference", Job{Mode: Inference, GPU: "A100-80GB"}, 0.02, 500 * units.MiB, 8*units.MiB + 128*units.KiB, false},
-		{"torch1", Job{Software: []string{"torch1"}, GPU: "V100-16GB"}, 0.15, 1343 * units.MiB, 8*units.MiB + 128*units.KiB, false},
+		{"hopper workspace", Job{GPU: "H100-SXM", GPUComputeCapability: 90, GPUMemory: 80 * units.GiB}, 0.06, 500 * units.MiB, 32 * units.MiB, false},
+		{"inference", Job{Mode: Inference, GPU: "A100-80GB", GPUComputeCapability: 80, GPUMemory: 80 * units.GiB}, 0.02, 500 * units.MiB, 8*units.MiB + 128*units.KiB, false},
+		{"torch1", Job{Software: []string{"torch1"}, GPU: "V100-16GB", GPUComputeCapability: 70, GPUMemory: 16 * units.GiB}, 0.15, 1343 * units.MiB, 8*units.MiB + 128*units.KiB, false},
 		{"override", Job{Constants: map[string]float64{"fragmentation": 0.1, "cuda_context_mib": 1000}}, 0.1, 1000 * units.MiB, 8*units.MiB + 128*units.KiB, false},
 		{"unknown gpu", Job{GPU: "tpu"}, 0.06, 500 * units.MiB, 8*units.MiB + 128*units.KiB, true},
 		{"compute capability 9.0", Job{GPU: "H20", GPUComputeCapability: 90, GPUMemory: 95 * units.GiB}, 0.06, 500 * units.MiB, 32 * units.MiB, false},
 		{"compute capability wins over the name", Job{GPU: "H100-SXM", GPUComputeCapability: 80}, 0.06, 500 * units.MiB, 8*units.MiB + 128*units.KiB, false},
 		{"non-NVIDIA board from the catalog", Job{GPU: "MI300X", GPUMemory: 192 * units.GiB}, 0.06, 500 * units.MiB, 8*units.MiB + 128*units.KiB, false},
-		{"catalog board the old table lacks, name only", Job{GPU: "MI300X"}, 0.06, 500 * units.MiB, 8*units.MiB + 128*units.KiB, true},
+		{"catalog board, name only", Job{GPU: "MI300X"}, 0.06, 500 * units.MiB, 8*units.MiB + 128*units.KiB, true},
+		{"hopper by name only: no guess from the name", Job{GPU: "H100-SXM"}, 0.06, 500 * units.MiB, 8*units.MiB + 128*units.KiB, true},
 		{"zero-3", Job{Engine: "deepspeed", ZeRO: 3}, 0.15, 500 * units.MiB, 8*units.MiB + 128*units.KiB, false},
 		{"zero-2", Job{Engine: "deepspeed", ZeRO: 2}, 0.06, 500 * units.MiB, 8*units.MiB + 128*units.KiB, false},
 		{"fsdp2", Job{Engine: "fsdp2"}, 0.15, 500 * units.MiB, 8*units.MiB + 128*units.KiB, false},

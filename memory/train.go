@@ -92,7 +92,7 @@ func (s *setup) stageParts(t *trainParts) {
 		t.loss.persist /= k
 	}
 	t.comm = s.commBuffers(&t.st, &t.p)
-	t.ov = runtimeOverheads(s.job, &s.c)
+	t.ov = runtimeOverheads(&s.job, &s.c)
 	if t.ov.Warning != "" && d.stage == 0 {
 		s.warn(t.ov.Warning)
 	}

@@ -290,8 +290,8 @@ func TestFrameworkLossDefaults(t *testing.T) {
 
 func TestPagedStatesResidency(t *testing.T) {
 	m := catalogModel(t, "meta-llama/Llama-2-7b-hf")
-	paged := func(gpu string) (units.Bytes, Result) {
-		r := estimateOK(t, m, Job{SeqLen: 1024, Optimizer: "paged_adamw_32bit", GPU: gpu, GradCheckpoint: "full"})
+	paged := func(gpu string, cc int, mem units.Bytes) (units.Bytes, Result) {
+		r := estimateOK(t, m, Job{SeqLen: 1024, Optimizer: "paged_adamw_32bit", GPU: gpu, GPUComputeCapability: cc, GPUMemory: mem, GradCheckpoint: "full"})
 		for _, c := range r.PerGPU.Components {
 			if c.Name == "optimizer_states" && c.Level == "device" {
 				return c.Bytes, r
@@ -300,14 +300,19 @@ func TestPagedStatesResidency(t *testing.T) {
 		t.Fatal("no paged optimizer row")
 		return 0, r
 	}
-	all, _ := paged("")
+	all, _ := paged("", 0, 0)
 	if want := units.Bytes(8 * 6738415616); all != want {
 		t.Errorf("paged states without a GPU limit %d, want %d", all, want)
 	}
-	some, r := paged("A100-40GB")
-	g, _ := LookupGPU("A100-40GB")
-	if some >= all || r.PerGPU.DevicePeakBytes > g.Memory {
-		t.Errorf("on a 40 GiB card paged states %d (of %d), device peak %d > %d", some, all, r.PerGPU.DevicePeakBytes, g.Memory)
+	// The facts a front end fills in for an A100 40GB from the catalog.
+	const a100 = 40 * units.GiB
+	some, r := paged("A100-SXM-40GB", 80, a100)
+	if some >= all || r.PerGPU.DevicePeakBytes > a100 {
+		t.Errorf("on a 40 GiB card paged states %d (of %d), device peak %d > %d", some, all, r.PerGPU.DevicePeakBytes, a100)
+	}
+	// A name without its facts sets no limit: every state is counted resident.
+	if named, _ := paged("A100-SXM-40GB", 0, 0); named != all {
+		t.Errorf("a GPU named without its memory: paged states %d, want all %d", named, all)
 	}
 	checkParts(t, r)
 }

@@ -273,14 +273,14 @@ func TestTrainingWarnings(t *testing.T) {
 	if !strings.Contains(strings.Join(r.Warnings, "\n"), "--seq-len not given") {
 		t.Errorf("default sequence length not warned: %q", r.Warnings)
 	}
-	r = estimateOK(t, m, Job{SeqLen: 4096, GPU: "A10G", Engine: "deepspeed", ZeRO: 2, NumGPUs: 8})
+	r = estimateOK(t, m, Job{SeqLen: 4096, GPU: "A10G", GPUComputeCapability: 86, GPUMemory: 22 * units.GiB, Engine: "deepspeed", ZeRO: 2, NumGPUs: 8})
 	joined = strings.Join(r.Warnings, "\n")
 	for _, want := range []string{"exceeds the GPU's 22.00 GiB"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("warnings %q lack %q", joined, want)
 		}
 	}
-	r = estimateOK(t, m, Job{SeqLen: 512, Method: "qlora", GPU: "H100-SXM"})
+	r = estimateOK(t, m, Job{SeqLen: 512, Method: "qlora", GPU: "H100-SXM", GPUComputeCapability: 90, GPUMemory: 80 * units.GiB})
 	if len(r.Warnings) != 0 {
 		t.Errorf("fitting single-GPU QLoRA warned: %q", r.Warnings)
 	}
