@@ -51,6 +51,12 @@ type actRegime struct {
 	// extraNorms is the number of hidden-width norms per layer beyond the
 	// usual two (Gemma 2/3 sandwich norms around attention and MLP outputs).
 	extraNorms float64
+	// attnOver and mlpOver replace the attention and MLP parts of each
+	// text layer's inventory (layerSplit), in bytes per token before
+	// tensor parallelism; 0 keeps the derived parts. They come from the
+	// constants attn_act_factor_fa / attn_act_factor_no_fa and
+	// mlp_act_factor (× hidden × bytes of a compute-dtype element).
+	attnOver, mlpOver float64
 }
 
 // normAct is what one normalisation saves (MODEL.md §4.3.1, §4.3.7): the
@@ -79,6 +85,28 @@ func normAct(st *model.Stack, r *actRegime, width float64, consumers int, trainL
 	return in + out
 }
 
+// layerSplit is one layer's saved inventory split by block, the split
+// the activation-factor constants (attn_act_factor_fa/_no_fa,
+// mlp_act_factor) replace:
+//
+//	attention: the norm feeding q/k/v, q/k/v (after RoPE and QK norms),
+//	  the kernel output (= o_proj input) and logsumexp, or eager
+//	  attention's scores and probabilities (quad); a cross-attention
+//	  block with its norm; adapters on q/k/v/o and their own inputs;
+//	  the q/k/v/o inputs bitsandbytes < 0.43.2 keeps
+//	mlp: the norm feeding gate/up, gate and up outputs, the activation
+//	  output, the down input; the MoE router and expert copies; adapters
+//	  on gate/up/down; the gate/up/down inputs old bitsandbytes keeps
+//	post-norms: Gemma's sandwich norms, one on each block's output
+//	  (half counted with each block)
+type layerSplit struct {
+	attn      layerAct // attention block, without its input norm
+	attnNorm  float64  // the norm feeding attention
+	mlp       float64  // MLP block, without its input norm
+	mlpNorm   float64  // the norm feeding the MLP (less the input it shares with attention)
+	postNorms float64  // post-norms on the blocks' outputs
+}
+
 // decoderLayer is the saved inventory of one pre-norm transformer layer
 // (MODEL.md §4.3.1 HF bf16 flash, §4.3.2 eager, §4.3.3 AMP, §4.3.5 frozen,
 // §4.3.4 fused, §8 MoE; DeepSeek MLA per its projections):
@@ -87,37 +115,31 @@ func normAct(st *model.Stack, r *actRegime, width float64, consumers int, trainL
 //	attention kernel: q, k, v, out in the compute dtype + fp32 logsumexp 4a
 //	eager: + fp32 softmax 4a·s + its cast c·a·s per token, o_proj input
 //	gated MLP: gate out, SiLU out, up out (+ down input when training)
+//
+// A set attention or MLP factor (actRegime.attnOver, mlpOver) replaces
+// that block's part, norms included; the whole replacement is split over
+// tensor-parallel ranks, as the estimator the factors come from splits it.
 func decoderLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerAct {
-	h := float64(st.Hidden)
-	var a layerAct
-	var norms float64
-	if st.ParallelBlock {
-		// Attention and MLP read the same normalised input (GPT-NeoX,
-		// parallel residual): two norms saving the same input tensor.
-		norms = normAct(st, r, h, 3, r.trainW) + normAct(st, r, h, 2, r.trainW) - r.resid*h
-	} else {
-		norms = normAct(st, r, h, 3, r.trainW) + normAct(st, r, h, 2, r.trainW)
-	}
-	if r.extraNorms > 0 {
-		// Post-norms feed the residual add, not a Linear.
-		norms += r.extraNorms * normAct(st, r, h, 0, false)
-	}
-	if lt.Attention != model.NoSelfAttention {
-		a = a.add(selfAttnAct(st, r))
-	}
-	if lt.CrossAttention {
-		a = a.add(crossAttnAct(st, r))
-	}
-	if lt.MoE && st.MoE != nil {
-		a.lin += moeAct(st, r)
-	} else {
-		a.lin += mlpAct(st, r, float64(st.Intermediate))
-	}
-	if r.lora != nil {
-		a.lin += loraAct(st, r)
-	}
-	if r.bnbSaves {
-		a.lin += bnbInputs(st, r)
+	p := splitDecoderLayer(st, lt, r)
+	// Every term is a whole number of bytes (or a small dyadic fraction),
+	// so the sums below are exact in any order.
+	norms := p.attnNorm + p.mlpNorm + p.postNorms
+	lin := p.attn.lin + p.mlp
+	quad := p.attn.quad
+	if r.attnOver > 0 || r.mlpOver > 0 {
+		lin, norms = 0, 0
+		if r.attnOver > 0 {
+			lin += r.attnOver
+		} else {
+			lin += p.attn.lin
+			norms += p.attnNorm + p.postNorms/2
+		}
+		if r.mlpOver > 0 {
+			lin += r.mlpOver
+		} else {
+			lin += p.mlp
+			norms += p.mlpNorm + p.postNorms/2
+		}
 	}
 	// Tensor parallelism divides everything but the replicated norms and
 	// their inputs; sequence parallelism divides those too.
@@ -125,40 +147,80 @@ func decoderLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerAct {
 	if r.sp {
 		ntp = tp
 	}
-	a.lin = a.lin/tp + norms/ntp
-	a.quad /= tp
-	return a
+	return layerAct{lin: lin/tp + norms/ntp, quad: quad / tp}
+}
+
+// splitDecoderLayer computes the parts of [decoderLayer] before tensor
+// parallelism and overrides.
+func splitDecoderLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerSplit {
+	h := float64(st.Hidden)
+	var p layerSplit
+	p.attnNorm = normAct(st, r, h, 3, r.trainW)
+	p.mlpNorm = normAct(st, r, h, 2, r.trainW)
+	if st.ParallelBlock {
+		// Attention and MLP read the same normalised input (GPT-NeoX,
+		// parallel residual): two norms saving the same input tensor.
+		p.mlpNorm -= r.resid * h
+	}
+	if r.extraNorms > 0 {
+		// Post-norms feed the residual add, not a Linear.
+		p.postNorms = r.extraNorms * normAct(st, r, h, 0, false)
+	}
+	if lt.Attention != model.NoSelfAttention {
+		p.attn = p.attn.add(selfAttnAct(st, r))
+	}
+	if lt.CrossAttention {
+		p.attn = p.attn.add(crossAttnAct(st, r))
+	}
+	if lt.MoE && st.MoE != nil {
+		p.mlp += moeAct(st, r)
+	} else {
+		p.mlp += mlpAct(st, r, float64(st.Intermediate))
+	}
+	if r.lora != nil {
+		attn, mlp := loraAct(st, r)
+		p.attn.lin += attn
+		p.mlp += mlp
+	}
+	if r.bnbSaves {
+		attn, mlp := bnbInputs(st, r)
+		p.attn.lin += attn
+		p.mlp += mlp
+	}
+	return p
 }
 
 // bnbInputs is what bitsandbytes < 0.43.2 adds per layer (MODEL.md
-// §15.3, bitsandbytes PR #1270): MatMul4Bit stored its input A, so the
-// attention-norm output, the MLP-norm output and the down-projection input
-// stay alive (≈ (4 + 2f/h)·sbh in bf16), plus the o-proj input where it is
-// a separate copy (litgpt). Inputs the adapters already keep are not
+// §15.3, bitsandbytes PR #1270), for the attention and the MLP block:
+// MatMul4Bit stored its input A, so the attention-norm output, the
+// MLP-norm output and the down-projection input stay alive
+// (≈ (4 + 2f/h)·sbh in bf16), plus the o-proj input where it is a
+// separate copy (litgpt). Inputs the adapters already keep are not
 // counted twice.
-func bnbInputs(st *model.Stack, r *actRegime) float64 {
+func bnbInputs(st *model.Stack, r *actRegime) (attn, mlp float64) {
 	h := float64(st.Hidden)
 	f := float64(st.Intermediate)
 	if st.MoE != nil && f == 0 {
 		f = float64(st.MoE.ExpertFFN)
 	}
-	out := r.c * (2*h + f)
+	attn = r.c * h
+	mlp = r.c * (h + f)
 	if r.sepOut {
-		out += r.c * float64(st.Heads) * float64(st.HeadDim)
+		attn += r.c * float64(st.Heads) * float64(st.HeadDim)
 	}
 	if g := r.lora; g != nil && r.dropout == 0 && r.adapterB == r.c && !r.amp {
 		// The adapters' shared inputs (counted by loraAct) are these tensors.
 		if g.attnIn+g.qkvIn > 0 {
-			out -= r.c * h
+			attn -= r.c * h
 		}
 		if g.mlpIn > 0 {
-			out -= r.c * h
+			mlp -= r.c * h
 		}
 		if g.downIn > 0 {
-			out -= r.c * f
+			mlp -= r.c * f
 		}
 	}
-	return out
+	return attn, mlp
 }
 
 // selfAttnAct is what the attention block saves besides its input norm.
@@ -285,13 +347,14 @@ func moeAct(st *model.Stack, r *actRegime) float64 {
 }
 
 // loraAct is what the adapters of one layer add to the frozen inventory
-// (MODEL.md §4.3.6, PEFT lora/layer.py Linear.forward): each adapted
-// module saves the input of lora_A (shared with the base input when the
-// adapter dtype equals the compute dtype and dropout is 0, else its own
-// cast and/or dropout output + 1-byte mask), and the r-wide lora_A output.
+// (MODEL.md §4.3.6, PEFT lora/layer.py Linear.forward), for the adapters
+// of the attention block (q/k/v/o) and of the MLP: each adapted module
+// saves the input of lora_A (shared with the base input when the adapter
+// dtype equals the compute dtype and dropout is 0, else its own cast
+// and/or dropout output + 1-byte mask), and the r-wide lora_A output.
 // LoRA-FA trains only B, so lora_A's input is not saved (arXiv:2308.03303).
 // DoRA keeps the base output and an fp32 LoRA output per module (§15.13).
-func loraAct(st *model.Stack, r *actRegime) float64 {
+func loraAct(st *model.Stack, r *actRegime) (attn, mlp float64) {
 	g := r.lora
 	h := float64(st.Hidden)
 	q := float64(st.Heads) * float64(st.HeadDim)
@@ -299,7 +362,9 @@ func loraAct(st *model.Stack, r *actRegime) float64 {
 	if st.MoE != nil && st.Intermediate == 0 {
 		f = float64(st.MoE.ExpertFFN)
 	}
-	out := g.rankOut * r.adapterB // lora_A outputs saved by lora_B
+	// lora_A outputs saved by lora_B.
+	attn = g.attnRank * r.adapterB
+	mlp = (g.rankOut - g.attnRank) * r.adapterB
 	if !r.loraFA {
 		own := r.adapterB != r.c || r.amp // the adapter makes its own cast of x
 		per := 0.0
@@ -314,48 +379,70 @@ func loraAct(st *model.Stack, r *actRegime) float64 {
 			per = r.adapterB
 		}
 		if per > 0 {
-			out += per * (float64(g.attnIn)*h + float64(g.qkvIn)*h + float64(g.oIn)*q + float64(g.mlpIn)*h + float64(g.downIn)*f)
+			attn += per * (float64(g.attnIn)*h + float64(g.qkvIn)*h + float64(g.oIn)*q)
+			mlp += per * (float64(g.mlpIn)*h + float64(g.downIn)*f)
 		} else {
 			// Shared inputs: the frozen inventory lacks the norm outputs and
 			// the down-projection input; the attention output is already kept.
 			if g.attnIn+g.qkvIn > 0 {
-				out += r.c * h
+				attn += r.c * h
 			}
 			if g.mlpIn > 0 {
-				out += r.c * h
+				mlp += r.c * h
 			}
 			if g.downIn > 0 {
-				out += r.c * f
+				mlp += r.c * f
 			}
 		}
 	}
 	if r.dora {
-		out += (2 + 4) * g.outSum
+		attn += (2 + 4) * g.attnOut
+		mlp += (2 + 4) * (g.outSum - g.attnOut)
 	}
-	return out
+	return attn, mlp
 }
 
 // encoderPostLN is the BERT-style post-LN encoder layer with dropout 0.1
 // (MODEL.md §15.12): fp32 34h + 8f + 9a·s bytes per token; under fp16 AMP
 // 26h + 4f + 7a·s (fp32 LayerNorm inputs and scores); pure 16-bit half of
 // the fp32 tensors. Flash/SDPA replaces the s² terms by the kernel's
-// logsumexp.
+// logsumexp. Set attention or MLP factors replace the blocks' parts.
 func encoderPostLN(st *model.Stack, r *actRegime) layerAct {
+	attn, mlp := splitPostLN(st, r)
+	if r.attnOver > 0 {
+		attn.lin = r.attnOver
+	}
+	if r.mlpOver > 0 {
+		mlp = r.mlpOver
+	}
+	return layerAct{lin: attn.lin + mlp, quad: attn.quad}
+}
+
+// splitPostLN splits the post-LN encoder layer into its attention block
+// and its feed-forward block. Per token, in fp32: attention saves the
+// layer input shared by q/k/v 4h, q, k, v 12h, the context (dense input)
+// 4h, the output dropout mask h and the LayerNorm input 4h (25h), plus
+// the probabilities, their dropout mask and output 9a·s; the
+// feed-forward block saves its input 4h, the intermediate output and the
+// GeLU output 8f, a dropout mask h and the LayerNorm input 4h (9h + 8f).
+// Under AMP each Linear keeps its own bf16 cast of its input: attention
+// 3·2h + 6h + 2h + h + 4h = 19h + 7a·s, feed-forward 2h + 4f + h + 4h.
+// Pure 16-bit halves the fp32 parts.
+func splitPostLN(st *model.Stack, r *actRegime) (attn layerAct, mlp float64) {
 	h, f, heads := float64(st.Hidden), float64(st.Intermediate), float64(st.Heads)
-	var a layerAct
 	switch {
 	case r.amp:
-		a = layerAct{lin: 26*h + 4*f, quad: 7 * heads}
+		attn, mlp = layerAct{lin: 19 * h, quad: 7 * heads}, 7*h+4*f
 	case r.c >= 4:
-		a = layerAct{lin: 34*h + 8*f, quad: 9 * heads}
+		attn, mlp = layerAct{lin: 25 * h, quad: 9 * heads}, 9*h+8*f
 	default:
-		a = layerAct{lin: 17*h + 4*f, quad: 5 * heads}
+		attn, mlp = layerAct{lin: 12.5 * h, quad: 5 * heads}, 4.5*h+4*f
 	}
 	if r.attn != trAttnEager || r.selectiv {
-		a.quad = 0
-		a.lin += 4 * heads
+		attn.quad = 0
+		attn.lin += 4 * heads
 	}
-	return a
+	return attn, mlp
 }
 
 // layerBackwardTransient is the extra memory while one layer runs its

@@ -25,6 +25,10 @@ type ConstantInfo struct {
 	Source string `json:"source"`
 	// Description says what the constant scales.
 	Description string `json:"description"`
+	// Derived is true for a constant whose Default 0 means "derived": the
+	// model computes the quantity itself (from its per-tensor inventory),
+	// and a value replaces the derived one.
+	Derived bool `json:"derived,omitempty"`
 }
 
 // constID indexes the constant table; the resolved values of a job are an
@@ -45,6 +49,10 @@ const (
 	cCompileActivationFactor
 	cDequantWorkspaceFactor
 	cNCCLMiB
+	cAttnActFactorFA
+	cAttnActFactorNoFA
+	cMLPActFactor
+	cGradCkptReduction
 	numConstants
 )
 
@@ -114,6 +122,31 @@ var constantTable = [numConstants]ConstantInfo{
 		Name: "nccl_mib", Default: 512, Unit: "MiB", Min: 0, Max: 16384,
 		Source:      "MODEL.md §10: NCCL buffers per communicator, channel and peer (NCCL_BUFFSIZE 4 MiB × 16-32 channels × 2-3 peers ⇒ 0.2-1 GiB)",
 		Description: "device memory of one NCCL communicator (one per data-, tensor-, pipeline- and expert-parallel group a rank joins)",
+	},
+	// The activation factors of the LLM/VLM estimator some users come
+	// from: its attn_act_factor_fa, attn_act_factor_no_fa, mlp_act_factor
+	// and grad_ckpt_reduction, in its units. Each is derived by default;
+	// a value replaces one part of the per-layer inventory (actRegime,
+	// layerSplit in activations.go say which tensors each part holds).
+	cAttnActFactorFA: {
+		Name: "attn_act_factor_fa", Default: 0, Unit: "× hidden per token per layer (0 = derived)", Min: 0, Max: 1000, Derived: true,
+		Source:      "derived by default: the attention part of the MODEL.md §4.3 inventory; a value is the LLM/VLM estimator's attn_act_factor_fa (its default 0.8)",
+		Description: "training with fused attention (flash, SDPA): replaces what each text layer's attention block saves (its norm, q/k/v, kernel output, logsumexp, adapters on q/k/v/o) by value × hidden × bytes(compute dtype) per token, split over tensor-parallel ranks",
+	},
+	cAttnActFactorNoFA: {
+		Name: "attn_act_factor_no_fa", Default: 0, Unit: "× hidden per token per layer (0 = derived)", Min: 0, Max: 1000, Derived: true,
+		Source:      "derived by default: the attention part of the MODEL.md §4.3.2 eager inventory; a value is the LLM/VLM estimator's attn_act_factor_no_fa (its default 4.0)",
+		Description: "training with eager attention: replaces the per-token part of what each text layer's attention block saves by value × hidden × bytes(compute dtype); the s² scores and probabilities stay derived, as that estimator adds them separately",
+	},
+	cMLPActFactor: {
+		Name: "mlp_act_factor", Default: 0, Unit: "× hidden per token per layer (0 = derived)", Min: 0, Max: 1000, Derived: true,
+		Source:      "derived by default: the MLP part of the MODEL.md §4.3 inventory (§8 for MoE); a value is the LLM/VLM estimator's mlp_act_factor (its default 6.0)",
+		Description: "training: replaces what each text layer's MLP block saves (its norm, gate/up outputs, activation output, down input, MoE router and expert copies, adapters on gate/up/down) by value × hidden × bytes(compute dtype) per token, split over tensor-parallel ranks",
+	},
+	cGradCkptReduction: {
+		Name: "grad_ckpt_reduction", Default: 0, Unit: "fraction (0 = derived)", Min: 0, Max: 1, Derived: true,
+		Source:      "derived by default: layer checkpoints plus one recomputed layer (MODEL.md §5.1); a value is the LLM/VLM estimator's grad_ckpt_reduction (its default 0.35)",
+		Description: "training with layer checkpointing (full, every-N): saved activations of the text, vision and encoder layers are this fraction of what they are without checkpointing, in every phase",
 	},
 }
 

@@ -32,6 +32,9 @@ type loraLayer struct {
 	rankOut float64 // Σ rank over adapted modules (r-wide lora_A outputs)
 	outSum  float64 // Σ out width over adapted modules (DoRA keeps per-output terms)
 	qkvIn   int     // fused qkv module adapted (one shared input)
+	// attnRank and attnOut are the parts of rankOut and outSum of the
+	// attention block's adapters (q, k, v, fused qkv, o).
+	attnRank, attnOut float64
 }
 
 // Defaults of PEFT's LoraConfig (huggingface/peft:src/peft/tuners/lora/config.py):
@@ -128,15 +131,19 @@ func (s *setup) firstLayerOf(mod *model.Module) int {
 // addLayerGeometry records one adapted module of a text layer.
 func (s *setup) addLayerGeometry(short string, in, out int) {
 	g := &s.lora.perLayer
+	rank := float64(s.lora.rank)
 	switch {
 	case short == "q_proj" || short == "k_proj" || short == "v_proj" || short == "query" || short == "key" || short == "value" || short == "q" || short == "k" || short == "v":
 		g.attnIn++
+		g.attnRank, g.attnOut = g.attnRank+rank, g.attnOut+float64(out)
 	case isFused(short):
 		// q and v adapters on one fused qkv Linear share its input and
 		// its dropout (litgpt LoRAQKVLinear).
 		g.qkvIn = 1
+		g.attnRank, g.attnOut = g.attnRank+rank, g.attnOut+float64(out)
 	case short == "o_proj" || short == "dense" || short == "out_proj" || short == "o" || short == "proj" || short == "c_proj":
 		g.oIn++
+		g.attnRank, g.attnOut = g.attnRank+rank, g.attnOut+float64(out)
 	case short == "gate_proj" || short == "up_proj" || short == "fc1" || short == "w1" || short == "w3" || short == "dense_h_to_4h" || short == "fc_1" || short == "fc_2" || short == "wi" || short == "wi_0" || short == "wi_1" || short == "gate_up_proj":
 		g.mlpIn++
 	default:

@@ -62,7 +62,49 @@ func (s *setup) regime() actRegime {
 	r.sepOut = s.framework == FrameworkLitGPT
 	r.vView = s.framework == FrameworkLitGPT && st.KVHeads == st.Heads
 	r.extraNorms = s.extraNorms()
+	r.attnOver, r.mlpOver = s.actOverrides(st, r.c)
 	return r
+}
+
+// actOverrides converts the activation factors a job sets (constants
+// attn_act_factor_fa, attn_act_factor_no_fa, mlp_act_factor: elements of
+// the hidden size per token per layer) into bytes per token per layer
+// with the compute dtype's element size c; 0 keeps a part derived. The
+// FlashAttention factor applies to the fused kernels (flash, SDPA), the
+// other to eager attention, as the two paths of the estimator the
+// factors come from.
+func (s *setup) actOverrides(st *model.Stack, c float64) (attn, mlp float64) {
+	h := float64(st.Hidden)
+	f := s.c[cAttnActFactorFA]
+	if s.attn == trAttnEager {
+		f = s.c[cAttnActFactorNoFA]
+	}
+	return f * h * c, s.c[cMLPActFactor] * h * c
+}
+
+// ckptRetention is the fraction of the activations kept with layer
+// checkpointing when the job sets grad_ckpt_reduction, or 0 when the
+// derived model (checkpoints + one recomputed layer) applies.
+func (s *setup) ckptRetention() float64 {
+	if s.ckpt != ckptFull && s.ckpt != ckptEveryN {
+		return 0
+	}
+	return s.c[cGradCkptReduction]
+}
+
+// warnUnusedActConstants names activation constants the job sets that
+// do not apply to it: the attention factor of the other attention path,
+// or a checkpointing retention without layer checkpointing.
+func (s *setup) warnUnusedActConstants() {
+	if s.attn == trAttnEager && s.c[cAttnActFactorFA] > 0 {
+		s.warn("attn_act_factor_fa is set but attention is eager: it applies to flash and SDPA attention (attn_act_factor_no_fa applies to eager)")
+	}
+	if s.attn != trAttnEager && s.c[cAttnActFactorNoFA] > 0 {
+		s.warn("attn_act_factor_no_fa is set but attention is fused (flash or SDPA): it applies to eager attention (attn_act_factor_fa applies here)")
+	}
+	if s.c[cGradCkptReduction] > 0 && s.ckptRetention() == 0 {
+		s.warn("grad_ckpt_reduction is set but the job does not checkpoint layers: it applies with --grad-checkpoint full or every-N")
+	}
 }
 
 // activations computes the activation terms (MODEL.md §4, §5, §11).
@@ -208,7 +250,15 @@ func sameAttn(a, b model.AttnKind) bool {
 }
 
 // layerPhases applies checkpointing and offload to the layer totals.
+// A set checkpointing retention r (grad_ckpt_reduction) replaces the
+// checkpoint model: every phase keeps r × what it keeps without
+// checkpointing.
 func (s *setup) layerPhases(t *actTotals, full, bottomLayer, topLayer float64) {
+	if r := s.ckptRetention(); r > 0 {
+		t.fwd, t.top, t.bottom = r*full, r*full, r*bottomLayer
+		s.offloadPhases(t)
+		return
+	}
 	switch s.ckpt {
 	case ckptFull:
 		// HF checkpoints every decoder layer; with frozen layers below,
@@ -236,6 +286,12 @@ func (s *setup) layerPhases(t *actTotals, full, bottomLayer, topLayer float64) {
 		t.top = full
 		t.bottom = bottomLayer
 	}
+	s.offloadPhases(t)
+}
+
+// offloadPhases bounds the layer totals by what activation offloading
+// keeps on the GPU.
+func (s *setup) offloadPhases(t *actTotals) {
 	if s.offload {
 		// Saved tensors stream to host memory; the GPU keeps the layer in
 		// flight and the one being prefetched (torchtune OffloadActivations).
@@ -306,9 +362,12 @@ func (s *setup) visionActs(r *actRegime) float64 {
 		vr := *r
 		vr.lora = nil
 		vr.gqaWide = false
+		vr.attnOver, vr.mlpOver = 0, 0 // the factors are the text layers'
 		a := decoderLayer(&v.Stack, model.LayerType{Attention: model.FullAttention}, &vr)
 		per := a.bytes(nv, patches)
-		if s.ckpt == ckptFull {
+		if k := s.ckptRetention(); k > 0 {
+			out = k * float64(v.Layers) * per
+		} else if s.ckpt == ckptFull {
 			out = float64(v.Layers)*r.resid*float64(v.Hidden)*nv + per
 		} else {
 			out = float64(v.Layers) * per
@@ -331,8 +390,12 @@ func (s *setup) encoderActs(r *actRegime) float64 {
 	}
 	n := s.tokens
 	er := *r
+	er.attnOver, er.mlpOver = 0, 0 // the factors are the text layers'
 	a := decoderLayer(e, model.LayerType{Attention: model.FullAttention}, &er)
 	per := a.bytes(n, float64(s.seqTotal))
+	if k := s.ckptRetention(); k > 0 {
+		return k * float64(e.Layers) * per * s.c[cActivationScale]
+	}
 	if s.ckpt == ckptFull {
 		return (float64(e.Layers)*s.residual*float64(e.Hidden)*n + per) * s.c[cActivationScale]
 	}

@@ -79,8 +79,8 @@ func (s *setup) formulaFor(t *trainParts, name string) (string, bool) {
 	case "autocast_weight_cache":
 		return fmt.Sprintf("2 B × Linear weights of recording layers = %s (lm_head %s)", gib(st.castCache), gib(st.castHead)), true
 	case "activations":
-		return fmt.Sprintf("%d recording layers, %.0f tokens (batch %d × seq %d): %.1f B/token/layer + %.1f B/token/key/layer (eager) × scale %.3g; checkpoints %d × %s; one layer %s",
-			a.nrec, N, s.batch, s.seqTotal, a.perTok.lin/float64(max(a.nrec, 1)), a.perTok.quad/float64(max(a.nrec, 1)), s.c[cActivationScale], a.nckpt, gib(a.ckpt), gib(a.layer)), true
+		return fmt.Sprintf("%d recording layers, %.0f tokens (batch %d × seq %d): %.1f B/token/layer + %.1f B/token/key/layer (eager) × scale %.3g; checkpoints %d × %s; one layer %s%s",
+			a.nrec, N, s.batch, s.seqTotal, a.perTok.lin/float64(max(a.nrec, 1)), a.perTok.quad/float64(max(a.nrec, 1)), s.c[cActivationScale], a.nckpt, gib(a.ckpt), gib(a.layer), s.actOverrideNote()), true
 	case "vision_activations":
 		return fmt.Sprintf("%d images, vision tower trains: %v", s.images, s.trainable.vision || s.lora.vision), true
 	case "encoder_activations":
@@ -102,6 +102,30 @@ func (s *setup) formulaFor(t *trainParts, name string) (string, bool) {
 		return fmt.Sprintf("%.3g × %.0f elements × %v B", s.c[cDequantWorkspaceFactor], p.maxLinear, s.compute.BytesPerElement()), true
 	}
 	return "", false
+}
+
+// actOverrideNote names the activation factors that replace derived
+// parts of the inventory ("" when none does).
+func (s *setup) actOverrideNote() string {
+	var parts []string
+	attn, mlp := s.actOverrides(&s.m.Text, s.compute.BytesPerElement())
+	if attn > 0 {
+		id := cAttnActFactorFA
+		if s.attn == trAttnEager {
+			id = cAttnActFactorNoFA
+		}
+		parts = append(parts, fmt.Sprintf("attention part = %s %.4g × hidden × %v B", constantTable[id].Name, s.c[id], s.compute.BytesPerElement()))
+	}
+	if mlp > 0 {
+		parts = append(parts, fmt.Sprintf("MLP part = mlp_act_factor %.4g × hidden × %v B", s.c[cMLPActFactor], s.compute.BytesPerElement()))
+	}
+	if r := s.ckptRetention(); r > 0 {
+		parts = append(parts, fmt.Sprintf("checkpointing keeps grad_ckpt_reduction %.4g × the activations", r))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, "; ")
 }
 
 // lossName names the loss implementations for explanations.

@@ -139,6 +139,7 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 	if err := s.resolveTrainable(); err != nil {
 		return err
 	}
+	s.warnUnusedActConstants()
 	return nil
 }
 
