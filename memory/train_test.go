@@ -90,7 +90,7 @@ func TestLayerInventories(t *testing.T) {
 	st := &m.Text
 	h := float64(st.Hidden)
 	lt := model.LayerType{Attention: model.FullAttention}
-	all7 := &loraLayer{attnIn: 3, oIn: 1, mlpIn: 2, downIn: 1, rankOut: 7 * 16}
+	all7 := &loraLayer{attnIn: 3, oIn: 1, mlpIn: 2, downIn: 1, rankOut: 7 * 16, attnRank: 4 * 16}
 	tests := []struct {
 		name string
 		r    actRegime
