@@ -105,10 +105,10 @@ func addCompatFlags(fs *pflag.FlagSet, o *compatOptions) {
 	fs.BoolVar(&o.Probe, "probe", false, "other estimators run the model here; gpumem never does: use 'gpumem probe' on the GPU host")
 	fs.BoolVar(&o.EstimateOnly, "estimate-only", false, "accepted for compatibility: gpumem only ever estimates")
 	fs.BoolVar(&o.LoadFullModel, "load-full-model", false, "accepted for compatibility: not needed, parameters are counted exactly from config.json")
-	fs.Float64Var(&o.GradCkptReduction, "grad-ckpt-reduction", 0, "no faithful mapping: checkpointed activations are derived (layer inputs plus one recomputed layer), not a retained fraction")
-	fs.Float64Var(&o.AttnActFactorFA, "attn-act-factor-fa", 0, "no faithful mapping: attention activations are derived per tensor; use --set activation_scale=X to scale all layer activations")
-	fs.Float64Var(&o.AttnActFactorNoFA, "attn-act-factor-no-fa", 0, "no faithful mapping: eager attention's saved scores are derived (a·s² per layer); use --set activation_scale=X")
-	fs.Float64Var(&o.MLPActFactor, "mlp-act-factor", 0, "no faithful mapping: MLP activations are derived per tensor; use --set activation_scale=X")
+	fs.Float64Var(&o.GradCkptReduction, "grad-ckpt-reduction", 0, "fraction of the activations kept with layer checkpointing (0 < r <= 1): sets grad_ckpt_reduction, which replaces the derived checkpoints + one recomputed layer by r × the activations without checkpointing; needs --grad-checkpoint")
+	fs.Float64Var(&o.AttnActFactorFA, "attn-act-factor-fa", 0, "hidden-size elements per token per layer the attention block saves with flash or SDPA attention: sets attn_act_factor_fa, which replaces the derived attention part (its norm, q/k/v, kernel output, logsumexp, adapters) by value × hidden × bytes(compute dtype)")
+	fs.Float64Var(&o.AttnActFactorNoFA, "attn-act-factor-no-fa", 0, "the same for eager attention (--attn eager): sets attn_act_factor_no_fa, which replaces the per-token attention part; the s² scores and probabilities stay derived")
+	fs.Float64Var(&o.MLPActFactor, "mlp-act-factor", 0, "hidden-size elements per token per layer the MLP block saves: sets mlp_act_factor, which replaces the derived MLP part (its norm, gate/up outputs, activation output, down input, MoE router and experts, adapters) by value × hidden × bytes(compute dtype)")
 	fs.Float64Var(&o.FragmentationGiB, "fragmentation-gib", 0, "allocator cushion in GiB: sets the fragmentation fraction so that reserved = allocated + this many GiB")
 	fs.Float64Var(&o.MiscOverheadGiB, "misc-overhead-gib", 0, "other non-PyTorch device memory in GiB: sets misc_overhead_mib (× 1024)")
 	fs.BoolVar(&o.ShowDetailed, "show-detailed", false, "print the model at every weight dtype (weights, inference, full training, LoRA) instead of one estimate")
@@ -193,17 +193,32 @@ func (o *compatOptions) finishCompat(fs *pflag.FlagSet, job *memory.Job) error {
 	return o.finishTuning(fs, job)
 }
 
-// finishTuning maps the advanced-tuning flags onto named constants, or
-// explains why a flag has no faithful counterpart.
+// tuningConstants are the advanced-tuning flags that set a named
+// constant of the same meaning and unit (memory.Constants documents
+// each). Values must be positive, as the estimator they come from
+// requires: 0 would mean "derived" to gpumem.
+var tuningConstants = []struct {
+	flag, constant string
+	value          func(*compatOptions) float64
+}{
+	{"grad-ckpt-reduction", "grad_ckpt_reduction", func(o *compatOptions) float64 { return o.GradCkptReduction }},
+	{"attn-act-factor-fa", "attn_act_factor_fa", func(o *compatOptions) float64 { return o.AttnActFactorFA }},
+	{"attn-act-factor-no-fa", "attn_act_factor_no_fa", func(o *compatOptions) float64 { return o.AttnActFactorNoFA }},
+	{"mlp-act-factor", "mlp_act_factor", func(o *compatOptions) float64 { return o.MLPActFactor }},
+}
+
+// finishTuning maps the advanced-tuning flags onto named constants.
 func (o *compatOptions) finishTuning(fs *pflag.FlagSet, job *memory.Job) error {
-	for _, n := range []struct{ flag, why string }{
-		{"grad-ckpt-reduction", "checkpointed activations are derived from what the framework keeps (each layer's input plus one recomputed layer, MODEL.md §5), not a retained fraction"},
-		{"attn-act-factor-fa", "attention activations are derived tensor by tensor (MODEL.md §4.3); --set activation_scale=X scales all saved layer activations"},
-		{"attn-act-factor-no-fa", "eager attention's saved scores and probabilities are derived (MODEL.md §4.3); --set activation_scale=X scales all saved layer activations"},
-		{"mlp-act-factor", "MLP activations are derived tensor by tensor (MODEL.md §4.3); --set activation_scale=X scales all saved layer activations"},
-	} {
-		if fs.Changed(n.flag) {
-			return usageErrorf("--%s has no faithful mapping in gpumem: %s", n.flag, n.why)
+	for _, tc := range tuningConstants {
+		if !fs.Changed(tc.flag) {
+			continue
+		}
+		v, upTo := tc.value(o), constantMax(tc.constant)
+		if !(v > 0 && v <= upTo) {
+			return usageErrorf("--%s: want a value in (0, %s] (it sets %s), got %s", tc.flag, fmtFloat(upTo), tc.constant, fmtFloat(v))
+		}
+		if err := setConstantFromFlag(job, tc.constant, v, "--"+tc.flag); err != nil {
+			return err
 		}
 	}
 	if fs.Changed("misc-overhead-gib") {
@@ -235,6 +250,16 @@ func setConstantFromFlag(job *memory.Job, name string, v float64, flag string) e
 }
 
 func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// constantMax is the largest value memory.Constants accepts for name.
+func constantMax(name string) float64 {
+	for _, c := range memory.Constants() {
+		if c.Name == name {
+			return c.Max
+		}
+	}
+	return 0
+}
 
 // fragmentationConstant names the fragmentation constant that governs a
 // job's reserved peak: the one whose override the job's runtime

@@ -85,6 +85,8 @@ func TestCompatConflictsNameBothSides(t *testing.T) {
 		{"fused loss vs liger", []string{"--fused-loss", "chunked", "--liger", "true"}, []string{"--liger", "--fused-loss chunked"}},
 		{"misc overhead vs set", []string{"--misc-overhead-gib", "2", "--set", "misc_overhead_mib=100"}, []string{"--misc-overhead-gib", "--set misc_overhead_mib=100"}},
 		{"fragmentation vs set", []string{"--fragmentation-gib", "2", "--set", "fragmentation=0.1"}, []string{"--fragmentation-gib", "--set fragmentation"}},
+		{"mlp factor vs set", []string{"--mlp-act-factor", "6", "--set", "mlp_act_factor=5"}, []string{"--mlp-act-factor", "--set mlp_act_factor=5"}},
+		{"retention vs set", []string{"--grad-ckpt-reduction", "0.35", "--set", "grad_ckpt_reduction=0.5"}, []string{"--grad-ckpt-reduction", "--set grad_ckpt_reduction=0.5"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, errOut, code := runCommand(t, append([]string{"estimate", "llama2-7b"}, tc.args...)...)
@@ -108,10 +110,12 @@ func TestCompatAnswers(t *testing.T) {
 		want string
 	}{
 		{"probe", []string{"--probe", "true"}, ExitUsage, "gpumem probe"},
-		{"grad ckpt reduction", []string{"--grad-ckpt-reduction", "0.35"}, ExitUsage, "no faithful mapping"},
-		{"attn fa", []string{"--attn-act-factor-fa", "0.8"}, ExitUsage, "activation_scale"},
-		{"attn no fa", []string{"--attn-act-factor-no-fa", "4"}, ExitUsage, "no faithful mapping"},
-		{"mlp", []string{"--mlp-act-factor", "6"}, ExitUsage, "no faithful mapping"},
+		{"grad ckpt reduction above 1", []string{"--grad-ckpt-reduction", "1.5"}, ExitUsage, "--grad-ckpt-reduction: want a value in (0, 1]"},
+		{"grad ckpt reduction 0", []string{"--grad-ckpt-reduction", "0"}, ExitUsage, "grad_ckpt_reduction"},
+		{"attn fa negative", []string{"--attn-act-factor-fa", "-0.8"}, ExitUsage, "--attn-act-factor-fa: want a value in (0, 1000]"},
+		{"attn no fa 0", []string{"--attn-act-factor-no-fa", "0"}, ExitUsage, "--attn-act-factor-no-fa"},
+		{"mlp too large", []string{"--mlp-act-factor", "1e9"}, ExitUsage, "--mlp-act-factor"},
+		{"mlp not a number", []string{"--mlp-act-factor", "six"}, ExitUsage, "mlp-act-factor"},
 		{"negative misc", []string{"--misc-overhead-gib", "-1"}, ExitUsage, "non-negative"},
 		{"fragmentation when serving", []string{"--mode", "serving", "--gpu", "h100", "--fragmentation-gib", "2"}, ExitUsage, "no fragmentation term"},
 		{"load full model", []string{"--load-full-model"}, 0, "never loads weights"},
@@ -147,6 +151,97 @@ func TestTuningFlagsMapOntoConstants(t *testing.T) {
 	}
 	if r.Job.Constants["misc_overhead_mib"] != 3072 {
 		t.Errorf("constants = %v", r.Job.Constants)
+	}
+}
+
+// TestActivationFlagsSetConstants checks that each of the LLM/VLM
+// estimator's activation flags is --set of its constant: the same
+// estimate, the constant recorded in the job, and only the activations
+// row (and the totals) changed, by the amount the factor gives.
+func TestActivationFlagsSetConstants(t *testing.T) {
+	// SmolLM2-135M: hidden 576, 30 layers; bf16, 512 tokens.
+	const model, hidden, tokensLayers = "HuggingFaceTB/SmolLM2-135M-Instruct", 576, 512 * 30
+	base := []string{model, "--seq-len", "512", "--per-device-batch", "1", "--framework", "hf", "--optimizer", "adamw_torch"}
+	for _, tc := range []struct {
+		name      string
+		flags     []string
+		constant  string
+		value     float64
+		derived   float64 // the replaced part, B/token/layer; 0: compare checkpointing
+		replaced  float64 // what replaces it, B/token/layer
+		extraBase []string
+	}{
+		// Derived attention part with flash: norm 8·576, q 2·576, k and v
+		// 2·192 each, kernel output 2·576, logsumexp 4·9 = 7716 B.
+		{"attention, flash", []string{"--attn-act-factor-fa", "0.8"}, "attn_act_factor_fa", 0.8, 7716, 0.8 * hidden * 2, []string{"--attn", "flash"}},
+		// Eager: norm 8·576, q/k/v at query width 3·2·576, o_proj input
+		// copy 2·576 = 9216 B (the s² terms stay).
+		{"attention, eager", []string{"--attn-act-factor-no-fa", "4"}, "attn_act_factor_no_fa", 4, 9216, 4 * hidden * 2, []string{"--attn", "eager"}},
+		// MLP: norm 8·576, gate, SiLU, up, down input 4·2·1536 = 16896 B.
+		{"mlp", []string{"--mlp-act-factor", "6"}, "mlp_act_factor", 6, 16896, 6 * hidden * 2, []string{"--attn", "flash"}},
+		// Checkpointing keeps 0.35 of the 7716 + 16896 B/token/layer
+		// instead of 30 bf16 layer inputs (2·576 B/token each).
+		{"checkpointing", []string{"--grad-ckpt-reduction", "0.35"}, "grad_ckpt_reduction", 0.35, 2 * hidden, 0.35 * (7716 + 16896), []string{"--attn", "flash", "--grad-checkpoint", "full"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{}, base...), tc.extraBase...)
+			plain := estimateJSON(t, args...)
+			flagged := estimateJSON(t, append(append([]string{}, args...), tc.flags...)...)
+			set := estimateJSON(t, append(append([]string{}, args...), "--set", tc.constant+"="+fmtFloat(tc.value))...)
+			if diff := cmp.Diff(set.PerGPU, flagged.PerGPU); diff != "" {
+				t.Errorf("%v differs from --set %s (-set +flag):\n%s", tc.flags, tc.constant, diff)
+			}
+			if got := flagged.Job.Constants[tc.constant]; got != tc.value {
+				t.Errorf("job constants %v, want %s=%v", flagged.Job.Constants, tc.constant, tc.value)
+			}
+			phase := func(r memory.Result) units.Bytes {
+				for _, p := range r.PerGPU.Phases {
+					if p.Name == memory.PhaseForward {
+						return p.Bytes
+					}
+				}
+				t.Fatal("no forward phase")
+				return 0
+			}
+			d := float64(phase(flagged)) - float64(phase(plain))
+			if want := (tc.replaced - tc.derived) * tokensLayers; d < want-2 || d > want+2 {
+				t.Errorf("forward phase moved by %.0f B, want %.0f", d, want)
+			}
+		})
+	}
+}
+
+// TestConstantsListsActivationFactors checks that gpumem constants
+// lists the activation factors as derived by default.
+func TestConstantsListsActivationFactors(t *testing.T) {
+	out, errOut, code := runCommand(t, "constants")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, name := range []string{"attn_act_factor_fa", "attn_act_factor_no_fa", "mlp_act_factor", "grad_ckpt_reduction"} {
+		line := ""
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, name+" ") {
+				line = l
+			}
+		}
+		if !strings.Contains(line, "0 = derived") || !strings.Contains(line, "derived by default") {
+			t.Errorf("constants row of %s = %q, want it marked derived", name, line)
+		}
+	}
+	out, _, _ = runCommand(t, "constants", "--format", "json")
+	var cs []memory.ConstantInfo
+	if err := json.Unmarshal([]byte(out), &cs); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range cs {
+		if c.Derived {
+			n++
+		}
+	}
+	if n != 4 {
+		t.Errorf("%d derived constants in the JSON, want 4", n)
 	}
 }
 
