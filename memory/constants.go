@@ -128,6 +128,8 @@ var constantTable = [numConstants]ConstantInfo{
 	// and grad_ckpt_reduction, in its units. Each is derived by default;
 	// a value replaces one part of the per-layer inventory (actRegime,
 	// layerSplit in activations.go say which tensors each part holds).
+	// activation_scale, and compile_activation_factor with Compile, still
+	// multiply the whole activations row, replaced parts included.
 	cAttnActFactorFA: {
 		Name: "attn_act_factor_fa", Default: 0, Unit: "× hidden per token per layer (0 = derived)", Min: 0, Max: 1000, Derived: true,
 		Source:      "derived by default: the attention part of the MODEL.md §4.3 inventory; a value is the LLM/VLM estimator's attn_act_factor_fa (its default 0.8)",

@@ -19,6 +19,11 @@ func TestConstantsTable(t *testing.T) {
 		if c.Default < c.Min || c.Default > c.Max {
 			t.Errorf("%s default %v outside [%v, %v]", c.Name, c.Default, c.Min, c.Max)
 		}
+		// A derived constant's default 0 means "derived": 0 must be its
+		// floor, so no value below it can be set.
+		if c.Derived && (c.Default != 0 || c.Min != 0 || !strings.Contains(c.Source, "derived by default")) {
+			t.Errorf("derived constant %s: default %v, min %v, source %q", c.Name, c.Default, c.Min, c.Source)
+		}
 	}
 	for _, want := range []string{"activation_scale", "fragmentation", "cuda_context_mib", "workspace_mib", "misc_overhead_mib"} {
 		if !seen[want] {
