@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/units"
 )
 
 // TestLayerSplitLlama2 checks which tensors of MODEL.md §4.3.1 (Llama-2-7B,
@@ -282,4 +283,61 @@ func TestActFactorDefaults(t *testing.T) {
 	if _, err := resolveConstants(map[string]float64{"grad_ckpt_reduction": 1.5}); err == nil || !strings.Contains(err.Error(), "grad_ckpt_reduction") {
 		t.Errorf("retention 1.5: err = %v, want one naming grad_ckpt_reduction", err)
 	}
+}
+
+// TestRetentionOtherStacks checks that a checkpointing retention keeps
+// that fraction of the encoder stack of an encoder-decoder model and of
+// a training vision tower, and that the text factors leave them derived.
+func TestRetentionOtherStacks(t *testing.T) {
+	for _, tc := range []struct {
+		model, row string
+		job        Job
+	}{
+		{"google-t5/t5-base", "encoder_activations", Job{SeqLen: 512, MicroBatch: 16}},
+		{"llava-hf/llava-1.5-7b-hf", "vision_activations", Job{SeqLen: 1024, ImagesPerSample: 1, Trainable: []string{"vision"}}},
+	} {
+		t.Run(tc.model, func(t *testing.T) {
+			m := catalogModel(t, tc.model)
+			plain := estimateOK(t, m, tc.job)
+			derived := part(plain, tc.row)
+			if derived == 0 {
+				t.Fatalf("no %s row in %+v", tc.row, plain.PerGPU.Components)
+			}
+			job := tc.job
+			job.Constants = map[string]float64{"attn_act_factor_fa": 0.8, "attn_act_factor_no_fa": 4, "mlp_act_factor": 6}
+			if got := part(estimateOK(t, m, job), tc.row); got != derived {
+				t.Errorf("text factors changed %s: %d -> %d", tc.row, derived, got)
+			}
+			job = tc.job
+			job.GradCheckpoint = "full"
+			job.Constants = map[string]float64{"grad_ckpt_reduction": 0.25}
+			kept := part(estimateOK(t, m, job), tc.row)
+			// The vision row adds the projector's input, which is not a layer's.
+			want := float64(derived) * 0.25
+			if tc.row == "vision_activations" {
+				proj := projectorBytes(t, m, tc.job)
+				if derived <= proj {
+					t.Fatalf("vision row %d holds no tower layers (projector %d)", derived, proj)
+				}
+				want = float64(derived) - 0.75*float64(derived-proj)
+			}
+			if d := float64(kept) - want; d < -2 || d > 2 {
+				t.Errorf("%s with retention 0.25: %d, want %.0f (derived %d)", tc.row, kept, want, derived)
+			}
+		})
+	}
+}
+
+// projectorBytes is the projector part of the vision row of job: its
+// input and hidden state, which checkpointing does not change.
+func projectorBytes(t *testing.T, m *model.Model, job Job) units.Bytes {
+	t.Helper()
+	var s setup
+	if err := s.init(m, job); err != nil {
+		t.Fatal(err)
+	}
+	v := m.Vision
+	nv := float64(s.images) * float64(imagePatches(v, job.ImageSize))
+	imgTok := float64(s.seqTotal-s.seq) * float64(s.batch)
+	return units.FromFloat(s.compute.BytesPerElement() * (float64(v.Hidden)*nv + 2*float64(m.Text.Hidden)*imgTok))
 }

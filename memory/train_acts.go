@@ -365,11 +365,12 @@ func (s *setup) visionActs(r *actRegime) float64 {
 		vr.attnOver, vr.mlpOver = 0, 0 // the factors are the text layers'
 		a := decoderLayer(&v.Stack, model.LayerType{Attention: model.FullAttention}, &vr)
 		per := a.bytes(nv, patches)
-		if k := s.ckptRetention(); k > 0 {
+		switch k := s.ckptRetention(); {
+		case k > 0:
 			out = k * float64(v.Layers) * per
-		} else if s.ckpt == ckptFull {
+		case s.ckpt == ckptFull:
 			out = float64(v.Layers)*r.resid*float64(v.Hidden)*nv + per
-		} else {
+		default:
 			out = float64(v.Layers) * per
 		}
 		out *= s.c[cActivationScale]
