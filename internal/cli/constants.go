@@ -64,7 +64,7 @@ func renderConstants(f *Factory, g *globalOptions, overrides map[string]float64)
 			Aligns:  []report.Align{report.Left, report.Right, report.Left, report.Left, report.Left},
 		}
 		for _, c := range cs {
-			t.AddRow(c.Name, fmtFloat(c.Default), c.Unit, fmtFloat(c.Min)+"–"+fmtFloat(c.Max), c.Source)
+			t.AddRow(c.Name, defaultText(c), c.Unit, fmtFloat(c.Min)+"–"+fmtFloat(c.Max), c.Source)
 		}
 		return t.Render(f.IO.Out, ro.Format)
 	}
@@ -85,10 +85,22 @@ func renderConstants(f *Factory, g *globalOptions, overrides map[string]float64)
 	}
 	for _, c := range vals {
 		v := strconv.FormatFloat(c.Value, 'g', -1, 64)
+		if c.Derived && c.Value == 0 {
+			v = "derived"
+		}
 		if c.Overridden {
 			v += " *"
 		}
-		t.AddRow(c.Name, v, fmtFloat(c.Default), c.Unit, fmtFloat(c.Min)+"–"+fmtFloat(c.Max), c.Source)
+		t.AddRow(c.Name, v, defaultText(c.ConstantInfo), c.Unit, fmtFloat(c.Min)+"–"+fmtFloat(c.Max), c.Source)
 	}
 	return t.Render(f.IO.Out, ro.Format)
+}
+
+// defaultText shows a constant's default; constants whose default 0 means
+// "derived from the per-tensor inventory" say so.
+func defaultText(c memory.ConstantInfo) string {
+	if c.Derived && c.Default == 0 {
+		return "derived"
+	}
+	return fmtFloat(c.Default)
 }
