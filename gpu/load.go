@@ -6,14 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/gpumem/gpumem/internal/fsutil"
 	"github.com/gpumem/gpumem/units"
 )
 
@@ -142,19 +141,11 @@ func LoadFile(path string) (*Catalog, error) {
 
 // readBounded reads at most MaxFileSize bytes of path.
 func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(data) > MaxFileSize {
+	data, err := fsutil.ReadFile(path, MaxFileSize)
+	if _, ok := errors.AsType[*fsutil.TooLargeError](err); ok {
 		return nil, fmt.Errorf("read %s: larger than %d bytes", path, MaxFileSize)
 	}
-	return data, nil
+	return data, err
 }
 
 // entry is one GPU as written in a catalog file. Memory is given exactly

@@ -3,15 +3,15 @@ package hub
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/gpumem/gpumem/internal/fsutil"
 )
 
 // DefaultEndpoint is the public Hugging Face Hub.
@@ -144,20 +144,15 @@ const maxTokenFile = 4 << 10
 // ReadTokenFile reads a token file, trimming surrounding whitespace. A
 // missing file yields "" and no error; an empty token is not an error.
 func ReadTokenFile(path string) (Secret, error) {
-	f, err := os.Open(path)
+	buf, err := fsutil.ReadFile(path, maxTokenFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
-	if err != nil {
-		return "", fmt.Errorf("read token file: %w", err)
-	}
-	defer f.Close()
-	buf, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
-	if err != nil {
-		return "", fmt.Errorf("read token file: %w", err)
-	}
-	if len(buf) > maxTokenFile {
+	if _, ok := errors.AsType[*fsutil.TooLargeError](err); ok {
 		return "", fmt.Errorf("read token file %s: larger than %d bytes, not a token", path, maxTokenFile)
+	}
+	if err != nil {
+		return "", fmt.Errorf("read token file: %w", err)
 	}
 	tok := strings.TrimSpace(string(buf))
 	if strings.ContainsAny(tok, " \t\r\n") {

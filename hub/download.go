@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"os"
 	"strings"
+
+	"github.com/gpumem/gpumem/internal/fsutil"
 )
 
 // maxSmallFile bounds files read whole into memory (configs, indexes).
@@ -83,7 +84,7 @@ func (c *Client) fromCache(ref Ref, file string) (*Fetched, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := readBounded(path, maxSmallFile)
+	data, err := fsutil.ReadFile(path, maxSmallFile)
 	if err != nil {
 		return nil, err
 	}
@@ -135,16 +136,4 @@ func normalizeEtag(etags ...string) string {
 		}
 	}
 	return ""
-}
-
-// readBounded reads a file of at most limit bytes.
-func readBounded(path string, limit int64) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if st.Size() > limit {
-		return nil, fmt.Errorf("%s: %d bytes exceeds the %d-byte limit", path, st.Size(), limit)
-	}
-	return os.ReadFile(path)
 }

@@ -1,28 +1,14 @@
 package jobfile
 
-import (
-	"fmt"
-	"io"
-	"os"
-)
-
 // LoadConstants reads a constants profile: a JSON or YAML object mapping
 // names listed by memory.Constants to values within their bounds, e.g.
 // {"fragmentation": 0.08, "cuda_context_mib": 600}. Unknown names (with
 // the nearest known name) and values out of range are reported together
 // in an [*Error].
 func LoadConstants(path string) (map[string]float64, error) {
-	f, err := os.Open(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(data) > MaxSize {
-		return nil, fmt.Errorf("%s: %w (limit %d bytes)", path, ErrTooLarge, MaxSize)
 	}
 	return ParseConstants(data, path)
 }

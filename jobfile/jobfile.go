@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/gpumem/gpumem/internal/fsutil"
 	"github.com/gpumem/gpumem/memory"
 )
 
@@ -99,19 +98,21 @@ var ErrTooLarge = errors.New("file too large for a job file")
 // Load reads and parses the job file at path (JSON, or YAML for .yaml
 // and .yml names). Parse problems come as an [*Error].
 func Load(path string) (*File, error) {
-	f, err := os.Open(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(data) > MaxSize {
+	return Parse(data, path)
+}
+
+// readFile reads a job file or constants profile of at most [MaxSize]
+// bytes; a larger one is [ErrTooLarge].
+func readFile(path string) ([]byte, error) {
+	data, err := fsutil.ReadFile(path, MaxSize)
+	if _, ok := errors.AsType[*fsutil.TooLargeError](err); ok {
 		return nil, fmt.Errorf("%s: %w (limit %d bytes)", path, ErrTooLarge, MaxSize)
 	}
-	return Parse(data, path)
+	return data, err
 }
 
 // Parse decodes a job file. name is used in messages and its extension
