@@ -306,14 +306,8 @@ func addEstimateFlags(fs *pflag.FlagSet, o *estimateOptions) {
 	// Inference and serving.
 	fs.IntVar(&j.PromptLen, "prompt-len", 0, "prompt tokens per sequence (inference)")
 	fs.IntVar(&j.GenLen, "gen-len", 0, "generated tokens per sequence (inference)")
-	fs.StringVar(&j.KVCacheDtype, "kv-cache-dtype", "", "KV cache dtype: auto, fp16, bf16 or fp8")
 	fs.BoolVar(&j.NoKVCache, "no-kv-cache", false, "run without a KV cache")
-	fs.IntVar(&j.MaxModelLen, "max-model-len", 0, "serving: longest sequence the server must hold (vLLM --max-model-len)")
-	fs.Float64Var(&j.GPUMemoryUtilization, "gpu-memory-utilization", 0, "serving: fraction of GPU memory the engine may use (vLLM default 0.9)")
-	fs.IntVar(&j.MaxNumSeqs, "max-num-seqs", 0, "serving: maximum concurrent sequences (vLLM)")
-	fs.IntVar(&j.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "serving: tokens per scheduler step (vLLM)")
-	fs.IntVar(&j.BlockSize, "block-size", 0, "serving: KV cache block size in tokens (vLLM default 16)")
-	fs.BoolVar(&j.CUDAGraphs, "cuda-graphs", false, "count CUDA graph memory pools")
+	addServingFlags(fs, j)
 	fs.StringVar(&j.InferenceEngine, "inference-engine", "", "inference engine: hf or vllm")
 
 	// Runtime.

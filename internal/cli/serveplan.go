@@ -75,16 +75,22 @@ func addServePlanFlags(fs *pflag.FlagSet, o *servePlanOptions) {
 	fs.StringVar(&o.GPUsFile, "gpus-file", "", "JSON or YAML file of extra GPUs merged over the built-in catalog")
 	fs.IntVar(&o.MaxGPUs, "max-gpus", 8, "largest number of GPUs to lay the model out on")
 	fs.StringVar(&j.Dtype, "dtype", "", "weights: bf16, fp16, fp8, int8, int4, ... (default the checkpoint's, else bf16)")
-	fs.StringVar(&j.KVCacheDtype, "kv-cache-dtype", "", "KV cache dtype: auto, fp16, bf16 or fp8")
-	fs.IntVar(&j.MaxModelLen, "max-model-len", 0, "longest sequence the server accepts (default max_position_embeddings)")
-	fs.Float64Var(&j.GPUMemoryUtilization, "gpu-memory-utilization", 0, "fraction of GPU memory vLLM may use (default 0.9)")
-	fs.IntVar(&j.MaxNumSeqs, "max-num-seqs", 0, "maximum concurrent sequences (default by GPU size, as vLLM)")
-	fs.IntVar(&j.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "tokens per scheduler step (default by GPU size, as vLLM)")
-	fs.IntVar(&j.BlockSize, "block-size", 0, "KV cache block size in tokens (default 16)")
 	fs.IntVar(&j.SeqLen, "seq-len", 0, "length of the sequences counted as concurrent (default --max-model-len)")
 	fs.BoolVar(&j.AllowLong, "allow-long", false, "allow --max-model-len beyond the model's max_position_embeddings")
-	fs.BoolVar(&j.CUDAGraphs, "cuda-graphs", false, "count the CUDA-graph pool (outside vLLM's budget)")
+	addServingFlags(fs, j)
 	fs.SetNormalizeFunc(normalizeJobFlag)
+}
+
+// addServingFlags declares the vLLM serving flags estimate and serve-plan
+// share, with vLLM's names; memory/serving.go applies the defaults.
+func addServingFlags(fs *pflag.FlagSet, j *memory.Job) {
+	fs.StringVar(&j.KVCacheDtype, "kv-cache-dtype", "", "KV cache dtype: auto, fp16, bf16 or fp8")
+	fs.IntVar(&j.MaxModelLen, "max-model-len", 0, "serving: longest sequence the server accepts (vLLM --max-model-len; default max_position_embeddings)")
+	fs.Float64Var(&j.GPUMemoryUtilization, "gpu-memory-utilization", 0, "serving: fraction of GPU memory vLLM may use (default 0.9)")
+	fs.IntVar(&j.MaxNumSeqs, "max-num-seqs", 0, "serving: maximum concurrent sequences (default by GPU size, as vLLM)")
+	fs.IntVar(&j.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "serving: tokens per scheduler step (default by GPU size, as vLLM)")
+	fs.IntVar(&j.BlockSize, "block-size", 0, "serving: KV cache block size in tokens (default 16)")
+	fs.BoolVar(&j.CUDAGraphs, "cuda-graphs", false, "count the CUDA-graph memory pool (outside vLLM's budget)")
 }
 
 // finish validates the flags and resolves the GPU's memory from the catalog.
