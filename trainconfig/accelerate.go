@@ -53,9 +53,7 @@ func (r *reader) accelerate(obj map[string]any) {
 		case "fp8_config", "parallelism_config":
 			r.ignore(k, reasonNotModelled)
 		default:
-			if !accelerateNoEffect[k] {
-				r.ignore(k, reasonUnknown)
-			}
+			r.unlisted(k, k, accelerateNoEffect, nil)
 		}
 	}
 	r.accelerateMixed(mixed)
@@ -108,11 +106,8 @@ func (r *reader) accelerateMixed(mixed string) {
 
 // accelerateDeepSpeed reads deepspeed_config.
 func (r *reader) accelerateDeepSpeed(prefix string, v any) {
-	m, ok := v.(map[string]any)
+	m, ok := r.optionalSection(prefix, v)
 	if !ok {
-		if !isNull(v) {
-			r.ignore(prefix, reasonBadValue)
-		}
 		return
 	}
 	j := &r.cfg.Job
@@ -130,20 +125,10 @@ func (r *reader) accelerateDeepSpeed(prefix string, v any) {
 			} else {
 				r.ignore(key, reasonBadValue)
 			}
-		case "offload_optimizer_device", "offload_param_device":
-			d, _ := toString(val)
-			d = strings.ToLower(d)
-			if d != "none" && d != "cpu" && d != "nvme" {
-				r.ignore(key, reasonBadValue)
-				continue
-			}
-			if k == "offload_optimizer_device" {
-				j.OffloadOptimizer = d
-				r.set("offload_optimizer")
-			} else {
-				j.OffloadParams = d
-				r.set("offload_params")
-			}
+		case "offload_optimizer_device":
+			r.offloadDevice(key, val, "offload_optimizer")
+		case "offload_param_device":
+			r.offloadDevice(key, val, "offload_params")
 		case "gradient_accumulation_steps":
 			if isAuto(val) {
 				continue
@@ -159,11 +144,8 @@ func (r *reader) accelerateDeepSpeed(prefix string, v any) {
 
 // accelerateMegatron reads megatron_lm_config.
 func (r *reader) accelerateMegatron(prefix string, v any) {
-	m, ok := v.(map[string]any)
+	m, ok := r.optionalSection(prefix, v)
 	if !ok {
-		if !isNull(v) {
-			r.ignore(prefix, reasonBadValue)
-		}
 		return
 	}
 	j := &r.cfg.Job
@@ -180,15 +162,9 @@ func (r *reader) accelerateMegatron(prefix string, v any) {
 			r.boolKey(key, val, "sp", func(b bool) { j.SP = b })
 		case "megatron_lm_recompute_activations":
 			// Megatron's --recompute-activations is selective recompute.
-			if b, ok := toBool(val); ok && b {
-				j.GradCheckpoint = "selective"
-				r.set("grad_checkpoint")
-			}
+			r.onTrue(val, func() { j.GradCheckpoint = "selective" }, "grad_checkpoint")
 		case "megatron_lm_use_distributed_optimizer":
-			if b, ok := toBool(val); ok && b {
-				j.ZeRO = 1
-				r.set("zero")
-			}
+			r.onTrue(val, func() { j.ZeRO = 1 }, "zero")
 		case "megatron_lm_gradient_clipping":
 		default:
 			r.ignore(key, reasonUnknown)
@@ -202,11 +178,8 @@ func (r *reader) accelerateMegatron(prefix string, v any) {
 
 // accelerateDynamo reads dynamo_config: a backend other than NO compiles.
 func (r *reader) accelerateDynamo(prefix string, v any) {
-	m, ok := v.(map[string]any)
+	m, ok := r.optionalSection(prefix, v)
 	if !ok {
-		if !isNull(v) {
-			r.ignore(prefix, reasonBadValue)
-		}
 		return
 	}
 	for _, k := range sortedKeys(m) {

@@ -65,22 +65,13 @@ func (r *reader) deepspeed(obj map[string]any, prefix string) {
 		case "optimizer":
 			r.dsOptimizer(key, v)
 		case "zero_optimization":
-			m, ok := v.(map[string]any)
-			if !ok {
-				r.ignore(key, reasonBadValue)
-				continue
+			if m, ok := r.section(key, v); ok {
+				r.dsZeRO(m, key)
 			}
-			r.dsZeRO(m, key)
 		case "data_types":
 			r.dsDataTypes(key, v)
 		default:
-			switch {
-			case dsNoEffect[k]:
-			case dsNotModelled[k]:
-				r.ignore(key, reasonNotModelled)
-			default:
-				r.ignore(key, reasonUnknown)
-			}
+			r.unlisted(k, key, dsNoEffect, dsNotModelled)
 		}
 	}
 	if total > 0 && micro > 0 && accum > 0 {
@@ -113,9 +104,8 @@ func (r *reader) dsInt(key string, v any, jobKey string, set func(int64), auto s
 
 // dsPrecision reads the fp16 / bf16 sections.
 func (r *reader) dsPrecision(section, key string, v any) {
-	m, ok := v.(map[string]any)
+	m, ok := r.section(key, v)
 	if !ok {
-		r.ignore(key, reasonBadValue)
 		return
 	}
 	j := &r.cfg.Job
@@ -166,9 +156,8 @@ var dsOptimizers = map[string]string{
 
 // dsOptimizer reads the optimizer section.
 func (r *reader) dsOptimizer(key string, v any) {
-	m, ok := v.(map[string]any)
+	m, ok := r.section(key, v)
 	if !ok {
-		r.ignore(key, reasonBadValue)
 		return
 	}
 	for _, k := range sortedKeys(m) {
@@ -200,9 +189,8 @@ func (r *reader) dsOptimizer(key string, v any) {
 
 // dsDataTypes reads data_types.grad_accum_dtype.
 func (r *reader) dsDataTypes(key string, v any) {
-	m, ok := v.(map[string]any)
+	m, ok := r.section(key, v)
 	if !ok {
-		r.ignore(key, reasonBadValue)
 		return
 	}
 	for _, k := range sortedKeys(m) {
@@ -293,13 +281,7 @@ func (r *reader) dsZeRO(m map[string]any, prefix string) {
 			}
 			r.set(k)
 		default:
-			switch {
-			case dsZeRONoEffect[k]:
-			case dsZeRONotModelled[k]:
-				r.ignore(key, reasonNotModelled)
-			default:
-				r.ignore(key, reasonUnknown)
-			}
+			r.unlisted(k, key, dsZeRONoEffect, dsZeRONotModelled)
 		}
 	}
 }
@@ -340,29 +322,19 @@ func (r *reader) dsSize(key string, v any, jobKey, auto string) {
 
 // dsOffload reads offload_optimizer / offload_param.
 func (r *reader) dsOffload(section, key string, v any) {
-	m, ok := v.(map[string]any)
+	m, ok := r.section(key, v)
 	if !ok {
-		r.ignore(key, reasonBadValue)
 		return
 	}
-	j := &r.cfg.Job
 	for _, k := range sortedKeys(m) {
 		sub := join(key, k)
 		switch k {
 		case "device":
-			d, _ := toString(m[k])
-			d = strings.ToLower(d)
-			if d != "none" && d != "cpu" && d != "nvme" {
-				r.ignore(sub, reasonBadValue)
-				continue
-			}
+			jobKey := "offload_params"
 			if section == "offload_optimizer" {
-				j.OffloadOptimizer = d
-				r.set("offload_optimizer")
-			} else {
-				j.OffloadParams = d
-				r.set("offload_params")
+				jobKey = "offload_optimizer"
 			}
+			r.offloadDevice(sub, m[k], jobKey)
 		case "ratio":
 			if f, ok := toFloat(m[k]); ok && f < 1 {
 				r.ignore(sub, reasonNotModelled)

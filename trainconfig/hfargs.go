@@ -130,15 +130,8 @@ func (r *reader) trainingArgs(obj map[string]any) {
 				r.cfg.Model = s
 			}
 		default:
-			if r.peftKey(k, v) {
-				continue
-			}
-			switch {
-			case hfNoEffect[k]:
-			case hfNotModelled[k]:
-				r.ignore(k, reasonNotModelled)
-			default:
-				r.ignore(k, reasonUnknown)
+			if !r.peftKey(k, v) {
+				r.unlisted(k, k, hfNoEffect, hfNotModelled)
 			}
 		}
 	}
@@ -149,12 +142,8 @@ func (r *reader) trainingArgs(obj map[string]any) {
 // dtype and the engine.
 func (r *reader) hfFinishPrecision(prec hfPrecision, obj map[string]any) {
 	j := &r.cfg.Job
-	if lf, ok := toBool(obj["use_liger_kernel"]); ok && lf {
-		j.FusedLoss = "liger"
-		r.set("fused_loss")
-	} else if lf, ok := toBool(obj["use_liger"]); ok && lf {
-		j.FusedLoss = "liger"
-		r.set("fused_loss")
+	for _, k := range []string{"use_liger_kernel", "use_liger"} {
+		r.onTrue(obj[k], func() { j.FusedLoss = "liger" }, "fused_loss")
 	}
 	quant := j.Method == "qlora" || (j.Dtype != "" && j.Dtype != "fp32" && j.Dtype != "bf16" && j.Dtype != "fp16")
 	switch {
@@ -246,11 +235,8 @@ func (r *reader) hfFSDP(key string, v any) {
 // fsdpConfig reads fsdp_config (TrainingArguments) or accelerate's
 // fsdp_config; keys may carry an fsdp_ prefix.
 func (r *reader) fsdpConfig(prefix string, v any) {
-	m, ok := v.(map[string]any)
+	m, ok := r.optionalSection(prefix, v)
 	if !ok {
-		if !isNull(v) {
-			r.ignore(prefix, reasonBadValue)
-		}
 		return
 	}
 	j := &r.cfg.Job
@@ -285,15 +271,9 @@ func (r *reader) fsdpConfig(prefix string, v any) {
 				r.ignore(key, reasonBadValue)
 			}
 		case "offload_params":
-			if b, ok := toBool(val); ok && b {
-				j.OffloadParams, j.OffloadOptimizer = "cpu", "cpu"
-				r.set("offload_params", "offload_optimizer")
-			}
+			r.onTrue(val, func() { j.OffloadParams, j.OffloadOptimizer = "cpu", "cpu" }, "offload_params", "offload_optimizer")
 		case "activation_checkpointing":
-			if b, ok := toBool(val); ok && b {
-				j.GradCheckpoint = "full"
-				r.set("grad_checkpoint")
-			}
+			r.onTrue(val, func() { j.GradCheckpoint = "full" }, "grad_checkpoint")
 		case "forward_prefetch", "limit_all_gathers", "xla", "xla_fsdp_v2", "xla_fsdp_grad_ckpt":
 			r.ignore(key, reasonNotModelled)
 		case "auto_wrap_policy", "backward_prefetch", "backward_prefetch_policy", "cpu_ram_efficient_loading",
@@ -334,15 +314,9 @@ func (r *reader) peftKey(k string, v any) bool {
 			r.set("method")
 		}
 	case "load_in_4bit":
-		if b, ok := toBool(v); ok && b {
-			j.Method = "qlora"
-			r.set("method")
-		}
+		r.onTrue(v, func() { j.Method = "qlora" }, "method")
 	case "load_in_8bit":
-		if b, ok := toBool(v); ok && b {
-			j.Dtype = "int8"
-			r.set("dtype")
-		}
+		r.onTrue(v, func() { j.Dtype = "int8" }, "dtype")
 	case "lora_r", "lora_rank":
 		r.intKey(k, v, "lora_rank", func(n int64) { j.LoRARank = int(n) })
 	case "lora_alpha":
@@ -379,10 +353,7 @@ func (r *reader) peftKey(k string, v any) bool {
 			r.ignore(k, reasonBadValue)
 		}
 	case "use_dora":
-		if b, ok := toBool(v); ok && b {
-			j.PEFTVariant = "dora"
-			r.set("peft_variant")
-		}
+		r.onTrue(v, func() { j.PEFTVariant = "dora" }, "peft_variant")
 	case "bnb_4bit_quant_type":
 		r.stringKey(k, v, "quant_type", func(s string) { j.QuantType = s })
 	case "use_bnb_nested_quant", "bnb_4bit_use_double_quant", "double_quantization":
@@ -391,45 +362,4 @@ func (r *reader) peftKey(k string, v any) bool {
 		return false
 	}
 	return true
-}
-
-// intKey reads a positive integer job setting.
-func (r *reader) intKey(key string, v any, jobKey string, set func(int64)) {
-	n, ok := toInt(v)
-	if !ok || n == 0 {
-		if !isNull(v) {
-			r.ignore(key, reasonBadValue)
-		}
-		return
-	}
-	set(n)
-	r.set(jobKey)
-}
-
-// boolKey reads a boolean job setting.
-func (r *reader) boolKey(key string, v any, jobKey string, set func(bool)) {
-	if isNull(v) {
-		return
-	}
-	b, ok := toBool(v)
-	if !ok {
-		r.ignore(key, reasonBadValue)
-		return
-	}
-	set(b)
-	r.set(jobKey)
-}
-
-// stringKey reads a non-empty string job setting.
-func (r *reader) stringKey(key string, v any, jobKey string, set func(string)) {
-	if isNull(v) {
-		return
-	}
-	s, ok := toString(v)
-	if !ok || s == "" {
-		r.ignore(key, reasonBadValue)
-		return
-	}
-	set(s)
-	r.set(jobKey)
 }

@@ -65,16 +65,10 @@ func (r *reader) llamaFactory(obj map[string]any) {
 				r.unset("attn") // auto: the transformers default
 			}
 		case "enable_liger_kernel":
-			if b, ok := toBool(v); ok && b {
-				j.FusedLoss = "liger"
-				r.set("fused_loss")
-			}
+			r.onTrue(v, func() { j.FusedLoss = "liger" }, "fused_loss")
 		case "use_unsloth":
-			if b, ok := toBool(v); ok && b {
-				// Unsloth: offloaded gradient checkpointing, chunked fused CE.
-				j.ActivationOffload, j.FusedLoss = true, "liger"
-				r.set("activation_offload", "fused_loss")
-			}
+			// Unsloth: offloaded gradient checkpointing, chunked fused CE.
+			r.onTrue(v, func() { j.ActivationOffload, j.FusedLoss = true, "liger" }, "activation_offload", "fused_loss")
 		case "quantization_bit":
 			if n, ok := toInt(v); ok && (n == 4 || n == 8) {
 				quantBits = n
@@ -237,10 +231,7 @@ func (r *reader) axolotl(obj map[string]any) {
 				quant = map[string]string{"load_in_4bit": "nf4", "load_in_8bit": "int8"}[k]
 			}
 		case "lora_target_linear":
-			if b, ok := toBool(v); ok && b {
-				j.LoRATargets = []string{"all-linear"}
-				r.set("lora_target_modules")
-			}
+			r.onTrue(v, func() { j.LoRATargets = []string{"all-linear"} }, "lora_target_modules")
 		case "lora_modules_to_save":
 			if ts, ok := toStrings(v); ok {
 				j.Trainable = ts
@@ -273,15 +264,11 @@ func (r *reader) axolotl(obj map[string]any) {
 		case "activation_offloading":
 			r.boolKey(k, v, "activation_offload", func(b bool) { j.ActivationOffload = b })
 		case "flash_attention", "sdp_attention", "eager_attention":
-			if b, ok := toBool(v); ok && b {
+			r.onTrue(v, func() {
 				j.Attention = map[string]string{"flash_attention": "flash", "sdp_attention": "sdpa", "eager_attention": "eager"}[k]
-				r.set("attn")
-			}
+			}, "attn")
 		case "liger_fused_linear_cross_entropy":
-			if b, ok := toBool(v); ok && b {
-				j.FusedLoss = "liger"
-				r.set("fused_loss")
-			}
+			r.onTrue(v, func() { j.FusedLoss = "liger" }, "fused_loss")
 		case "torch_compile":
 			if isAuto(v) {
 				continue
@@ -296,14 +283,9 @@ func (r *reader) axolotl(obj map[string]any) {
 		case "fsdp_version":
 			r.fsdpConfig("", map[string]any{"fsdp_version": v})
 		default:
-			if r.peftKey(k, v) || axolotlNoEffect[k] || strings.HasPrefix(k, "liger_") {
-				continue
+			if !r.peftKey(k, v) && !strings.HasPrefix(k, "liger_") {
+				r.unlisted(k, k, axolotlNoEffect, axolotlNotModelled)
 			}
-			if axolotlNotModelled[k] {
-				r.ignore(k, reasonNotModelled)
-				continue
-			}
-			r.ignore(k, reasonUnknown)
 		}
 	}
 	r.axolotlDtype(half, quant)

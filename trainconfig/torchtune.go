@@ -66,10 +66,7 @@ func (r *reader) torchtune(obj map[string]any) {
 				r.ignore(k, reasonBadValue)
 			}
 		case "fsdp_cpu_offload":
-			if b, ok := toBool(v); ok && b {
-				j.Engine, j.OffloadParams, j.OffloadOptimizer = "fsdp2", "cpu", "cpu"
-				r.set("engine", "offload_params", "offload_optimizer")
-			}
+			r.onTrue(v, func() { j.Engine, j.OffloadParams, j.OffloadOptimizer = "fsdp2", "cpu", "cpu" }, "engine", "offload_params", "offload_optimizer")
 		case "fsdp_sharding_strategy":
 			if s, ok := fsdpStrategy(v); ok {
 				j.Engine, j.FSDPStrategy = "fsdp2", s
