@@ -183,8 +183,7 @@ func (c *calcReader) model(body map[string]any) {
 func (c *calcReader) training(body map[string]any) {
 	j := &c.f.Job
 	known := []string{"batch_size", "gradient_accumulation_steps", "optimizer", "dtype", "activation_checkpointing"}
-	for _, key := range sortedKeys(body) {
-		v, k := body[key], "training."+key
+	c.fields("training", body, known, func(key, k string, v any) bool {
 		switch key {
 		case "batch_size":
 			c.setInt(k, v, 1, &j.MicroBatch, "per_device_batch")
@@ -197,9 +196,10 @@ func (c *calcReader) training(body map[string]any) {
 		case "activation_checkpointing":
 			c.checkpointing(k, v)
 		default:
-			unknownKey(c.reader, k, known)
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // calcOptimizers maps the calculators' optimizer names onto HF optim names.
@@ -270,8 +270,7 @@ func (c *calcReader) checkpointing(k string, v any) {
 func (c *calcReader) parallelism(body map[string]any) {
 	j := &c.f.Job
 	known := []string{"tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "sequence_parallel"}
-	for _, key := range sortedKeys(body) {
-		v, k := body[key], "parallelism."+key
+	c.fields("parallelism", body, known, func(key, k string, v any) bool {
 		switch key {
 		case "tensor_parallel_size":
 			c.setInt(k, v, 1, &j.TP, "tp")
@@ -285,9 +284,10 @@ func (c *calcReader) parallelism(body map[string]any) {
 				c.keys["sp"] = true
 			}
 		default:
-			unknownKey(c.reader, k, known)
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // calcEngines maps the calculators' engine names onto gpumem's.
@@ -299,25 +299,24 @@ var calcEngines = map[string]string{
 func (c *calcReader) engine(body map[string]any) {
 	j := &c.f.Job
 	known := []string{"type", "zero_stage", "offload_optimizer", "offload_param", "zero_init", "sharding_strategy"}
-	for _, key := range sortedKeys(body) {
-		v, k := body[key], "engine."+key
+	c.fields("engine", body, known, func(key, k string, v any) bool {
 		switch key {
 		case "type":
 			s, ok := c.str(k, v)
 			if !ok {
-				continue
+				return true
 			}
 			e, ok := calcEngines[strings.ToLower(s)]
 			if !ok {
 				c.add(k, "unknown engine %q (want pytorch_ddp, deepspeed, megatron_lm or fsdp; megatron_deepspeed is not modelled)", s)
-				continue
+				return true
 			}
 			j.Engine = e
 			c.keys["engine"] = true
 			c.paths["engine"] = k
 		case "zero_stage":
 			if v == nil {
-				continue // null: not DeepSpeed
+				return true // null: not DeepSpeed
 			}
 			n, ok := c.integer(k, v, 0)
 			if ok && n > 3 {
@@ -337,9 +336,10 @@ func (c *calcReader) engine(body map[string]any) {
 		case "sharding_strategy":
 			c.setString(k, v, &j.FSDPStrategy, "fsdp_strategy")
 		default:
-			unknownKey(c.reader, k, known)
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // hardware reads the GPU count and memory. gpu_memory_gb is the card's
@@ -349,8 +349,7 @@ func (c *calcReader) engine(body map[string]any) {
 func (c *calcReader) hardware(body map[string]any) {
 	j := &c.f.Job
 	known := []string{"num_gpus", "gpu_memory_gb", "total_gpu_memory_gb"}
-	for _, key := range sortedKeys(body) {
-		v, k := body[key], "hardware."+key
+	c.fields("hardware", body, known, func(key, k string, v any) bool {
 		switch key {
 		case "num_gpus":
 			c.setInt(k, v, 1, &j.NumGPUs, "num_gpus")
@@ -360,7 +359,7 @@ func (c *calcReader) hardware(body map[string]any) {
 				if ok {
 					c.add(k, "want a positive size in GB, got %v", v)
 				}
-				continue
+				return true
 			}
 			j.GPUMemory = units.FromFloat(x * float64(units.GiB))
 			c.keys["gpu_memory_bytes"] = true
@@ -368,9 +367,10 @@ func (c *calcReader) hardware(body map[string]any) {
 		case "total_gpu_memory_gb":
 			c.float(k, v) // derived by the calculators; nothing to set
 		default:
-			unknownKey(c.reader, k, known)
+			return false
 		}
-	}
+		return true
+	})
 }
 
 func (c *calcReader) setInt(k string, v any, lo int64, dst *int, key string) {

@@ -280,8 +280,7 @@ func (r *reader) shape(prefix string, obj map[string]any, extra func(key string,
 		known = append(known, k)
 	}
 	sort.Strings(known)
-	for _, key := range sortedKeys(obj) {
-		v, k := obj[key], prefix+"."+key
+	r.fields(prefix, obj, known, func(key, k string, v any) bool {
 		switch {
 		case key == "name":
 			s.Name, _ = r.str(k, v)
@@ -295,9 +294,10 @@ func (r *reader) shape(prefix string, obj map[string]any, extra func(key string,
 			}
 		case extra != nil && extra(key, v, &s):
 		default:
-			unknownKey(r, k, known)
+			return false
 		}
-	}
+		return true
+	})
 	if s.Params == 0 && (s.Hidden == 0 || s.Layers == 0) {
 		r.add(prefix, "give num_parameters (e.g. \"7B\"), or hidden_size and num_hidden_layers")
 	} else if _, err := s.solve(); err != nil {

@@ -248,3 +248,14 @@ func unknownKey(r *reader, key string, known []string) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// fields reads the keys of the section prefix in order: read handles
+// key, whose path in the file is k, and returns false for a key it does
+// not know, which is reported with the section's known keys.
+func (r *reader) fields(prefix string, obj map[string]any, known []string, read func(key, k string, v any) bool) {
+	for _, key := range sortedKeys(obj) {
+		if k := prefix + "." + key; !read(key, k, obj[key]) {
+			unknownKey(r, k, known)
+		}
+	}
+}
