@@ -21,7 +21,6 @@ var accelerateNoEffect = setOf("compute_environment", "debug", "machine_rank", "
 
 // accelerate reads an accelerate config object.
 func (r *reader) accelerate(obj map[string]any) {
-	j := &r.cfg.Job
 	mixed := ""
 	for _, k := range sortedKeys(obj) {
 		v := obj[k]
@@ -29,9 +28,9 @@ func (r *reader) accelerate(obj map[string]any) {
 		case "distributed_type":
 			r.accelerateEngine(k, v)
 		case "num_processes":
-			r.intKey(k, v, "num_gpus", func(n int64) { j.NumGPUs = int(n) })
+			r.intKey(k, v, "num_gpus")
 		case "num_machines":
-			r.intKey(k, v, "nodes", func(n int64) { j.Nodes = int(n) })
+			r.intKey(k, v, "nodes")
 		case "mixed_precision":
 			s, _ := toString(v)
 			switch strings.ToLower(s) {
@@ -133,7 +132,7 @@ func (r *reader) accelerateDeepSpeed(prefix string, v any) {
 			if isAuto(val) {
 				continue
 			}
-			r.intKey(key, val, "grad_accum", func(n int64) { j.GradAccum = int(n) })
+			r.intKey(key, val, "grad_accum")
 		case "gradient_clipping", "zero3_init_flag", "zero3_save_16bit_model", "deepspeed_multinode_launcher",
 			"deepspeed_hostfile", "deepspeed_exclusion_filter", "deepspeed_inclusion_filter", "deepspeed_moe_layer_cls_names":
 		default:
@@ -153,13 +152,13 @@ func (r *reader) accelerateMegatron(prefix string, v any) {
 		val, key := m[k], join(prefix, k)
 		switch k {
 		case "megatron_lm_tp_degree":
-			r.intKey(key, val, "tp", func(n int64) { j.TP = int(n) })
+			r.intKey(key, val, "tp")
 		case "megatron_lm_pp_degree":
-			r.intKey(key, val, "pp", func(n int64) { j.PP = int(n) })
+			r.intKey(key, val, "pp")
 		case "megatron_lm_num_micro_batches":
-			r.intKey(key, val, "grad_accum", func(n int64) { j.GradAccum = int(n) })
+			r.intKey(key, val, "grad_accum")
 		case "megatron_lm_sequence_parallelism":
-			r.boolKey(key, val, "sp", func(b bool) { j.SP = b })
+			r.boolKey(key, val, "sp")
 		case "megatron_lm_recompute_activations":
 			// Megatron's --recompute-activations is selective recompute.
 			r.onTrue(val, func() { j.GradCheckpoint = "selective" }, "grad_checkpoint")

@@ -51,9 +51,9 @@ func (r *reader) deepspeed(obj map[string]any, prefix string) {
 		v, key := obj[k], join(prefix, k)
 		switch k {
 		case "train_micro_batch_size_per_gpu":
-			micro = r.dsInt(key, v, "per_device_batch", func(n int64) { j.MicroBatch = int(n) }, "the Trainer's per_device_train_batch_size")
+			micro = r.dsInt(key, v, "per_device_batch", "the Trainer's per_device_train_batch_size")
 		case "gradient_accumulation_steps":
-			accum = r.dsInt(key, v, "grad_accum", func(n int64) { j.GradAccum = int(n) }, "the Trainer's gradient_accumulation_steps")
+			accum = r.dsInt(key, v, "grad_accum", "the Trainer's gradient_accumulation_steps")
 		case "train_batch_size":
 			if n, ok := toInt(v); ok && n > 0 {
 				total = n
@@ -87,7 +87,7 @@ func (r *reader) deepspeed(obj map[string]any, prefix string) {
 }
 
 // dsInt reads a positive integer setting that may be "auto".
-func (r *reader) dsInt(key string, v any, jobKey string, set func(int64), auto string) int64 {
+func (r *reader) dsInt(key string, v any, jobKey string, auto string) int64 {
 	if isAuto(v) {
 		r.auto(key, auto)
 		return 0
@@ -97,7 +97,7 @@ func (r *reader) dsInt(key string, v any, jobKey string, set func(int64), auto s
 		r.ignore(key, reasonBadValue)
 		return 0
 	}
-	set(n)
+	intSettings[jobKey](&r.cfg.Job, int(n))
 	r.set(jobKey)
 	return n
 }

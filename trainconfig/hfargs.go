@@ -78,16 +78,16 @@ func (r *reader) trainingArgs(obj map[string]any) {
 		v := obj[k]
 		switch k {
 		case "per_device_train_batch_size", "per_gpu_train_batch_size":
-			r.intKey(k, v, "per_device_batch", func(n int64) { j.MicroBatch = int(n) })
+			r.intKey(k, v, "per_device_batch")
 		case "gradient_accumulation_steps":
-			r.intKey(k, v, "grad_accum", func(n int64) { j.GradAccum = int(n) })
+			r.intKey(k, v, "grad_accum")
 		case "max_seq_length", "max_length", "model_max_length":
 			if isNull(v) {
 				continue
 			}
-			r.intKey(k, v, "seq_len", func(n int64) { j.SeqLen = int(n) })
+			r.intKey(k, v, "seq_len")
 		case "packing":
-			r.boolKey(k, v, "packed", func(b bool) { j.Packed = &b })
+			r.boolKey(k, v, "packed")
 		case "bf16", "fp16":
 			if on, ok := toBool(v); !ok {
 				r.ignore(k, reasonBadValue)
@@ -105,11 +105,11 @@ func (r *reader) trainingArgs(obj map[string]any) {
 				r.ignore(k, reasonBadValue)
 			}
 		case "optim":
-			r.stringKey(k, v, "optimizer", func(s string) { j.Optimizer = s })
+			r.stringKey(k, v, "optimizer")
 		case "gradient_checkpointing":
-			r.boolKey(k, v, "grad_checkpoint", func(b bool) { j.GradCheckpoint = map[bool]string{true: "full", false: "none"}[b] })
+			r.boolKey(k, v, "grad_checkpoint")
 		case "torch_compile":
-			r.boolKey(k, v, "torch_compile", func(b bool) { j.Compile = b })
+			r.boolKey(k, v, "torch_compile")
 		case "ddp_bucket_cap_mb":
 			if f, ok := toFloat(v); ok && f > 0 {
 				j.DDPBucketCapMB = f
@@ -124,7 +124,7 @@ func (r *reader) trainingArgs(obj map[string]any) {
 		case "fsdp_config":
 			r.fsdpConfig(k, v)
 		case "attn_implementation":
-			r.stringKey(k, v, "attn", func(s string) { j.Attention = s })
+			r.stringKey(k, v, "attn")
 		case "model_name_or_path":
 			if s, ok := toString(v); ok {
 				r.cfg.Model = s
@@ -318,9 +318,9 @@ func (r *reader) peftKey(k string, v any) bool {
 	case "load_in_8bit":
 		r.onTrue(v, func() { j.Dtype = "int8" }, "dtype")
 	case "lora_r", "lora_rank":
-		r.intKey(k, v, "lora_rank", func(n int64) { j.LoRARank = int(n) })
+		r.intKey(k, v, "lora_rank")
 	case "lora_alpha":
-		r.intKey(k, v, "lora_alpha", func(n int64) { j.LoRAAlpha = int(n) })
+		r.intKey(k, v, "lora_alpha")
 	case "lora_dropout":
 		if f, ok := toFloat(v); ok && f >= 0 && f < 1 {
 			j.LoRADropout = f
@@ -355,9 +355,9 @@ func (r *reader) peftKey(k string, v any) bool {
 	case "use_dora":
 		r.onTrue(v, func() { j.PEFTVariant = "dora" }, "peft_variant")
 	case "bnb_4bit_quant_type":
-		r.stringKey(k, v, "quant_type", func(s string) { j.QuantType = s })
+		r.stringKey(k, v, "quant_type")
 	case "use_bnb_nested_quant", "bnb_4bit_use_double_quant", "double_quantization":
-		r.boolKey(k, v, "double_quant", func(b bool) { j.DoubleQuant = &b })
+		r.boolKey(k, v, "double_quant")
 	default:
 		return false
 	}

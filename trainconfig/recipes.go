@@ -52,15 +52,16 @@ func (r *reader) llamaFactory(obj map[string]any) {
 				r.ignore(k, reasonNotModelled) // DPO/PPO/KTO keep reference or reward models
 			}
 		case "cutoff_len":
-			r.intKey(k, v, "seq_len", func(n int64) { j.SeqLen = int(n) })
+			r.intKey(k, v, "seq_len")
 		case "disable_gradient_checkpointing":
 			if b, ok := toBool(v); ok && b {
 				j.GradCheckpoint = "none"
 			}
 		case "flash_attn":
-			r.stringKey(k, v, "attn", func(s string) {
+			if s, ok := r.stringValue(k, v); ok {
 				j.Attention = map[string]string{"fa2": "flash", "sdpa": "sdpa", "disabled": "eager", "eager": "eager"}[strings.ToLower(s)]
-			})
+				r.set("attn")
+			}
 			if j.Attention == "" {
 				r.unset("attn") // auto: the transformers default
 			}
@@ -78,7 +79,7 @@ func (r *reader) llamaFactory(obj map[string]any) {
 		case "quantization_method":
 			quantMethod, _ = toString(v)
 		case "quantization_type":
-			r.stringKey(k, v, "quant_type", func(s string) { j.QuantType = s })
+			r.stringKey(k, v, "quant_type")
 		case "pure_bf16":
 			pure, _ = toBool(v)
 		case "freeze_trainable_layers", "freeze_trainable_modules":
@@ -221,7 +222,10 @@ func (r *reader) axolotl(obj map[string]any) {
 		case "base_model":
 			r.cfg.Model, _ = toString(v)
 		case "adapter":
-			r.stringKey(k, v, "method", func(s string) { j.Method = strings.ToLower(s) })
+			if s, ok := r.stringValue(k, v); ok {
+				j.Method = strings.ToLower(s)
+				r.set("method")
+			}
 			if j.Method != "lora" && j.Method != "qlora" && r.keys["method"] {
 				r.ignore(k, reasonNotModelled)
 				r.unset("method")
@@ -240,9 +244,9 @@ func (r *reader) axolotl(obj map[string]any) {
 		case "peft_use_dora":
 			r.peftKey("use_dora", v)
 		case "sequence_len":
-			r.intKey(k, v, "seq_len", func(n int64) { j.SeqLen = int(n) })
+			r.intKey(k, v, "seq_len")
 		case "sample_packing":
-			r.boolKey(k, v, "packed", func(b bool) { j.Packed = &b })
+			r.boolKey(k, v, "packed")
 		case "pad_to_sequence_len":
 			if b, ok := toBool(v); ok && b && !r.keys["packed"] {
 				t := true // every batch padded to sequence_len: a fixed length
@@ -250,11 +254,11 @@ func (r *reader) axolotl(obj map[string]any) {
 				r.set("packed")
 			}
 		case "micro_batch_size":
-			r.intKey(k, v, "per_device_batch", func(n int64) { j.MicroBatch = int(n) })
+			r.intKey(k, v, "per_device_batch")
 		case "gradient_accumulation_steps":
-			r.intKey(k, v, "grad_accum", func(n int64) { j.GradAccum = int(n) })
+			r.intKey(k, v, "grad_accum")
 		case "optimizer":
-			r.stringKey(k, v, "optimizer", func(s string) { j.Optimizer = s })
+			r.stringKey(k, v, "optimizer")
 		case "bf16", "fp16", "bfloat16":
 			if d := r.axolotlPrecision(k, v); d != "" && half == "" {
 				half = d
@@ -262,7 +266,7 @@ func (r *reader) axolotl(obj map[string]any) {
 		case "gradient_checkpointing":
 			r.axolotlCheckpointing(k, v)
 		case "activation_offloading":
-			r.boolKey(k, v, "activation_offload", func(b bool) { j.ActivationOffload = b })
+			r.boolKey(k, v, "activation_offload")
 		case "flash_attention", "sdp_attention", "eager_attention":
 			r.onTrue(v, func() {
 				j.Attention = map[string]string{"flash_attention": "flash", "sdp_attention": "sdpa", "eager_attention": "eager"}[k]
@@ -273,7 +277,7 @@ func (r *reader) axolotl(obj map[string]any) {
 			if isAuto(v) {
 				continue
 			}
-			r.boolKey(k, v, "torch_compile", func(b bool) { j.Compile = b })
+			r.boolKey(k, v, "torch_compile")
 		case "deepspeed":
 			r.hfDeepSpeed(v)
 		case "fsdp":
@@ -351,5 +355,5 @@ func (r *reader) axolotlCheckpointing(k string, v any) {
 		r.set("grad_checkpoint", "activation_offload")
 		return
 	}
-	r.boolKey(k, v, "grad_checkpoint", func(b bool) { j.GradCheckpoint = map[bool]string{true: "full", false: "none"}[b] })
+	r.boolKey(k, v, "grad_checkpoint")
 }

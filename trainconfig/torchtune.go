@@ -33,26 +33,26 @@ func (r *reader) torchtune(obj map[string]any) {
 			r.ttModel(k, v)
 		case "tokenizer":
 			if m, ok := v.(map[string]any); ok && !isNull(m["max_seq_len"]) {
-				r.intKey("tokenizer.max_seq_len", m["max_seq_len"], "seq_len", func(n int64) { j.SeqLen = int(n) })
+				r.intKey("tokenizer.max_seq_len", m["max_seq_len"], "seq_len")
 			}
 		case "dataset":
 			r.ttDataset(k, v)
 		case "batch_size":
-			r.intKey(k, v, "per_device_batch", func(n int64) { j.MicroBatch = int(n) })
+			r.intKey(k, v, "per_device_batch")
 		case "gradient_accumulation_steps":
-			r.intKey(k, v, "grad_accum", func(n int64) { j.GradAccum = int(n) })
+			r.intKey(k, v, "grad_accum")
 		case "optimizer":
 			r.ttOptimizer(k, v)
 		case "loss":
 			r.ttLoss(k, v)
 		case "compile":
-			r.boolKey(k, v, "torch_compile", func(b bool) { j.Compile = b })
+			r.boolKey(k, v, "torch_compile")
 		case "optimizer_in_bwd":
-			r.boolKey(k, v, "optimizer_in_backward", func(b bool) { j.OptimizerInBwd = b })
+			r.boolKey(k, v, "optimizer_in_backward")
 		case "enable_activation_checkpointing":
-			r.boolKey(k, v, "grad_checkpoint", func(b bool) { j.GradCheckpoint = map[bool]string{true: "full", false: "none"}[b] })
+			r.boolKey(k, v, "grad_checkpoint")
 		case "enable_activation_offloading":
-			r.boolKey(k, v, "activation_offload", func(b bool) { j.ActivationOffload = b })
+			r.boolKey(k, v, "activation_offload")
 		case "dtype":
 			s, _ := toString(v)
 			if d, ok := dtypeOf(s); ok {
@@ -75,7 +75,7 @@ func (r *reader) torchtune(obj map[string]any) {
 				r.ignore(k, reasonBadValue)
 			}
 		case "tensor_parallel_dim":
-			r.intKey(k, v, "tp", func(n int64) { j.TP = int(n) })
+			r.intKey(k, v, "tp")
 		default:
 			switch {
 			case ttNoEffect[k]:
@@ -144,7 +144,7 @@ func (r *reader) ttModel(key string, v any) {
 				mlp = append(mlp, "lm_head")
 			}
 		case "lora_rank":
-			r.intKey(sub, val, "lora_rank", func(n int64) { j.LoRARank = int(n) })
+			r.intKey(sub, val, "lora_rank")
 		case "lora_alpha":
 			if f, ok := toFloat(val); ok && f > 0 {
 				j.LoRAAlpha = int(f)
@@ -183,7 +183,7 @@ func (r *reader) ttDataset(key string, v any) {
 	for _, e := range list {
 		if _, m, ok := component(e); ok {
 			if p, has := m["packed"]; has {
-				r.boolKey(key+".packed", p, "packed", func(b bool) { r.cfg.Job.Packed = &b })
+				r.boolKey(key+".packed", p, "packed")
 			}
 		}
 	}

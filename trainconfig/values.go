@@ -1,13 +1,52 @@
 package trainconfig
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/gpumem/gpumem/memory"
+)
 
 // The helpers below read one value of a file into the job and record,
 // with [reader.set], the memory.Job key it sets; a value they cannot use
 // is recorded with [reader.ignore] under the file's key.
 
-// intKey reads a positive integer job setting.
-func (r *reader) intKey(key string, v any, jobKey string, set func(int64)) {
+// intSettings store the integer job settings the formats share, by
+// memory.Job JSON key.
+var intSettings = map[string]func(j *memory.Job, n int){
+	"per_device_batch": func(j *memory.Job, n int) { j.MicroBatch = n },
+	"grad_accum":       func(j *memory.Job, n int) { j.GradAccum = n },
+	"seq_len":          func(j *memory.Job, n int) { j.SeqLen = n },
+	"num_gpus":         func(j *memory.Job, n int) { j.NumGPUs = n },
+	"nodes":            func(j *memory.Job, n int) { j.Nodes = n },
+	"tp":               func(j *memory.Job, n int) { j.TP = n },
+	"pp":               func(j *memory.Job, n int) { j.PP = n },
+	"lora_rank":        func(j *memory.Job, n int) { j.LoRARank = n },
+	"lora_alpha":       func(j *memory.Job, n int) { j.LoRAAlpha = n },
+}
+
+// boolSettings store the boolean job settings, by memory.Job JSON key.
+var boolSettings = map[string]func(j *memory.Job, b bool){
+	"packed":                func(j *memory.Job, b bool) { j.Packed = &b },
+	"double_quant":          func(j *memory.Job, b bool) { j.DoubleQuant = &b },
+	"torch_compile":         func(j *memory.Job, b bool) { j.Compile = b },
+	"activation_offload":    func(j *memory.Job, b bool) { j.ActivationOffload = b },
+	"optimizer_in_backward": func(j *memory.Job, b bool) { j.OptimizerInBwd = b },
+	"sp":                    func(j *memory.Job, b bool) { j.SP = b },
+	"grad_checkpoint": func(j *memory.Job, b bool) {
+		j.GradCheckpoint = map[bool]string{true: "full", false: "none"}[b]
+	},
+}
+
+// stringSettings store the string job settings, by memory.Job JSON key.
+var stringSettings = map[string]func(j *memory.Job, s string){
+	"optimizer":  func(j *memory.Job, s string) { j.Optimizer = s },
+	"attn":       func(j *memory.Job, s string) { j.Attention = s },
+	"quant_type": func(j *memory.Job, s string) { j.QuantType = s },
+}
+
+// intKey reads a positive integer into the job setting jobKey, a key of
+// intSettings; null reads as absent.
+func (r *reader) intKey(key string, v any, jobKey string) {
 	n, ok := toInt(v)
 	if !ok || n == 0 {
 		if !isNull(v) {
@@ -15,12 +54,13 @@ func (r *reader) intKey(key string, v any, jobKey string, set func(int64)) {
 		}
 		return
 	}
-	set(n)
+	intSettings[jobKey](&r.cfg.Job, int(n))
 	r.set(jobKey)
 }
 
-// boolKey reads a boolean job setting.
-func (r *reader) boolKey(key string, v any, jobKey string, set func(bool)) {
+// boolKey reads a boolean into the job setting jobKey, a key of
+// boolSettings; null reads as absent.
+func (r *reader) boolKey(key string, v any, jobKey string) {
 	if isNull(v) {
 		return
 	}
@@ -29,22 +69,31 @@ func (r *reader) boolKey(key string, v any, jobKey string, set func(bool)) {
 		r.ignore(key, reasonBadValue)
 		return
 	}
-	set(b)
+	boolSettings[jobKey](&r.cfg.Job, b)
 	r.set(jobKey)
 }
 
-// stringKey reads a non-empty string job setting.
-func (r *reader) stringKey(key string, v any, jobKey string, set func(string)) {
-	if isNull(v) {
-		return
+// stringKey reads a non-empty string into the job setting jobKey, a key
+// of stringSettings; null reads as absent.
+func (r *reader) stringKey(key string, v any, jobKey string) {
+	if s, ok := r.stringValue(key, v); ok {
+		stringSettings[jobKey](&r.cfg.Job, s)
+		r.set(jobKey)
 	}
-	s, ok := toString(v)
+}
+
+// stringValue reads a non-empty string; ok is false for null, and for a
+// value that is not a string, which is recorded as bad.
+func (r *reader) stringValue(key string, v any) (s string, ok bool) {
+	if isNull(v) {
+		return "", false
+	}
+	s, ok = toString(v)
 	if !ok || s == "" {
 		r.ignore(key, reasonBadValue)
-		return
+		return "", false
 	}
-	set(s)
-	r.set(jobKey)
+	return s, true
 }
 
 // onTrue calls set and marks the job keys when v reads as true; false,
