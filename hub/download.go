@@ -41,17 +41,13 @@ type Fetched struct {
 // always checked with the Hub when online, as transformers does, so a
 // moved branch is noticed.
 func (c *Client) Get(ctx context.Context, ref Ref, file string) (*Fetched, error) {
-	if err := ref.Validate(); err != nil {
-		return nil, err
-	}
-	if err := ValidateFile(file); err != nil {
+	if err := validateRequest(ref, file); err != nil {
 		return nil, err
 	}
 	rev := ref.rev()
 	cache := Cache{Dir: c.cfg.CacheDir}
-	if c.cfg.CacheDir != "" && (c.cfg.Offline || IsCommit(rev)) {
-		f, err := c.fromCache(ref, file)
-		if err == nil || !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNotFound) {
+	if c.cacheFirst(rev) {
+		if f, err := c.fromCache(ref, file); cacheAnswered(err) {
 			return f, err
 		}
 	}
@@ -75,6 +71,27 @@ func (c *Client) Get(ctx context.Context, ref Ref, file string) (*Fetched, error
 		}
 	}
 	return f, nil
+}
+
+// validateRequest checks the repository, revision and file name of a
+// request for one file.
+func validateRequest(ref Ref, file string) error {
+	if err := ref.Validate(); err != nil {
+		return err
+	}
+	return ValidateFile(file)
+}
+
+// cacheFirst reports whether a request for rev asks the cache before the
+// Hub: when offline, or when rev is a commit, whose files never change.
+func (c *Client) cacheFirst(rev string) bool {
+	return c.cfg.CacheDir != "" && (c.cfg.Offline || IsCommit(rev))
+}
+
+// cacheAnswered reports whether a cache lookup settles a request: a hit,
+// a file recorded as missing, or an error other than a miss.
+func cacheAnswered(err error) bool {
+	return err == nil || !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNotFound)
 }
 
 // fromCache reads a file of ref from the cache.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -35,16 +34,13 @@ const maxRead = 256 << 20
 // sent to the CDN location the Hub redirects large files to (without the
 // token, which only the Hub's host receives). Reads use ctx.
 func (c *Client) Open(ctx context.Context, ref Ref, file string) (File, error) {
-	if err := ref.Validate(); err != nil {
-		return nil, err
-	}
-	if err := ValidateFile(file); err != nil {
+	if err := validateRequest(ref, file); err != nil {
 		return nil, err
 	}
 	rev := ref.rev()
 	cache := Cache{Dir: c.cfg.CacheDir}
-	if c.cfg.CacheDir != "" && (c.cfg.Offline || IsCommit(rev)) {
-		if f, err := c.openCached(cache, ref.Repo, rev, file); err == nil || !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNotFound) {
+	if c.cacheFirst(rev) {
+		if f, err := c.openCached(cache, ref.Repo, rev, file); cacheAnswered(err) {
 			return f, err
 		}
 	}
