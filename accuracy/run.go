@@ -391,9 +391,6 @@ func errText(r Row) string {
 	return fmt.Sprintf("%+.1f %%", r.ErrorPct)
 }
 
-// yes renders a bool for tables.
-func yes(b bool) string { return cond(b, "yes", "no") }
-
 // cond returns a when ok, else b.
 func cond(ok bool, a, b string) string {
 	if ok {

@@ -154,11 +154,11 @@ func (m *Memory) kvCache(f *File, opts Options) error {
 		m.KVLayers++
 		kRow, err := rowBytes(tk, int64(kDims[il]))
 		if err != nil {
-			return fmt.Errorf("K cache of layer %d: %w", il, err)
+			return fmt.Errorf("layer %d K cache: %w", il, err)
 		}
 		vRow, err := rowBytes(tv, int64(vDims[il]))
 		if err != nil {
-			return fmt.Errorf("V cache of layer %d: %w", il, err)
+			return fmt.Errorf("layer %d V cache: %w", il, err)
 		}
 		cells := int64(m.ContextSize)
 		if swa != nil && swa[il] {

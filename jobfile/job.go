@@ -18,7 +18,6 @@ type jobField struct {
 
 var (
 	bytesType = reflect.TypeOf(units.Bytes(0))
-	modeType  = reflect.TypeOf(memory.Mode(""))
 	boolPtr   = reflect.TypeOf((*bool)(nil))
 )
 

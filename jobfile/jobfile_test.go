@@ -143,11 +143,11 @@ func TestLoad(t *testing.T) {
 }
 
 func TestValueRoundTrip(t *testing.T) {
-	f, err := Parse([]byte(`{"packed": false, "lora_target_modules": ["a", "b"], "lora_dropout": 0.05, "gpu_memory": "1GiB", "compile": 1}`), "v.json")
+	_, err := Parse([]byte(`{"packed": false, "lora_target_modules": ["a", "b"], "lora_dropout": 0.05, "gpu_memory": "1GiB", "compile": 1}`), "v.json")
 	if err == nil {
 		t.Fatal("want an error for the unknown key compile")
 	}
-	f, err = Parse([]byte(`{"packed": false, "lora_target_modules": ["a", "b"], "lora_dropout": 0.05, "gpu_memory": "1GiB", "torch_compile": true}`), "v.json")
+	f, err := Parse([]byte(`{"packed": false, "lora_target_modules": ["a", "b"], "lora_dropout": 0.05, "gpu_memory": "1GiB", "torch_compile": true}`), "v.json")
 	if err != nil {
 		t.Fatal(err)
 	}

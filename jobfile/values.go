@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 
 	"github.com/gpumem/gpumem/units"
@@ -246,8 +245,6 @@ func unknownKey(r *reader, key string, known []string) {
 	}
 	r.add(key, "unknown key")
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // fields reads the keys of the section prefix in order: read handles
 // key, whose path in the file is k, and returns false for a key it does

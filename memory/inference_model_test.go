@@ -9,19 +9,19 @@ import (
 
 // denseShape describes a Llama-style decoder for testModel.
 type denseShape struct {
-	id                 string
-	layers, hidden     int
-	heads, kvHeads     int
-	headDim, ffn       int
-	vocab, maxPos      int
-	tied               bool
-	window             int              // sliding window, 0 for none
-	types              []model.AttnKind // per-layer attention, nil = all full
-	moe                *model.MoE
-	mla                *model.MLA
-	quant              *model.Quantization
-	torchDtype         string
-	plainMLP, layerNrm bool
+	id             string
+	layers, hidden int
+	heads, kvHeads int
+	headDim, ffn   int
+	vocab, maxPos  int
+	tied           bool
+	window         int              // sliding window, 0 for none
+	types          []model.AttnKind // per-layer attention, nil = all full
+	moe            *model.MoE
+	mla            *model.MLA
+	quant          *model.Quantization
+	torchDtype     string
+	plainMLP       bool
 }
 
 // linear appends a Linear group covering all layers.

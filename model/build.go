@@ -50,15 +50,6 @@ func mul64(a, b int64) (int64, bool) {
 	return int64(lo), true
 }
 
-// add64 adds two non-negative int64s, reporting overflow.
-func add64(a, b int64) (int64, bool) {
-	s := a + b
-	if a < 0 || b < 0 || s < a {
-		return 0, false
-	}
-	return s, true
-}
-
 // builder accumulates the parameter inventory of a model. The first
 // overflow is kept in err and later additions are ignored.
 type builder struct {
