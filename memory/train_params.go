@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -52,6 +53,9 @@ func (s *setup) resolveTrainable() error {
 		if err := t.parse(s.job.Trainable, L); err != nil {
 			return err
 		}
+		if err := t.checkPatterns(s.m); err != nil {
+			return err
+		}
 		if len(s.job.Trainable) > 0 {
 			t.resolveLowest(s.m)
 		}
@@ -59,7 +63,13 @@ func (s *setup) resolveTrainable() error {
 		if s.job.TrainableParams < 0 {
 			return fmt.Errorf("--trainable-params: want a positive count, got %d", s.job.TrainableParams)
 		}
+		if total := s.m.TotalParams(); s.job.TrainableParams > total {
+			return fmt.Errorf("--trainable-params: %d is more than the model's %d parameters", s.job.TrainableParams, total)
+		}
 		if err := t.parse(s.job.Trainable, L); err != nil {
+			return err
+		}
+		if err := t.checkPatterns(s.m); err != nil {
 			return err
 		}
 		t.count = s.job.TrainableParams
@@ -167,6 +177,33 @@ func (t *trainSpec) matches(mod *model.Module) bool {
 		}
 	}
 	return false
+}
+
+// checkPatterns rejects a --trainable name that matches no module of m:
+// it would silently train nothing.
+func (t *trainSpec) checkPatterns(m *model.Model) error {
+	if m.Text.TiedEmbeddings && slices.Contains(t.patterns, "lm_head") && !slices.Contains(t.patterns, "embedding") {
+		// A tied output head is the input embedding's weight: training
+		// lm_head trains that shared matrix (and any head modules of its own).
+		t.patterns = append(t.patterns, "embedding")
+	}
+	for _, p := range t.patterns {
+		if p == "lm_head" && m.Text.TiedEmbeddings {
+			continue
+		}
+		one := trainSpec{patterns: []string{p}}
+		found := false
+		for i := range m.Modules {
+			if one.matches(&m.Modules[i]) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return fmt.Errorf("--trainable %q: matches no module of %s (use a component such as embedding, lm_head, norm, projector, vision, a module-name fragment such as mlp.down_proj, or layers:A-B; 'gpumem params' lists the modules)", p, m.ID)
+		}
+	}
+	return nil
 }
 
 // fraction is the share of a module's instances that train (0..1).
