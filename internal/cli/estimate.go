@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -468,20 +467,12 @@ func (o *estimateOptions) finishSet() error {
 	if len(o.Set) == 0 && len(o.profile) == 0 {
 		return nil
 	}
-	o.Job.Constants = map[string]float64{}
-	for _, kv := range o.Set {
-		name, val, ok := strings.Cut(kv, "=")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" {
-			return usageErrorf("--set %q: want name=value", kv)
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
-		if err != nil {
-			return usageErrorf("--set %s: value %q is not a number", name, val)
-		}
-		if err := checkConstant(name, v); err != nil {
-			return usageErrorf("--set %w", err)
-		}
+	set, err := parseSetFlags(o.Set)
+	if err != nil {
+		return err
+	}
+	o.Job.Constants = make(map[string]float64, len(set)+len(o.profile))
+	for name, v := range set {
 		o.Job.Constants[name] = v
 	}
 	for name, v := range o.profile {

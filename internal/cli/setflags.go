@@ -6,8 +6,8 @@ import (
 )
 
 // parseSetFlags parses repeated --set name=value flags into constant
-// overrides (nil when none are given). Names are checked by the memory
-// model, which knows the table.
+// overrides (nil when none are given), checking each name and range
+// against memory.Constants up front.
 func parseSetFlags(kvs []string) (map[string]float64, error) {
 	if len(kvs) == 0 {
 		return nil, nil
@@ -22,6 +22,9 @@ func parseSetFlags(kvs []string) (map[string]float64, error) {
 		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
 		if err != nil {
 			return nil, usageErrorf("--set %s: value %q is not a number", name, val)
+		}
+		if err := checkConstant(name, v); err != nil {
+			return nil, usageErrorf("--set %w", err)
 		}
 		out[name] = v
 	}
