@@ -68,7 +68,9 @@ func buildMllamaText(b *builder, s *Stack, isCross []bool) {
 
 // readMllamaVision reads a MllamaVisionConfig (defaults: 1280 wide, 32
 // local + 8 global layers, 16 heads, MLP 5120, 448 px tiles, patch 14, up
-// to 4 tiles, 8 supported aspect ratios).
+// to 4 tiles, 8 supported aspect ratios). The released Llama 3.2 Vision
+// checkpoints set image_size 560 (1601 positions per tile); the position
+// and tile embeddings grow with it.
 func readMllamaVision(vc *config) Vision {
 	v := Vision{SpatialMerge: 1}
 	v.Hidden = vc.dim("hidden_size", 1280)

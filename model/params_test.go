@@ -246,6 +246,11 @@ func TestPublishedVLMCounts(t *testing.T) {
 	}{
 		{"Qwen/Qwen3-VL-8B-Instruct", 8767123696},
 		{"microsoft/Phi-3.5-vision-instruct", 4146621440},
+		// Llama-3.2-11B-Vision-Instruct (same tensors as the base model):
+		// 10,670,220,835 on the Hub model page and in NVIDIA's model card,
+		// and the sum of p.numel() over model.parameters() a public
+		// evaluation script logs after loading the checkpoint.
+		{"meta-llama/Llama-3.2-11B-Vision", 10670220835},
 	}
 	for _, tt := range tests {
 		if got := mustLookup(t, tt.id).TotalParams(); got != tt.want {

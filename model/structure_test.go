@@ -185,7 +185,7 @@ func TestVisionTowers(t *testing.T) {
 		{"qwen2.5-vl-7b", 32, 1280, 448, 14, 256},
 		{"qwen3-vl-8b", 27, 1152, 448, 16, 196},
 		{"phi3.5-vision", 24, 1024, 336, 14, 144},
-		{"llama3.2-11b-vision", 40, 1280, 448, 14, 4 * 1025},
+		{"llama3.2-11b-vision", 40, 1280, 560, 14, 4 * 1601},
 	}
 	for _, tt := range tests {
 		t.Run(tt.model, func(t *testing.T) {
@@ -341,6 +341,49 @@ func TestLlama4Vision(t *testing.T) {
 	}
 	if v := whole.Vision; v == nil || v.TokensPerImage != side*side/4 {
 		t.Errorf("vision %+v, want %d tokens per tile", v, side*side/4)
+	}
+}
+
+// TestMllamaVisionEmbeddings pins the Llama-3.2-11B-Vision tensors whose
+// size follows image_size (MllamaPrecomputedPositionEmbedding and
+// MllamaPrecomputedAspectRatioEmbedding in transformers'
+// models/mllama/modeling_mllama.py). The checkpoint's tiles are 560 px with
+// 14 px patches: 40² + 1 (CLS) = 1601 positions per tile, 4 tiles, and 8
+// supported aspect ratios + 1 = 9 embedding rows.
+func TestMllamaVisionEmbeddings(t *testing.T) {
+	const (
+		hidden    = 1280
+		positions = (560/14)*(560/14) + 1 // 1601
+		tiles     = 4
+		ratioRows = 8 + 1
+	)
+	tests := []struct {
+		name string
+		want int64
+	}{
+		// embedding: Parameter(num_patches, hidden)
+		{"model.vision_model.gated_positional_embedding.embedding", positions * hidden},
+		// tile_embedding: Embedding(max_aspect_ratio_id + 1, max_num_tiles × num_patches × hidden)
+		{"model.vision_model.gated_positional_embedding.tile_embedding", ratioRows * tiles * positions * hidden},
+		// Embedding(max_aspect_ratio_id + 1, max_num_tiles × hidden)
+		{"model.vision_model.pre_tile_positional_embedding.embedding", ratioRows * tiles * hidden},
+		{"model.vision_model.post_tile_positional_embedding.embedding", ratioRows * tiles * hidden},
+		// Conv2d(3, hidden, 14, stride 14, bias=False): no dependence on image_size
+		{"model.vision_model.patch_embedding", 3 * 14 * 14 * hidden},
+	}
+	mods := map[string]int64{}
+	for _, mod := range mustLookup(t, "llama3.2-11b-vision").Modules {
+		mods[mod.Name] = mod.Params
+	}
+	for _, tt := range tests {
+		got, ok := mods[tt.name]
+		if !ok {
+			t.Errorf("%s: missing", tt.name)
+			continue
+		}
+		if got != tt.want {
+			t.Errorf("%s: %d parameters, want %d", tt.name, got, tt.want)
+		}
 	}
 }
 
