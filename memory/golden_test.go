@@ -140,6 +140,21 @@ func goldenRun(t *testing.T, id string) []byte {
 	if again := goldenJSON(t, func() *model.Model { return shared }); !bytes.Equal(fresh, again) {
 		t.Errorf("%s: estimates on a reused model differ from fresh ones:\n%s", id, firstDiff(fresh, again))
 	}
+	// One Estimator for all the cases, twice over: reusing its memory
+	// must not change an answer, and a clone must survive the next call.
+	e := NewEstimator(shared)
+	for pass := range 2 {
+		if got := goldenRender(t, func(j *Job) (*Result, error) {
+			r, err := e.Estimate(j)
+			if err != nil {
+				return nil, err
+			}
+			c := r.Clone()
+			return &c, nil
+		}); !bytes.Equal(fresh, got) {
+			t.Errorf("%s: Estimator pass %d differs from Estimate:\n%s", id, pass+1, firstDiff(fresh, got))
+		}
+	}
 	return fresh
 }
 
@@ -147,15 +162,25 @@ func goldenRun(t *testing.T, id string) []byte {
 // renders their results and errors.
 func goldenJSON(t *testing.T, load func() *model.Model) []byte {
 	t.Helper()
+	return goldenRender(t, func(j *Job) (*Result, error) {
+		r, err := Estimate(load(), *j)
+		return &r, err
+	})
+}
+
+// goldenRender runs the golden cases through est and renders their
+// results and errors.
+func goldenRender(t *testing.T, est func(*Job) (*Result, error)) []byte {
+	t.Helper()
 	cases := goldenCases()
 	recs := make([]goldenRecord, 0, len(cases))
 	for _, c := range cases {
-		r, err := Estimate(load(), c.job)
+		r, err := est(&c.job)
 		rec := goldenRecord{Case: c.name}
 		if err != nil {
 			rec.Error = err.Error()
 		} else {
-			rec.Result = &r
+			rec.Result = r
 		}
 		recs = append(recs, rec)
 	}

@@ -53,7 +53,17 @@ type trainParts struct {
 // one is the answer.
 // The result is written to res, which job must not alias.
 func estimateTraining(m *model.Model, job *Job, res *Result) error {
+	return estimateTrainingBuf(m, job, res, nil)
+}
+
+// estimateTrainingBuf is estimateTraining writing into buf, which the
+// result then points into; with buf nil the result's memory is
+// allocated. Pipeline-parallel jobs allocate their per-stage results.
+func estimateTrainingBuf(m *model.Model, job *Job, res *Result, buf *trainBuf) error {
 	var s setup
+	if buf != nil {
+		s.warnings = buf.warnings[:0]
+	}
 	if err := s.initJob(m, job); err != nil {
 		return err
 	}
@@ -61,9 +71,18 @@ func estimateTraining(m *model.Model, job *Job, res *Result) error {
 		attachBand(res, s.estimateStages(res))
 		return nil
 	}
+	s.buf = buf
 	var t trainParts
 	s.stageParts(&t)
 	attachBand(res, s.assemble(&t, res))
+	if buf != nil && res.Warnings != nil {
+		// Keep the warnings' memory for the next call; report none as
+		// Estimate does.
+		buf.warnings = res.Warnings[:0]
+		if len(res.Warnings) == 0 {
+			res.Warnings = nil
+		}
+	}
 	return nil
 }
 
@@ -266,7 +285,13 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 		}
 	}
 	nccl := s.ncclBytes()
-	comps := make([]Component, 0, n+s.extraRows(t, nccl))
+	var comps []Component
+	var box *trainBox
+	if s.buf != nil {
+		comps, box = s.buf.comps[:0], &s.buf.box
+	} else {
+		comps, box = make([]Component, 0, n+s.extraRows(t, nccl)), new(trainBox)
+	}
 	for i := range rows {
 		b := atPeak[i]
 		if b == 0 && !rows[i].always {
@@ -299,7 +324,6 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 			Formula: "communicators × nccl_mib", Source: "NVIDIA/nccl src/init.cc buffer defaults (MODEL.md §10)"})
 	}
 	reserved, device = s.capReserved(t, comps, alloc, reserved, device)
-	box := new(trainBox)
 	for ph := range numPhases {
 		box.phases[ph] = Phase{Name: phaseNames[ph], Bytes: totals[ph]}
 	}
@@ -319,10 +343,25 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 	if t.st.hostCPU > 0 || t.st.hostNVMe > 0 {
 		// Host memory is per node: every rank of the node offloads its share.
 		perNode := float64(max(s.dist.world/max(s.dist.nodes, 1), 1))
-		res.Host = &Host{CPUBytes: units.FromFloat(t.st.hostCPU * perNode), NVMeBytes: units.FromFloat(t.st.hostNVMe * perNode),
+		h := Host{CPUBytes: units.FromFloat(t.st.hostCPU * perNode), NVMeBytes: units.FromFloat(t.st.hostNVMe * perNode),
 			GPUsPerNode: int(perNode)}
+		if s.buf != nil {
+			s.buf.host = h
+			res.Host = &s.buf.host
+		} else {
+			res.Host = new(Host)
+			*res.Host = h
+		}
 	}
-	res.Parallel = s.parallelInfo(t)
+	if p, ok := s.parallelInfo(t); ok {
+		if s.buf != nil {
+			s.buf.parallel = p
+			res.Parallel = &s.buf.parallel
+		} else {
+			res.Parallel = new(Parallel)
+			*res.Parallel = p
+		}
+	}
 	if s.job.Explain {
 		s.explain(t, res.PerGPU.Components)
 	}

@@ -405,13 +405,14 @@ func (s *setup) modelTrainable(p *trParams) float64 {
 	return n
 }
 
-// parallelInfo is the Result.Parallel of a distributed job.
-func (s *setup) parallelInfo(t *trainParts) *Parallel {
+// parallelInfo is the Result.Parallel of a distributed job; false for a
+// single process.
+func (s *setup) parallelInfo(t *trainParts) (Parallel, bool) {
 	d := &s.dist
 	if d.single {
-		return nil
+		return Parallel{}, false
 	}
-	p := &Parallel{Engine: d.engine, World: d.world, DP: d.dp, TP: d.tp, PP: d.pp, CP: d.cp, EP: d.ep,
+	p := Parallel{Engine: d.engine, World: d.world, DP: d.dp, TP: d.tp, PP: d.pp, CP: d.cp, EP: d.ep,
 		ZeRO: d.zero, ShardGroup: int(d.nd)}
 	switch {
 	case d.engine == engineDeepSpeed && d.zero == 3:
@@ -423,5 +424,5 @@ func (s *setup) parallelInfo(t *trainParts) *Parallel {
 	if t != nil {
 		p.PeakStage = d.stage
 	}
-	return p
+	return p, true
 }

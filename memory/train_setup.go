@@ -99,6 +99,7 @@ type setup struct {
 	dist              distSpec
 	wholeModel        bool // rankFrac returns 1: count the whole model, not a rank's share
 	warnings          []string
+	buf               *trainBuf // where assemble writes the result; nil: allocate
 }
 
 // init validates job against m and fills every default.

@@ -1,0 +1,153 @@
+package memory
+
+import (
+	"fmt"
+
+	"github.com/gpumem/gpumem/model"
+)
+
+// An Estimator estimates many jobs on one model and reuses its memory
+// from one call to the next, so that a search over thousands of
+// configurations allocates nothing per training estimate. It gives the
+// same answers as [Estimate].
+//
+// An Estimator is not safe for concurrent use: give each goroutine its
+// own.
+type Estimator struct {
+	m   *model.Model
+	res Result
+	buf trainBuf
+}
+
+// NewEstimator returns an Estimator of model m.
+func NewEstimator(m *model.Model) *Estimator {
+	return &Estimator{m: m}
+}
+
+// Model returns the model e estimates.
+func (e *Estimator) Model() *model.Model { return e.m }
+
+// Estimate returns the per-GPU memory of job on e's model, like
+// [Estimate]. The result and the slices it holds belong to e and are
+// overwritten by the next call; use [Result.Clone] to keep one. Job is
+// only read.
+func (e *Estimator) Estimate(job *Job) (*Result, error) {
+	if e == nil || e.m == nil {
+		return nil, fmt.Errorf("estimate: no model")
+	}
+	if err := checkGPU(job.GPUComputeCapability); err != nil {
+		return nil, err
+	}
+	switch job.Mode {
+	case "", Train:
+		if err := estimateTrainingBuf(e.m, job, &e.res, &e.buf); err != nil {
+			return nil, err
+		}
+	case Inference, Serving:
+		r, err := estimateInference(e.m, *job)
+		if err != nil {
+			return nil, err
+		}
+		e.res = r
+		withBand(&e.res)
+	default:
+		return nil, fmt.Errorf("estimate: unknown mode %q (want train, inference or serving)", job.Mode)
+	}
+	return &e.res, nil
+}
+
+// trainBuf is the memory a training estimate writes its result into:
+// the phase totals, the band, the breakdown rows, the layout and host
+// figures and the warnings. [Estimate] allocates one per call; an
+// [Estimator] keeps one.
+type trainBuf struct {
+	box      trainBox
+	comps    [maxTrainRows]Component
+	parallel Parallel
+	host     Host
+	warnings []string
+}
+
+// maxTrainRows bounds the breakdown of a training estimate: the
+// allocated-level rows and the rows assemble appends (extraRows).
+const maxTrainRows = numRows + 6
+
+// Clone returns a deep copy of r: its slices and pointers are copied, so
+// the copy outlives an [Estimator]'s next call.
+func (r *Result) Clone() Result {
+	c := *r
+	c.Job = r.Job.clone()
+	c.PerGPU = r.PerGPU.clone()
+	if r.Host != nil {
+		h := *r.Host
+		c.Host = &h
+	}
+	if r.Serving != nil {
+		s := *r.Serving
+		c.Serving = &s
+	}
+	if r.Parallel != nil {
+		p := *r.Parallel
+		c.Parallel = &p
+	}
+	if r.Stages != nil {
+		c.Stages = make([]StageResult, len(r.Stages))
+		for i := range r.Stages {
+			c.Stages[i] = r.Stages[i]
+			c.Stages[i].PerGPU = r.Stages[i].PerGPU.clone()
+		}
+	}
+	c.Warnings = cloneSlice(r.Warnings)
+	return c
+}
+
+// clone returns a deep copy of j: its slices, map and pointers are
+// copied.
+func (j Job) clone() Job {
+	c := j
+	c.LoRATargets = cloneSlice(j.LoRATargets)
+	c.Trainable = cloneSlice(j.Trainable)
+	c.Software = cloneSlice(j.Software)
+	c.Packed = clonePtr(j.Packed)
+	c.DoubleQuant = clonePtr(j.DoubleQuant)
+	c.OverlapComm = clonePtr(j.OverlapComm)
+	c.ContiguousGradients = clonePtr(j.ContiguousGradients)
+	if j.Constants != nil {
+		c.Constants = make(map[string]float64, len(j.Constants))
+		for k, v := range j.Constants {
+			c.Constants[k] = v
+		}
+	}
+	return c
+}
+
+// clonePtr returns a pointer to a copy of *p; nil stays nil.
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// clone returns a deep copy of p.
+func (p PerGPU) clone() PerGPU {
+	c := p
+	c.Components = cloneSlice(p.Components)
+	c.Phases = cloneSlice(p.Phases)
+	if p.Band != nil {
+		b := *p.Band
+		b.Terms = cloneSlice(p.Band.Terms)
+		c.Band = &b
+	}
+	return c
+}
+
+// cloneSlice returns a copy of s that shares no memory with it; nil
+// stays nil.
+func cloneSlice[T any](s []T) []T {
+	if s == nil {
+		return nil
+	}
+	return append(make([]T, 0, len(s)), s...)
+}
