@@ -15,6 +15,7 @@ import (
 // own.
 type Estimator struct {
 	m   *model.Model
+	tab *modTab // m's inventory table, made on first use
 	res Result
 	buf trainBuf
 }
@@ -40,7 +41,10 @@ func (e *Estimator) Estimate(job *Job) (*Result, error) {
 	}
 	switch job.Mode {
 	case "", Train:
-		if err := estimateTrainingBuf(e.m, job, &e.res, &e.buf); err != nil {
+		if e.tab == nil {
+			e.tab = newModTab(e.m)
+		}
+		if err := estimateTrainingBuf(e.m, job, &e.res, &e.buf, e.tab); err != nil {
 			return nil, err
 		}
 	case Inference, Serving:

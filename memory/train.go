@@ -53,14 +53,19 @@ type trainParts struct {
 // one is the answer.
 // The result is written to res, which job must not alias.
 func estimateTraining(m *model.Model, job *Job, res *Result) error {
-	return estimateTrainingBuf(m, job, res, nil)
+	return estimateTrainingBuf(m, job, res, nil, nil)
 }
 
 // estimateTrainingBuf is estimateTraining writing into buf, which the
 // result then points into; with buf nil the result's memory is
 // allocated. Pipeline-parallel jobs allocate their per-stage results.
-func estimateTrainingBuf(m *model.Model, job *Job, res *Result, buf *trainBuf) error {
+// tab is m's inventory table, or nil to make one.
+func estimateTrainingBuf(m *model.Model, job *Job, res *Result, buf *trainBuf, tab *modTab) error {
 	var s setup
+	if tab == nil {
+		tab = newModTab(m)
+	}
+	s.tab = tab
 	if buf != nil {
 		s.warnings = buf.warnings[:0]
 	}
@@ -333,7 +338,7 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 	res.Model, res.Architecture = s.m.ID, s.m.Architecture
 	res.TotalParams = t.p.total
 	res.TrainableParams = int64(s.modelTrainable(&t.p) + 0.5)
-	res.ActiveParams = activeParams(s.m)
+	res.ActiveParams = s.tab.active
 	res.Job = s.job
 	pg := &res.PerGPU
 	pg.AllocatedPeakBytes, pg.ReservedPeakBytes, pg.DevicePeakBytes = alloc, reserved, device

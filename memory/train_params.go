@@ -349,26 +349,24 @@ func (s *setup) countParams() trParams {
 		opt:    s.opt,
 	}
 	p := &acc.p
+	tab := s.tab
+	rows := tab.rows()
+	p.total, p.linear, p.maxLinear = tab.total, tab.linear, tab.maxLinear
+	if s.quantHead {
+		p.maxLinear = tab.maxHead
+	}
 	adapters := s.method == MethodLoRA || s.method == MethodQLoRA
-	for i := range s.m.Modules {
-		mod := &s.m.Modules[i]
-		p.total += mod.Params
-		if mod.In > 0 && mod.Out > 0 {
-			w := float64(mod.In) * float64(mod.Out)
-			p.linear += w * float64(mod.Instances)
-			if mod.Component != compLMHead || s.quantHead {
-				p.maxLinear = max(p.maxLinear, w)
-			}
-		}
-		if adapters {
-			continue
-		}
+	if !adapters {
 		// The base groups of forEachTrainable, in its order, without a
 		// call through a function value per group.
-		if f := s.trainable.fraction(mod); f > 0 {
-			gs, k := moduleGroups(s.m, mod, f*s.rankFrac(mod))
-			for j := range k {
-				acc.add(gs[j])
+		for i := range s.m.Modules {
+			mod, row := &s.m.Modules[i], &rows[i]
+			if f := s.trainable.fraction(mod); f > 0 {
+				if frac := f * s.rankFrac(mod); float64(mod.Instances)*frac > 0 {
+					for j := range row.k {
+						acc.add(row.scaled(j, frac))
+					}
+				}
 			}
 		}
 	}

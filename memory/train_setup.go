@@ -100,6 +100,7 @@ type setup struct {
 	wholeModel        bool // rankFrac returns 1: count the whole model, not a rank's share
 	warnings          []string
 	buf               *trainBuf // where assemble writes the result; nil: allocate
+	tab               *modTab   // the model's inventory table; initJob makes one if nil
 }
 
 // init validates job against m and fills every default.
@@ -112,6 +113,9 @@ func (s *setup) init(m *model.Model, job Job) error {
 // copy, so the job does not escape to the heap with it.
 func (s *setup) initJob(m *model.Model, job *Job) error {
 	s.m, s.job = m, *job
+	if s.tab == nil {
+		s.tab = newModTab(m)
+	}
 	var err error
 	if s.c, err = resolveConstants(job.Constants); err != nil {
 		return err

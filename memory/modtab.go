@@ -1,0 +1,77 @@
+package memory
+
+import "github.com/gpumem/gpumem/model"
+
+// modTab is the part of a model's inventory every training estimate
+// reads, computed once per model: totals and, per module, its tensor
+// groups at full size. An [Estimator] keeps it between calls; the model
+// must not change meanwhile.
+type modTab struct {
+	total     int64   // all parameters
+	active    int64   // parameters one token uses (activeParams)
+	linear    float64 // Σ In·Out·Instances over Linear weights (autocast cache, §2.2)
+	maxLinear float64 // elements of the largest Linear weight but the output head
+	maxHead   float64 // elements of the largest Linear weight, output head included
+	n         int                // modules
+	inline    [inlineRows]modRow // the rows of a model of at most inlineRows modules
+	more      []modRow           // the rows of a larger model
+}
+
+// rows returns the module rows, in the model's module order. (Computed
+// rather than kept as a slice into inline, so a modTab can live on the
+// stack.)
+func (t *modTab) rows() []modRow {
+	if t.more != nil {
+		return t.more
+	}
+	return t.inline[:t.n]
+}
+
+// modRow is one module's tensor groups with all its instances (count
+// Instances): moduleGroups at fraction 1.
+type modRow struct {
+	gs [2]tensorGroup
+	k  int
+}
+
+// newModTab tabulates m.
+func newModTab(m *model.Model) *modTab {
+	t := new(modTab)
+	t.init(m)
+	return t
+}
+
+// inlineRows is the number of modules a modTab holds without allocating:
+// more than any dense or MoE text model of the catalog lists.
+const inlineRows = 32
+
+// init tabulates m into t.
+func (t *modTab) init(m *model.Model) {
+	*t = modTab{active: activeParams(m), n: len(m.Modules)}
+	if t.n > inlineRows {
+		t.more = make([]modRow, t.n)
+	}
+	rows := t.rows()
+	for i := range m.Modules {
+		mod := &m.Modules[i]
+		t.total += mod.Params
+		if mod.In > 0 && mod.Out > 0 {
+			w := float64(mod.In) * float64(mod.Out)
+			t.linear += w * float64(mod.Instances)
+			t.maxHead = max(t.maxHead, w)
+			if mod.Component != compLMHead {
+				t.maxLinear = max(t.maxLinear, w)
+			}
+		}
+		r := &rows[i]
+		r.gs, r.k = moduleGroups(m, mod, 1)
+	}
+}
+
+// scaled returns group j of row r with frac of its instances, as
+// moduleGroups(m, mod, frac) does.
+func (r *modRow) scaled(j int, frac float64) tensorGroup {
+	g := r.gs[j]
+	g.count *= frac
+	return g
+}
