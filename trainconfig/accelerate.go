@@ -32,6 +32,9 @@ func (r *reader) accelerate(obj map[string]any) {
 		case "num_machines":
 			r.intKey(k, v, "nodes")
 		case "mixed_precision":
+			if isNull(v) {
+				continue
+			}
 			s, _ := toString(v)
 			switch strings.ToLower(s) {
 			case "bf16", "fp16", "no":
@@ -39,7 +42,8 @@ func (r *reader) accelerate(obj map[string]any) {
 			case "fp8":
 				r.ignore(k, reasonNotModelled)
 			default:
-				r.ignore(k, reasonBadValue)
+				// accelerate's PrecisionType (utils/dataclasses.py).
+				r.bad(k, v, "no, fp16, bf16 or fp8")
 			}
 		case "deepspeed_config":
 			r.accelerateDeepSpeed(k, v)
@@ -58,10 +62,23 @@ func (r *reader) accelerate(obj map[string]any) {
 	r.accelerateMixed(mixed)
 }
 
+// accelerateOtherTypes are accelerate DistributedType values
+// (utils/dataclasses.py) for devices other than NVIDIA/AMD GPUs or for
+// CPUs: valid, but not modelled.
+var accelerateOtherTypes = setOf("MULTI_CPU", "MULTI_XPU", "MULTI_NPU", "MULTI_MLU", "MULTI_SDAA", "MULTI_MUSA",
+	"MULTI_HPU", "XLA", "TPU")
+
 // accelerateEngine maps distributed_type onto an engine.
 func (r *reader) accelerateEngine(key string, v any) {
+	if isNull(v) {
+		return
+	}
 	s, _ := toString(v)
 	j := &r.cfg.Job
+	if accelerateOtherTypes[strings.ToUpper(s)] {
+		r.ignore(key, reasonNotModelled)
+		return
+	}
 	switch strings.ToUpper(s) {
 	case "DEEPSPEED":
 		j.Engine = "deepspeed"
@@ -76,7 +93,7 @@ func (r *reader) accelerateEngine(key string, v any) {
 	case "NO":
 		return
 	default:
-		r.ignore(key, reasonBadValue)
+		r.bad(key, v, "a DistributedType: NO, MULTI_GPU, DEEPSPEED, FSDP or MEGATRON_LM (or another device's)")
 		return
 	}
 	r.set("engine")
@@ -114,15 +131,15 @@ func (r *reader) accelerateDeepSpeed(prefix string, v any) {
 		val, key := m[k], join(prefix, k)
 		switch k {
 		case "deepspeed_config_file":
-			if s, ok := toString(val); ok && !isNull(val) {
+			if s, ok := r.stringValue(key, val); ok {
 				r.cfg.DeepSpeedFile = s
 			}
 		case "zero_stage":
 			if n, ok := toInt(val); ok && n <= 3 {
 				j.ZeRO = int(n)
 				r.set("zero")
-			} else {
-				r.ignore(key, reasonBadValue)
+			} else if !isNull(val) {
+				r.bad(key, val, "0, 1, 2 or 3")
 			}
 		case "offload_optimizer_device":
 			r.offloadDevice(key, val, "offload_optimizer")
@@ -161,9 +178,9 @@ func (r *reader) accelerateMegatron(prefix string, v any) {
 			r.boolKey(key, val, "sp")
 		case "megatron_lm_recompute_activations":
 			// Megatron's --recompute-activations is selective recompute.
-			r.onTrue(val, func() { j.GradCheckpoint = "selective" }, "grad_checkpoint")
+			r.onTrue(key, val, func() { j.GradCheckpoint = "selective" }, "grad_checkpoint")
 		case "megatron_lm_use_distributed_optimizer":
-			r.onTrue(val, func() { j.ZeRO = 1 }, "zero")
+			r.onTrue(key, val, func() { j.ZeRO = 1 }, "zero")
 		case "megatron_lm_gradient_clipping":
 		default:
 			r.ignore(key, reasonUnknown)
@@ -184,8 +201,14 @@ func (r *reader) accelerateDynamo(prefix string, v any) {
 	for _, k := range sortedKeys(m) {
 		switch k {
 		case "dynamo_backend":
-			s, _ := toString(m[k])
-			r.cfg.Job.Compile = !strings.EqualFold(s, "no") && s != ""
+			if isNull(m[k]) {
+				continue
+			}
+			s, ok := r.stringValue(join(prefix, k), m[k])
+			if !ok {
+				continue
+			}
+			r.cfg.Job.Compile = !strings.EqualFold(s, "no")
 			r.set("torch_compile")
 		case "dynamo_mode", "dynamo_use_fullgraph", "dynamo_use_dynamic", "dynamo_use_regional_compilation":
 		default:

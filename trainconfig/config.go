@@ -62,7 +62,7 @@ type Config struct {
 type Ignored struct {
 	// Key is the key's path in the file, e.g. "zero_optimization.round_robin_gradients".
 	Key string `json:"key"`
-	// Reason says why: not modelled, unknown, or a value that could not be read.
+	// Reason says why: the setting is not modelled, or the key is unknown.
 	Reason string `json:"reason"`
 }
 
@@ -125,7 +125,8 @@ func (c *Config) Apply(job *memory.Job, skip func(key string) bool) []string {
 type reader struct {
 	cfg   *Config
 	keys  map[string]bool
-	autos []string // "key: value it resolves to"
+	autos []string   // "key: value it resolves to"
+	bads  []BadValue // values that cannot be used; see [reader.bad]
 }
 
 // auto records a key whose value is "auto" and what it resolves to.
@@ -172,11 +173,11 @@ func (r *reader) note(format string, args ...any) {
 	r.cfg.Notes = append(r.cfg.Notes, fmt.Sprintf(format, args...))
 }
 
-// Reasons for ignored keys.
+// Reasons for ignored keys. A value that cannot be used is not ignored
+// but an error ([reader.bad]).
 const (
 	reasonNotModelled = "settings not modelled"
 	reasonUnknown     = "unknown keys"
-	reasonBadValue    = "keys with unreadable values"
 )
 
 // decode parses YAML (or JSON, which YAML reads too) into a map. Parser
@@ -317,11 +318,7 @@ func toString(v any) (string, bool) {
 func toStrings(v any) ([]string, bool) {
 	switch x := v.(type) {
 	case string:
-		var out []string
-		for _, p := range strings.FieldsFunc(x, func(r rune) bool { return r == ',' || r == ' ' }) {
-			out = append(out, p)
-		}
-		return out, true
+		return strings.FieldsFunc(x, func(r rune) bool { return r == ',' || r == ' ' }), true
 	case []any:
 		out := make([]string, 0, len(x))
 		for _, e := range x {

@@ -47,6 +47,7 @@ func (r *reader) deepspeed(obj map[string]any, prefix string) {
 	j.Engine = "deepspeed"
 	r.set("engine")
 	var micro, accum, total int64
+	var enabled []string // the precision sections enabled, by key path
 	for _, k := range sortedKeys(obj) {
 		v, key := obj[k], join(prefix, k)
 		switch k {
@@ -58,16 +59,16 @@ func (r *reader) deepspeed(obj map[string]any, prefix string) {
 			if n, ok := toInt(v); ok && n > 0 {
 				total = n
 			} else if !isAuto(v) {
-				r.ignore(key, reasonBadValue)
+				r.bad(key, v, `a positive integer or "auto"`)
 			}
 		case "fp16", "bf16", "bfloat16":
-			r.dsPrecision(k, key, v)
+			if r.dsPrecision(k, key, v) {
+				enabled = append(enabled, join(key, "enabled"))
+			}
 		case "optimizer":
 			r.dsOptimizer(key, v)
 		case "zero_optimization":
-			if m, ok := r.section(key, v); ok {
-				r.dsZeRO(m, key)
-			}
+			r.dsZeROSection(key, v)
 		case "data_types":
 			r.dsDataTypes(key, v)
 		default:
@@ -81,8 +82,15 @@ func (r *reader) deepspeed(obj map[string]any, prefix string) {
 			r.set("num_gpus")
 			r.note("%s: %d GPUs from train_batch_size %d = micro-batch %d × accumulation %d × GPUs", r.cfg.Name, j.NumGPUs, total, micro, accum)
 		} else {
-			r.ignore(join(prefix, "train_batch_size"), reasonBadValue)
+			// DeepSpeed asserts the product at start-up (runtime/config.py
+			// _batch_assertion); no GPU count makes this one hold.
+			r.bad(join(prefix, "train_batch_size"), total, "a multiple of train_micro_batch_size_per_gpu × gradient_accumulation_steps = %d", micro*accum)
 		}
+	}
+	if len(enabled) > 1 {
+		// DeepSpeed refuses the pair: "bfloat16 and fp16 modes cannot be
+		// simultaneously enabled" (runtime/config.py).
+		r.bad(enabled[1], true, "false when %s is true (DeepSpeed trains in fp16 or bf16, not both)", enabled[0])
 	}
 }
 
@@ -94,7 +102,7 @@ func (r *reader) dsInt(key string, v any, jobKey string, auto string) int64 {
 	}
 	n, ok := toInt(v)
 	if !ok || n == 0 {
-		r.ignore(key, reasonBadValue)
+		r.bad(key, v, `a positive integer or "auto"`)
 		return 0
 	}
 	intSettings[jobKey](&r.cfg.Job, int(n))
@@ -102,11 +110,12 @@ func (r *reader) dsInt(key string, v any, jobKey string, auto string) int64 {
 	return n
 }
 
-// dsPrecision reads the fp16 / bf16 sections.
-func (r *reader) dsPrecision(section, key string, v any) {
+// dsPrecision reads the fp16 / bf16 sections and reports whether the
+// section is enabled (true, not "auto").
+func (r *reader) dsPrecision(section, key string, v any) (enabled bool) {
 	m, ok := r.section(key, v)
 	if !ok {
-		return
+		return false
 	}
 	j := &r.cfg.Job
 	for _, k := range sortedKeys(m) {
@@ -119,9 +128,10 @@ func (r *reader) dsPrecision(section, key string, v any) {
 			}
 			on, ok := toBool(m[k])
 			if !ok {
-				r.ignore(sub, reasonBadValue)
+				r.bad(sub, m[k], `true, false or "auto"`)
 				continue
 			}
+			enabled = on
 			switch {
 			case on:
 				j.Dtype, j.ComputeDtype = "fp16", ""
@@ -143,6 +153,7 @@ func (r *reader) dsPrecision(section, key string, v any) {
 			r.ignore(sub, reasonUnknown)
 		}
 	}
+	return enabled
 }
 
 // dsOptimizers maps DeepSpeed optimizer types onto optimizer names: Adam
@@ -153,6 +164,13 @@ var dsOptimizers = map[string]string{
 	"adagrad": "adagrad", "onebitadam": "adam", "zerooneadam": "adam", "onebitlamb": "lamb", "muadam": "adam",
 	"muadamw": "adamw_torch_fused", "musgd": "sgd_momentum",
 }
+
+// torchOptimizers are the torch.optim classes, lower-cased: DeepSpeed
+// builds any other optimizer type with getattr(torch.optim, type)
+// (runtime/engine.py _configure_basic_optimizer). They are valid but not
+// mapped onto an optimizer of the memory model.
+var torchOptimizers = setOf("adadelta", "adafactor", "adamax", "asgd", "lbfgs", "muon", "nadam", "radam", "rmsprop",
+	"rprop", "sgd", "sparseadam")
 
 // dsOptimizer reads the optimizer section.
 func (r *reader) dsOptimizer(key string, v any) {
@@ -166,8 +184,12 @@ func (r *reader) dsOptimizer(key string, v any) {
 		case "type":
 			t, _ := toString(m[k])
 			name, ok := dsOptimizers[strings.ToLower(t)]
+			if !ok && torchOptimizers[strings.ToLower(t)] {
+				r.ignore(sub, reasonNotModelled)
+				continue
+			}
 			if !ok {
-				r.ignore(sub, reasonBadValue)
+				r.bad(sub, m[k], "a DeepSpeed optimizer (Adam, AdamW, Lamb, Lion, Adagrad, OneBitAdam, ZeroOneAdam, OneBitLamb, MuAdam, MuAdamW, MuSGD) or a torch.optim class")
 				continue
 			}
 			if p, _ := m["params"].(map[string]any); p != nil {
@@ -230,6 +252,21 @@ var dsZeRONotModelled = map[string]bool{
 	"stage3_module_granularity_threshold": true, "offload_optimizer_ratio": true,
 }
 
+// dsZeROSection reads zero_optimization: a mapping, or the deprecated
+// boolean, which DeepSpeed reads as stage 1 (true) or 0 (false)
+// (runtime/zero/config.py read_zero_config_deprecated).
+func (r *reader) dsZeROSection(key string, v any) {
+	if b, ok := v.(bool); ok {
+		r.cfg.Job.ZeRO = map[bool]int{true: 1, false: 0}[b]
+		r.set("zero")
+		r.note("%s: %s: %v is the deprecated form of stage %d", r.cfg.Name, key, b, r.cfg.Job.ZeRO)
+		return
+	}
+	if m, ok := r.section(key, v); ok {
+		r.dsZeRO(m, key)
+	}
+}
+
 // dsZeRO reads the zero_optimization section.
 func (r *reader) dsZeRO(m map[string]any, prefix string) {
 	j := &r.cfg.Job
@@ -243,7 +280,7 @@ func (r *reader) dsZeRO(m map[string]any, prefix string) {
 		case "stage":
 			n, ok := toInt(v)
 			if !ok || n > 3 {
-				r.ignore(key, reasonBadValue)
+				r.bad(key, v, "0, 1, 2 or 3")
 				continue
 			}
 			j.ZeRO = int(n)
@@ -252,9 +289,8 @@ func (r *reader) dsZeRO(m map[string]any, prefix string) {
 			r.dsOffload(k, key, v)
 		case "cpu_offload", "cpu_offload_params":
 			// Deprecated spellings of offload_optimizer / offload_param to CPU.
-			on, ok := toBool(v)
+			on, ok := r.boolValue(key, v)
 			if !ok {
-				r.ignore(key, reasonBadValue)
 				continue
 			}
 			if on && k == "cpu_offload" {
@@ -271,7 +307,7 @@ func (r *reader) dsZeRO(m map[string]any, prefix string) {
 			}
 			b, ok := toBool(v)
 			if !ok {
-				r.ignore(key, reasonBadValue)
+				r.bad(key, v, `true, false or "auto"`)
 				continue
 			}
 			if k == "overlap_comm" {
@@ -286,20 +322,33 @@ func (r *reader) dsZeRO(m map[string]any, prefix string) {
 	}
 }
 
-// dsSize reads a buffer size in elements; "auto" is the HF Trainer's
-// value, which the memory model applies under the HF framework.
+// dsSize reads a buffer size or threshold in elements: a whole number
+// from 0 (DeepSpeed's pydantic fields are ge=0,
+// runtime/zero/config.py). "auto" is the HF Trainer's value, which the
+// memory model applies under the HF framework; the Trainer resolves it
+// for three keys only (integrations/deepspeed.py trainer_config_process),
+// elsewhere DeepSpeed rejects it. 0 is valid but is the memory model's
+// "default", so it is reported as not modelled.
 func (r *reader) dsSize(key string, v any, jobKey, auto string) {
 	if isAuto(v) {
 		if auto == "" {
-			r.ignore(key, reasonBadValue)
+			r.bad(key, v, `a whole number of elements ("auto" is resolved for reduce_bucket_size, stage3_prefetch_bucket_size and stage3_param_persistence_threshold only)`)
 			return
 		}
 		r.auto(key, auto)
 		return
 	}
 	n, ok := toInt(v)
-	if !ok || n == 0 {
-		r.ignore(key, reasonBadValue)
+	if !ok {
+		want := "a whole number of elements from 0"
+		if auto != "" {
+			want += ` or "auto"`
+		}
+		r.bad(key, v, want)
+		return
+	}
+	if n == 0 {
+		r.ignore(key, reasonNotModelled)
 		return
 	}
 	j := &r.cfg.Job
@@ -336,7 +385,10 @@ func (r *reader) dsOffload(section, key string, v any) {
 			}
 			r.offloadDevice(sub, m[k], jobKey)
 		case "ratio":
-			if f, ok := toFloat(m[k]); ok && f < 1 {
+			// offload_config.py: ratio is a fraction, ge=0, le=1.
+			if f, ok := toFloat(m[k]); !ok || f < 0 || f > 1 {
+				r.bad(sub, m[k], "a fraction from 0 to 1")
+			} else if f < 1 {
 				r.ignore(sub, reasonNotModelled)
 			}
 		case "pin_memory", "nvme_path", "buffer_count", "buffer_size", "max_in_cpu", "fast_init",

@@ -16,6 +16,15 @@
 // messages naming them. Keys that do not change memory (learning rate,
 // logging, output paths) are accepted silently.
 //
+// # Bad values
+//
+// A value the tool itself would reject — of the wrong type or out of
+// range, such as a ZeRO stage of 7, a negative bucket size, an offload
+// device "disk" or fp16 and bf16 both enabled — is not replaced by a
+// default: the parse fails with a [*ValueError] that names the file and
+// lists every such value by key path, with what the key accepts. "auto"
+// is accepted wherever DeepSpeed or the Hugging Face Trainer resolve it.
+//
 // # Merging
 //
 // A Config is partial: [Config.Apply] copies the fields it sets onto a

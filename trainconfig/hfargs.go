@@ -89,11 +89,16 @@ func (r *reader) trainingArgs(obj map[string]any) {
 		case "packing":
 			r.boolKey(k, v, "packed")
 		case "bf16", "fp16":
-			if on, ok := toBool(v); !ok {
-				r.ignore(k, reasonBadValue)
-			} else if on {
-				prec.autocast = k
+			if !r.flag(k, v) {
+				continue
 			}
+			if prec.autocast != "" {
+				// TrainingArguments.__post_init__: "At most one of fp16
+				// and bf16 can be True, but not both".
+				r.bad(k, v, "false when %s is true (at most one of bf16 and fp16)", prec.autocast)
+				continue
+			}
+			prec.autocast = k
 		case "torch_dtype", "dtype":
 			if d, ok := toString(v); ok && !isAuto(v) {
 				if dt, ok := dtypeOf(d); ok {
@@ -102,7 +107,7 @@ func (r *reader) trainingArgs(obj map[string]any) {
 				}
 			}
 			if !isAuto(v) && !isNull(v) {
-				r.ignore(k, reasonBadValue)
+				r.bad(k, v, `a torch dtype (bfloat16, float16, float32) or "auto"`)
 			}
 		case "optim":
 			r.stringKey(k, v, "optimizer")
@@ -115,7 +120,7 @@ func (r *reader) trainingArgs(obj map[string]any) {
 				j.DDPBucketCapMB = f
 				r.set("ddp_bucket_cap_mb")
 			} else if !isNull(v) {
-				r.ignore(k, reasonBadValue)
+				r.bad(k, v, "a positive number of MB")
 			}
 		case "deepspeed":
 			r.hfDeepSpeed(v)
@@ -126,7 +131,7 @@ func (r *reader) trainingArgs(obj map[string]any) {
 		case "attn_implementation":
 			r.stringKey(k, v, "attn")
 		case "model_name_or_path":
-			if s, ok := toString(v); ok {
+			if s, ok := r.stringValue(k, v); ok {
 				r.cfg.Model = s
 			}
 		default:
@@ -143,7 +148,7 @@ func (r *reader) trainingArgs(obj map[string]any) {
 func (r *reader) hfFinishPrecision(prec hfPrecision, obj map[string]any) {
 	j := &r.cfg.Job
 	for _, k := range []string{"use_liger_kernel", "use_liger"} {
-		r.onTrue(obj[k], func() { j.FusedLoss = "liger" }, "fused_loss")
+		r.onTrue(k, obj[k], func() { j.FusedLoss = "liger" }, "fused_loss")
 	}
 	quant := j.Method == "qlora" || (j.Dtype != "" && j.Dtype != "fp32" && j.Dtype != "bf16" && j.Dtype != "fp16")
 	switch {
@@ -189,7 +194,7 @@ func (r *reader) hfDeepSpeed(v any) {
 		r.set("engine")
 	case nil:
 	default:
-		r.ignore("deepspeed", reasonBadValue)
+		r.bad("deepspeed", v, "a DeepSpeed config object or the path of one")
 	}
 }
 
@@ -203,7 +208,7 @@ func (r *reader) hfFSDP(key string, v any) {
 		}
 	}
 	if !ok {
-		r.ignore(key, reasonBadValue)
+		r.bad(key, v, "a list of FSDP options (full_shard, shard_grad_op, hybrid_shard, hybrid_shard_zero2, no_shard, offload, auto_wrap)")
 		return
 	}
 	j := &r.cfg.Job
@@ -222,7 +227,9 @@ func (r *reader) hfFSDP(key string, v any) {
 			r.set("offload_params", "offload_optimizer")
 		case "auto_wrap", "":
 		default:
-			r.ignore(key+"."+o, reasonUnknown)
+			// TrainingArguments reads each option as an FSDPOption
+			// (trainer_utils.py), which rejects any other name.
+			r.bad(key, o, "FSDP options from full_shard, shard_grad_op, hybrid_shard, hybrid_shard_zero2, no_shard, offload and auto_wrap")
 			continue
 		}
 		if j.Engine != "fsdp2" {
@@ -247,13 +254,16 @@ func (r *reader) fsdpConfig(prefix string, v any) {
 			if n, ok := toInt(val); ok && (n == 1 || n == 2) {
 				j.Engine = map[int64]string{1: "fsdp", 2: "fsdp2"}[n]
 				r.set("engine")
-			} else {
-				r.ignore(key, reasonBadValue)
+			} else if !isNull(val) {
+				r.bad(key, val, "1 or 2")
 			}
 		case "sharding_strategy":
+			if isNull(val) {
+				continue
+			}
 			s, ok := fsdpStrategy(val)
 			if !ok {
-				r.ignore(key, reasonBadValue)
+				r.bad(key, val, wantStrategy)
 				continue
 			}
 			j.FSDPStrategy = s
@@ -267,13 +277,13 @@ func (r *reader) fsdpConfig(prefix string, v any) {
 			} else if s, ok := fsdpStrategy(val); ok {
 				j.FSDPStrategy = s
 				r.set("fsdp_strategy")
-			} else {
-				r.ignore(key, reasonBadValue)
+			} else if !isNull(val) {
+				r.bad(key, val, "true, false or a sharding strategy")
 			}
 		case "offload_params":
-			r.onTrue(val, func() { j.OffloadParams, j.OffloadOptimizer = "cpu", "cpu" }, "offload_params", "offload_optimizer")
+			r.onTrue(key, val, func() { j.OffloadParams, j.OffloadOptimizer = "cpu", "cpu" }, "offload_params", "offload_optimizer")
 		case "activation_checkpointing":
-			r.onTrue(val, func() { j.GradCheckpoint = "full" }, "grad_checkpoint")
+			r.onTrue(key, val, func() { j.GradCheckpoint = "full" }, "grad_checkpoint")
 		case "forward_prefetch", "limit_all_gathers", "xla", "xla_fsdp_v2", "xla_fsdp_grad_ckpt":
 			r.ignore(key, reasonNotModelled)
 		case "auto_wrap_policy", "backward_prefetch", "backward_prefetch_policy", "cpu_ram_efficient_loading",
@@ -284,6 +294,9 @@ func (r *reader) fsdpConfig(prefix string, v any) {
 		}
 	}
 }
+
+// wantStrategy describes the values fsdpStrategy reads.
+const wantStrategy = "a sharding strategy (FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, HYBRID_SHARD_ZERO2) or accelerate's number for one, 1 to 5"
 
 // fsdpStrategy reads a sharding strategy by name or accelerate's number.
 func fsdpStrategy(v any) (string, bool) {
@@ -309,14 +322,14 @@ func (r *reader) peftKey(k string, v any) bool {
 	j := &r.cfg.Job
 	switch k {
 	case "use_peft":
-		if b, ok := toBool(v); ok && b && !r.keys["method"] {
+		if r.flag(k, v) && !r.keys["method"] {
 			j.Method = "lora"
 			r.set("method")
 		}
 	case "load_in_4bit":
-		r.onTrue(v, func() { j.Method = "qlora" }, "method")
+		r.onTrue(k, v, func() { j.Method = "qlora" }, "method")
 	case "load_in_8bit":
-		r.onTrue(v, func() { j.Dtype = "int8" }, "dtype")
+		r.onTrue(k, v, func() { j.Dtype = "int8" }, "dtype")
 	case "lora_r", "lora_rank":
 		r.intKey(k, v, "lora_rank")
 	case "lora_alpha":
@@ -326,7 +339,7 @@ func (r *reader) peftKey(k string, v any) bool {
 			j.LoRADropout = f
 			r.set("lora_dropout")
 		} else if !isNull(v) {
-			r.ignore(k, reasonBadValue)
+			r.bad(k, v, "a probability from 0 to below 1")
 		}
 	case "lora_target_modules", "lora_target":
 		if isNull(v) {
@@ -334,7 +347,7 @@ func (r *reader) peftKey(k string, v any) bool {
 		}
 		ts, ok := toStrings(v)
 		if !ok {
-			r.ignore(k, reasonBadValue)
+			r.bad(k, v, "a list of module names")
 			return true
 		}
 		for i, t := range ts {
@@ -346,14 +359,18 @@ func (r *reader) peftKey(k string, v any) bool {
 		r.set("lora_target_modules")
 	case "lora_modules_to_save":
 		// PEFT modules_to_save: fully trained copies next to the adapters.
-		if ts, ok := toStrings(v); ok && len(ts) > 0 {
+		if isNull(v) {
+			return true
+		}
+		ts, ok := toStrings(v)
+		if !ok {
+			r.bad(k, v, "a list of module names")
+		} else if len(ts) > 0 {
 			j.Trainable = ts
 			r.set("trainable")
-		} else if !isNull(v) {
-			r.ignore(k, reasonBadValue)
 		}
 	case "use_dora":
-		r.onTrue(v, func() { j.PEFTVariant = "dora" }, "peft_variant")
+		r.onTrue(k, v, func() { j.PEFTVariant = "dora" }, "peft_variant")
 	case "bnb_4bit_quant_type":
 		r.stringKey(k, v, "quant_type")
 	case "use_bnb_nested_quant", "bnb_4bit_use_double_quant", "double_quantization":

@@ -20,10 +20,14 @@ func Parse(data []byte, name string) (*Config, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: %w (want a DeepSpeed, TrainingArguments, accelerate, LLaMA-Factory, axolotl or torchtune config)", name, ErrUnknownFormat)
 	}
-	return parseAs(obj, name, f), nil
+	return parseAs(obj, name, f)
 }
 
 // ParseAs reads data as the given format.
+//
+// Both fail with a [*ValueError] when values of the file cannot be used
+// (a ZeRO stage of 7, an offload device "disk"); unknown keys and
+// settings that are not modelled are reported in [Config.Ignored].
 func ParseAs(data []byte, name string, f Format) (*Config, error) {
 	obj, err := decode(data, name)
 	if err != nil {
@@ -34,11 +38,12 @@ func ParseAs(data []byte, name string, f Format) (*Config, error) {
 	default:
 		return nil, fmt.Errorf("%s: unknown format %q", name, f)
 	}
-	return parseAs(obj, name, f), nil
+	return parseAs(obj, name, f)
 }
 
-// parseAs dispatches a decoded object to its format's reader.
-func parseAs(obj map[string]any, name string, f Format) *Config {
+// parseAs dispatches a decoded object to its format's reader. Values
+// that cannot be used make it fail with a [*ValueError] listing them all.
+func parseAs(obj map[string]any, name string, f Format) (*Config, error) {
 	r := newReader(name, f)
 	switch f {
 	case DeepSpeed:
@@ -54,7 +59,10 @@ func parseAs(obj map[string]any, name string, f Format) *Config {
 	case Torchtune:
 		r.torchtune(obj)
 	}
-	return r.done()
+	if err := r.err(); err != nil {
+		return nil, err
+	}
+	return r.done(), nil
 }
 
 // Detect names the format of a decoded config by its top-level keys.

@@ -46,7 +46,7 @@ func (r *reader) llamaFactory(obj map[string]any) {
 		v := obj[k]
 		switch k {
 		case "finetuning_type":
-			finetuning, _ = toString(v)
+			finetuning, _ = r.stringValue(k, v)
 		case "stage":
 			if s, _ := toString(v); s != "sft" && s != "pt" {
 				r.ignore(k, reasonNotModelled) // DPO/PPO/KTO keep reference or reward models
@@ -54,40 +54,41 @@ func (r *reader) llamaFactory(obj map[string]any) {
 		case "cutoff_len":
 			r.intKey(k, v, "seq_len")
 		case "disable_gradient_checkpointing":
-			if b, ok := toBool(v); ok && b {
+			if r.flag(k, v) {
 				j.GradCheckpoint = "none"
 			}
 		case "flash_attn":
-			if s, ok := r.stringValue(k, v); ok {
-				j.Attention = map[string]string{"fa2": "flash", "sdpa": "sdpa", "disabled": "eager", "eager": "eager"}[strings.ToLower(s)]
-				r.set("attn")
-			}
-			if j.Attention == "" {
-				r.unset("attn") // auto: the transformers default
-			}
+			r.lfAttention(k, v)
 		case "enable_liger_kernel":
-			r.onTrue(v, func() { j.FusedLoss = "liger" }, "fused_loss")
+			r.onTrue(k, v, func() { j.FusedLoss = "liger" }, "fused_loss")
 		case "use_unsloth":
 			// Unsloth: offloaded gradient checkpointing, chunked fused CE.
-			r.onTrue(v, func() { j.ActivationOffload, j.FusedLoss = true, "liger" }, "activation_offload", "fused_loss")
+			r.onTrue(k, v, func() { j.ActivationOffload, j.FusedLoss = true, "liger" }, "activation_offload", "fused_loss")
 		case "quantization_bit":
-			if n, ok := toInt(v); ok && (n == 4 || n == 8) {
+			if n, ok := toInt(v); ok && n > 0 {
 				quantBits = n
 			} else if !isNull(v) {
-				r.ignore(k, reasonBadValue)
+				r.bad(k, v, "a number of bits such as 4 or 8")
 			}
 		case "quantization_method":
-			quantMethod, _ = toString(v)
+			if s, ok := r.stringValue(k, v); ok {
+				quantMethod = s
+			}
 		case "quantization_type":
 			r.stringKey(k, v, "quant_type")
 		case "pure_bf16":
-			pure, _ = toBool(v)
+			pure = r.flag(k, v)
 		case "freeze_trainable_layers", "freeze_trainable_modules":
 			rest[k] = v
 		case "additional_target":
+			if isNull(v) {
+				continue
+			}
 			if ts, ok := toStrings(v); ok {
 				j.Trainable = ts
 				r.set("trainable")
+			} else {
+				r.bad(k, v, "a list of module names")
 			}
 		default:
 			if lfNoEffect[k] {
@@ -105,17 +106,47 @@ func (r *reader) llamaFactory(obj map[string]any) {
 	r.lfPrecision(pure)
 }
 
+// lfAttentions maps LLaMA-Factory's flash_attn values (AttentionFunction,
+// hparams/model_args.py) onto attention kernels; auto leaves the
+// transformers default.
+var lfAttentions = map[string]string{"auto": "", "disabled": "eager", "eager": "eager", "sdpa": "sdpa", "fa2": "flash"}
+
+// lfAttention reads flash_attn.
+func (r *reader) lfAttention(k string, v any) {
+	s, ok := r.stringValue(k, v)
+	if !ok {
+		return
+	}
+	attn, known := lfAttentions[strings.ToLower(s)]
+	switch {
+	case !known:
+		r.bad(k, v, "auto, disabled, sdpa or fa2")
+	case attn != "":
+		r.cfg.Job.Attention = attn
+		r.set("attn")
+	}
+}
+
 // lfMethod sets the fine-tuning method.
 func (r *reader) lfMethod(finetuning string, bits int64, method string, rest map[string]any) {
 	j := &r.cfg.Job
 	switch strings.ToLower(finetuning) {
 	case "", "lora":
 		j.Method = "lora"
-		if bits == 4 && (method == "" || strings.HasPrefix(strings.ToLower(method), "b")) {
+		bnb := method == "" || strings.HasPrefix(strings.ToLower(method), "b")
+		switch {
+		case bits == 0:
+		case bits == 4 && bnb:
 			j.Method = "qlora"
-		} else if bits > 0 {
+		case bits == 4 || bits == 8:
 			j.Dtype = fmt.Sprintf("int%d", bits)
 			r.set("dtype")
+		case bnb:
+			// model/model_utils/quantization.py: "Bitsandbytes only
+			// accepts 4-bit or 8-bit quantization."
+			r.bad("quantization_bit", bits, "4 or 8 with bitsandbytes")
+		default:
+			r.ignore("quantization_bit", reasonNotModelled) // HQQ/EETQ widths
 		}
 	case "full":
 		j.Method = "full"
@@ -127,7 +158,7 @@ func (r *reader) lfMethod(finetuning string, bits int64, method string, rest map
 			case int:
 				n = int64(x)
 			default:
-				r.ignore("freeze_trainable_layers", reasonBadValue)
+				r.bad("freeze_trainable_layers", v, "a whole number of layers (negative counts from the bottom)")
 			}
 		}
 		if n >= 0 {
@@ -231,24 +262,19 @@ func (r *reader) axolotl(obj map[string]any) {
 				r.unset("method")
 			}
 		case "load_in_4bit", "load_in_8bit":
-			if b, ok := toBool(v); ok && b {
+			if r.flag(k, v) {
 				quant = map[string]string{"load_in_4bit": "nf4", "load_in_8bit": "int8"}[k]
 			}
 		case "lora_target_linear":
-			r.onTrue(v, func() { j.LoRATargets = []string{"all-linear"} }, "lora_target_modules")
-		case "lora_modules_to_save":
-			if ts, ok := toStrings(v); ok {
-				j.Trainable = ts
-				r.set("trainable")
-			}
+			r.onTrue(k, v, func() { j.LoRATargets = []string{"all-linear"} }, "lora_target_modules")
 		case "peft_use_dora":
-			r.peftKey("use_dora", v)
+			r.onTrue(k, v, func() { j.PEFTVariant = "dora" }, "peft_variant")
 		case "sequence_len":
 			r.intKey(k, v, "seq_len")
 		case "sample_packing":
 			r.boolKey(k, v, "packed")
 		case "pad_to_sequence_len":
-			if b, ok := toBool(v); ok && b && !r.keys["packed"] {
+			if r.flag(k, v) && !r.keys["packed"] {
 				t := true // every batch padded to sequence_len: a fixed length
 				j.Packed = &t
 				r.set("packed")
@@ -268,11 +294,11 @@ func (r *reader) axolotl(obj map[string]any) {
 		case "activation_offloading":
 			r.boolKey(k, v, "activation_offload")
 		case "flash_attention", "sdp_attention", "eager_attention":
-			r.onTrue(v, func() {
+			r.onTrue(k, v, func() {
 				j.Attention = map[string]string{"flash_attention": "flash", "sdp_attention": "sdpa", "eager_attention": "eager"}[k]
 			}, "attn")
 		case "liger_fused_linear_cross_entropy":
-			r.onTrue(v, func() { j.FusedLoss = "liger" }, "fused_loss")
+			r.onTrue(k, v, func() { j.FusedLoss = "liger" }, "fused_loss")
 		case "torch_compile":
 			if isAuto(v) {
 				continue
@@ -337,7 +363,7 @@ func (r *reader) axolotlPrecision(k string, v any) string {
 		}
 	}
 	if !ok {
-		r.ignore(k, reasonBadValue)
+		r.bad(k, v, `true, false or "auto"`)
 		return ""
 	}
 	if !on {

@@ -54,6 +54,9 @@ func (r *reader) torchtune(obj map[string]any) {
 		case "enable_activation_offloading":
 			r.boolKey(k, v, "activation_offload")
 		case "dtype":
+			if isNull(v) {
+				continue
+			}
 			s, _ := toString(v)
 			if d, ok := dtypeOf(s); ok {
 				j.Dtype = d
@@ -63,16 +66,16 @@ func (r *reader) torchtune(obj map[string]any) {
 					r.set("compute_dtype")
 				}
 			} else {
-				r.ignore(k, reasonBadValue)
+				r.bad(k, v, "bf16, fp16 or fp32")
 			}
 		case "fsdp_cpu_offload":
-			r.onTrue(v, func() { j.Engine, j.OffloadParams, j.OffloadOptimizer = "fsdp2", "cpu", "cpu" }, "engine", "offload_params", "offload_optimizer")
+			r.onTrue(k, v, func() { j.Engine, j.OffloadParams, j.OffloadOptimizer = "fsdp2", "cpu", "cpu" }, "engine", "offload_params", "offload_optimizer")
 		case "fsdp_sharding_strategy":
 			if s, ok := fsdpStrategy(v); ok {
 				j.Engine, j.FSDPStrategy = "fsdp2", s
 				r.set("engine", "fsdp_strategy")
-			} else {
-				r.ignore(k, reasonBadValue)
+			} else if !isNull(v) {
+				r.bad(k, v, wantStrategy)
 			}
 		case "tensor_parallel_dim":
 			r.intKey(k, v, "tp")
@@ -87,6 +90,9 @@ func (r *reader) torchtune(obj map[string]any) {
 		}
 	}
 }
+
+// wantComponent describes a torchtune component section.
+const wantComponent = "a mapping with a _component_ path"
 
 // component returns a section's _component_ path and its other keys.
 func component(v any) (string, map[string]any, bool) {
@@ -103,7 +109,7 @@ func component(v any) (string, map[string]any, bool) {
 func (r *reader) ttModel(key string, v any) {
 	c, m, ok := component(v)
 	if !ok || c == "" {
-		r.ignore(key, reasonBadValue)
+		r.bad(key, v, wantComponent)
 		return
 	}
 	j := &r.cfg.Job
@@ -126,7 +132,7 @@ func (r *reader) ttModel(key string, v any) {
 		case "lora_attn_modules":
 			ts, ok := toStrings(val)
 			if !ok {
-				r.ignore(sub, reasonBadValue)
+				r.bad(sub, val, "a list of module names")
 				continue
 			}
 			for _, t := range ts {
@@ -136,32 +142,33 @@ func (r *reader) ttModel(key string, v any) {
 				targets = append(targets, t)
 			}
 		case "apply_lora_to_mlp":
-			if b, _ := toBool(val); b {
+			if r.flag(sub, val) {
 				mlp = []string{"gate_proj", "up_proj", "down_proj"}
 			}
 		case "apply_lora_to_output":
-			if b, _ := toBool(val); b {
+			if r.flag(sub, val) {
 				mlp = append(mlp, "lm_head")
 			}
 		case "lora_rank":
 			r.intKey(sub, val, "lora_rank")
 		case "lora_alpha":
-			if f, ok := toFloat(val); ok && f > 0 {
+			if f, ok := toFloat(val); ok && f > 0 && f < 1<<31 {
 				j.LoRAAlpha = int(f)
 				r.set("lora_alpha")
+			} else if !isNull(val) {
+				r.bad(sub, val, "a positive number")
 			}
 		case "lora_dropout":
 			if f, ok := toFloat(val); ok && f >= 0 && f < 1 {
 				j.LoRADropout = f
 				r.set("lora_dropout")
+			} else if !isNull(val) {
+				r.bad(sub, val, "a probability from 0 to below 1")
 			}
 		case "use_dora":
-			if b, _ := toBool(val); b {
-				j.PEFTVariant = "dora"
-				r.set("peft_variant")
-			}
+			r.onTrue(sub, val, func() { j.PEFTVariant = "dora" }, "peft_variant")
 		case "quantize_base":
-			if b, _ := toBool(val); b {
+			if r.flag(sub, val) {
 				j.Method = "qlora"
 			}
 		default:
@@ -192,11 +199,11 @@ func (r *reader) ttDataset(key string, v any) {
 // ttOptimizer maps the optimizer component onto an optimizer name.
 func (r *reader) ttOptimizer(key string, v any) {
 	c, m, ok := component(v)
-	if !ok {
-		r.ignore(key, reasonBadValue)
+	if !ok || c == "" {
+		r.bad(key, v, wantComponent)
 		return
 	}
-	fused, _ := toBool(m["fused"])
+	fused := r.flag(join(key, "fused"), m["fused"])
 	name := ""
 	switch c {
 	case "torch.optim.AdamW", "torch.optim.Adam":
@@ -213,7 +220,8 @@ func (r *reader) ttOptimizer(key string, v any) {
 	case "bitsandbytes.optim.AdamW8bit", "torchao.optim.AdamW8bit", "torchao.prototype.low_bit_optim.AdamW8bit":
 		name = "adamw_bnb_8bit"
 	default:
-		r.ignore(key+"._component_", reasonBadValue)
+		// Any importable optimizer class is valid; only these are mapped.
+		r.ignore(key+"._component_", reasonNotModelled)
 		return
 	}
 	r.cfg.Job.Optimizer = name
@@ -223,8 +231,8 @@ func (r *reader) ttOptimizer(key string, v any) {
 // ttLoss reads the loss component: the chunked cross-entropy variants.
 func (r *reader) ttLoss(key string, v any) {
 	c, _, ok := component(v)
-	if !ok {
-		r.ignore(key, reasonBadValue)
+	if !ok || c == "" {
+		r.bad(key, v, wantComponent)
 		return
 	}
 	j := &r.cfg.Job

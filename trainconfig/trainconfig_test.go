@@ -217,27 +217,40 @@ func TestDeepSpeedValues(t *testing.T) {
 			}
 			return ""
 		}},
-		{"stage 4", `{"zero_optimization": {"stage": 4}}`, func(c *Config) string {
-			if c.Has("zero") || !slices.Contains(ignoredKeys(c), "zero_optimization.stage") {
-				return "want stage 4 ignored as a bad value"
-			}
-			return ""
-		}},
 		{"legacy cpu_offload", `{"zero_optimization": {"stage": 2, "cpu_offload": true}}`, func(c *Config) string {
 			if c.Job.OffloadOptimizer != "cpu" {
 				return "want the optimizer offloaded"
 			}
 			return ""
 		}},
-		{"unknown optimizer", `{"optimizer": {"type": "Shampoo9000"}, "zero_optimization": {}}`, func(c *Config) string {
+		{"torch.optim optimizer is not modelled", `{"optimizer": {"type": "SGD"}, "zero_optimization": {}}`, func(c *Config) string {
 			if c.Has("optimizer") || !slices.Contains(ignoredKeys(c), "optimizer.type") {
-				return "want the type ignored"
+				return "want the type reported as not modelled"
 			}
 			return ""
 		}},
-		{"batch not divisible", `{"train_batch_size": 10, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1}`, func(c *Config) string {
-			if c.Has("num_gpus") || !slices.Contains(ignoredKeys(c), "train_batch_size") {
-				return "want train_batch_size rejected"
+		{"deprecated boolean zero_optimization", `{"zero_optimization": true, "train_micro_batch_size_per_gpu": 1}`, func(c *Config) string {
+			if !c.Has("zero") || c.Job.ZeRO != 1 {
+				return "want stage 1"
+			}
+			return ""
+		}},
+		{"auto buckets and zero threshold", `{"zero_optimization": {"stage": 3, "reduce_bucket_size": "auto", "stage3_param_persistence_threshold": 0, "stage3_max_live_parameters": 2e8}}`, func(c *Config) string {
+			if c.Has("reduce_bucket_size") || c.Has("stage3_param_persistence_threshold") || c.Job.MaxLiveParameters != 2e8 ||
+				!slices.Contains(ignoredKeys(c), "zero_optimization.stage3_param_persistence_threshold") {
+				return "want auto left to the HF framework, 0 reported as not modelled, 2e8 read"
+			}
+			return ""
+		}},
+		{"one precision enabled, the other auto", `{"fp16": {"enabled": "auto"}, "bf16": {"enabled": true}, "zero_optimization": {}}`, func(c *Config) string {
+			if c.Job.Dtype != "bf16" {
+				return "want bf16"
+			}
+			return ""
+		}},
+		{"offload device none", `{"zero_optimization": {"stage": 3, "offload_param": {"device": "none"}, "offload_optimizer": {"device": "nvme", "ratio": 0.3}}}`, func(c *Config) string {
+			if c.Job.OffloadParams != "none" || c.Job.OffloadOptimizer != "nvme" || !slices.Contains(ignoredKeys(c), "zero_optimization.offload_optimizer.ratio") {
+				return "want no parameter offload, the optimizer on NVMe, the ratio not modelled"
 			}
 			return ""
 		}},

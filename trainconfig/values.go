@@ -8,7 +8,7 @@ import (
 
 // The helpers below read one value of a file into the job and record,
 // with [reader.set], the memory.Job key it sets; a value they cannot use
-// is recorded with [reader.ignore] under the file's key.
+// is recorded with [reader.bad] under the file's key and fails the parse.
 
 // intSettings store the integer job settings the formats share, by
 // memory.Job JSON key.
@@ -50,7 +50,7 @@ func (r *reader) intKey(key string, v any, jobKey string) {
 	n, ok := toInt(v)
 	if !ok || n == 0 {
 		if !isNull(v) {
-			r.ignore(key, reasonBadValue)
+			r.bad(key, v, wantPositive)
 		}
 		return
 	}
@@ -64,9 +64,8 @@ func (r *reader) boolKey(key string, v any, jobKey string) {
 	if isNull(v) {
 		return
 	}
-	b, ok := toBool(v)
+	b, ok := r.boolValue(key, v)
 	if !ok {
-		r.ignore(key, reasonBadValue)
 		return
 	}
 	boolSettings[jobKey](&r.cfg.Job, b)
@@ -90,16 +89,35 @@ func (r *reader) stringValue(key string, v any) (s string, ok bool) {
 	}
 	s, ok = toString(v)
 	if !ok || s == "" {
-		r.ignore(key, reasonBadValue)
+		r.bad(key, v, "a non-empty string")
 		return "", false
 	}
 	return s, true
 }
 
-// onTrue calls set and marks the job keys when v reads as true; false,
-// null and unreadable values leave the job alone.
-func (r *reader) onTrue(v any, set func(), jobKeys ...string) {
-	if b, ok := toBool(v); ok && b {
+// boolValue reads a boolean (true/false, yes/no, 1/0); any other value is
+// a bad value of key. Callers treat null as absent before calling it.
+func (r *reader) boolValue(key string, v any) (bool, bool) {
+	b, ok := toBool(v)
+	if !ok {
+		r.bad(key, v, wantBool)
+	}
+	return b, ok
+}
+
+// flag reads an optional boolean: null reads as false.
+func (r *reader) flag(key string, v any) bool {
+	if isNull(v) {
+		return false
+	}
+	b, _ := r.boolValue(key, v)
+	return b
+}
+
+// onTrue calls set and marks the job keys when the value of key reads as
+// true; false and null leave the job alone, and any other value is bad.
+func (r *reader) onTrue(key string, v any, set func(), jobKeys ...string) {
+	if r.flag(key, v) {
 		set()
 		r.set(jobKeys...)
 	}
@@ -110,7 +128,7 @@ func (r *reader) onTrue(v any, set func(), jobKeys ...string) {
 func (r *reader) section(key string, v any) (map[string]any, bool) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		r.ignore(key, reasonBadValue)
+		r.bad(key, v, "a mapping of keys to values")
 	}
 	return m, ok
 }
@@ -124,13 +142,17 @@ func (r *reader) optionalSection(key string, v any) (map[string]any, bool) {
 	return r.section(key, v)
 }
 
-// offloadDevice reads an offload target (none, cpu or nvme) into the job
-// key offload_optimizer or offload_params.
+// offloadDevice reads an offload target (none, cpu or nvme; DeepSpeed's
+// OffloadDeviceEnum, deepspeed/runtime/zero/offload_config.py) into the
+// job key offload_optimizer or offload_params; null reads as absent.
 func (r *reader) offloadDevice(key string, v any, jobKey string) {
+	if v == nil {
+		return
+	}
 	d, _ := toString(v)
 	d = strings.ToLower(d)
 	if d != "none" && d != "cpu" && d != "nvme" {
-		r.ignore(key, reasonBadValue)
+		r.bad(key, v, "none, cpu or nvme")
 		return
 	}
 	if jobKey == "offload_optimizer" {
@@ -140,6 +162,12 @@ func (r *reader) offloadDevice(key string, v any, jobKey string) {
 	}
 	r.set(jobKey)
 }
+
+// Descriptions of accepted values shared by the formats.
+const (
+	wantPositive = "a positive integer"
+	wantBool     = "true or false"
+)
 
 // unlisted records a key no case of a format's reader took: name is the
 // key's own name, key its path in the file. Keys in noEffect are

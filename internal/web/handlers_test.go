@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -210,9 +211,8 @@ func TestCrossOriginPostRejected(t *testing.T) {
 func TestPanicBecomes500(t *testing.T) {
 	var logs bytes.Buffer
 	resolve := func(ctx context.Context, ref string) (*model.Model, error) {
-		var m map[string]int
-		m["boom"]++ // a nil-map write: a real runtime panic
-		return nil, nil
+		var layers []int
+		return nil, fmt.Errorf("layer %d", layers[len(ref)]) // an index out of range: a real runtime panic
 	}
 	h := web.New(web.Options{Resolve: resolve, Logger: slog.New(slog.NewTextHandler(&logs, nil))}).Handler()
 	rec := do(t, h, "GET", "/api/estimate?model=org/not-in-catalog", "")
@@ -220,10 +220,10 @@ func TestPanicBecomes500(t *testing.T) {
 		t.Fatalf("status %d, want 500; body %s", rec.Code, rec.Body)
 	}
 	e := decodeError(t, rec.Body.Bytes())
-	if e.Message != "internal server error" || strings.Contains(rec.Body.String(), "nil map") {
+	if e.Message != "internal server error" || strings.Contains(rec.Body.String(), "out of range") {
 		t.Errorf("500 body %q is not the generic message", rec.Body)
 	}
-	if !strings.Contains(logs.String(), "panic") || !strings.Contains(logs.String(), "nil map") {
+	if !strings.Contains(logs.String(), "panic") || !strings.Contains(logs.String(), "index out of range") {
 		t.Errorf("log lacks the panic: %s", logs.String())
 	}
 	if !strings.Contains(logs.String(), "status=500") {
