@@ -65,11 +65,20 @@ func (e *Estimator) Estimate(job *Job) (*Result, error) {
 // figures and the warnings. [Estimate] allocates one per call; an
 // [Estimator] keeps one.
 type trainBuf struct {
+	out      outBuf
+	stages   []outBuf      // one per pipeline stage
+	results  []StageResult // Result.Stages
+	warnings []string
+	hits     []loraHit // the LoRA targets of the job
+}
+
+// outBuf is the memory of one assembled result (of the job, or of one
+// pipeline stage).
+type outBuf struct {
 	box      trainBox
 	comps    [maxTrainRows]Component
 	parallel Parallel
 	host     Host
-	warnings []string
 }
 
 // maxTrainRows bounds the breakdown of a training estimate: the

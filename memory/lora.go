@@ -12,8 +12,11 @@ type loraSpec struct {
 	rank    int
 	variant string // lora, dora, lora-fa
 	dropout float64
-	targets []string
+	targets []string // folded (fold) target names
 	allLin  bool
+	// hits are the (module, in, out) pairs the adapters wrap, found once
+	// by matchTargets; forEachTarget walks them.
+	hits []loraHit
 	// lowest is the lowest text layer holding an adapter.
 	lowest int
 	// vision is true when adapters sit in the vision tower too.
@@ -22,6 +25,18 @@ type loraSpec struct {
 	// inputs of adapted modules grouped by the tensor they read.
 	perLayer loraLayer
 }
+
+// loraHit is one module an adapter wraps, with the in and out widths of
+// the adapter (a share of a fused projection has its own out width).
+type loraHit struct {
+	mod     int // index into Model.Modules
+	in, out int
+}
+
+// defaultLoRATargets is PEFT's default target list for Llama-style
+// models (huggingface/peft:src/peft/utils/constants.py,
+// TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING).
+var defaultLoRATargets = []string{"q_proj", "v_proj"}
 
 // loraLayer summarises which inputs of one decoder layer feed adapters.
 type loraLayer struct {
@@ -68,16 +83,17 @@ func (s *setup) resolveLoRA() error {
 	if strings.EqualFold(j.Method, "dora") {
 		l.variant = "dora"
 	}
-	l.targets = j.LoRATargets
+	l.targets = foldAll(j.LoRATargets)
 	if len(l.targets) == 0 {
-		l.targets = []string{"q_proj", "v_proj"}
+		l.targets = defaultLoRATargets
 	}
 	for _, t := range l.targets {
-		if t2 := fold(t); t2 == "all-linear" || t2 == "all_linear" || t2 == "all" {
+		if t == "all-linear" || t == "all_linear" || t == "all" {
 			l.allLin = true
 		}
 	}
 	s.lora = l
+	s.matchTargets()
 	return s.scanAdapters()
 }
 
@@ -164,39 +180,76 @@ func isFused(short string) bool {
 }
 
 // forEachTarget calls fn for every (module, in, out) an adapter wraps.
-// A q/k/v target on a model with a fused qkv Linear adapts the matching
-// slice of it (litgpt LoRAQKVLinear, PEFT target on the fused module).
 func (s *setup) forEachTarget(fn func(mod *model.Module, in, out int, short string)) {
+	rows := s.tab.rows()
+	for _, h := range s.lora.hits {
+		fn(&s.m.Modules[h.mod], h.in, h.out, rows[h.mod].short)
+	}
+}
+
+// matchTargets finds the modules the adapters wrap (lora.hits), in
+// module order. The hits go to the Estimator's memory when there is one.
+func (s *setup) matchTargets() {
 	l := &s.lora
+	var hits []loraHit
+	if s.buf != nil {
+		hits = s.buf.hits[:0]
+	}
+	rows := s.tab.rows()
 	for i := range s.m.Modules {
 		mod := &s.m.Modules[i]
 		if mod.In <= 0 || mod.Out <= 0 {
 			continue
 		}
-		short := lastElem(mod.Name)
+		short, lname := rows[i].short, rows[i].lname
 		if l.allLin {
 			// PEFT all-linear: every Linear except the output head
 			// (huggingface/peft:src/peft/tuners/tuners_utils.py).
 			if mod.Component != compLMHead {
-				fn(mod, mod.In, mod.Out, short)
+				hits = append(hits, loraHit{i, mod.In, mod.Out})
 			}
 			continue
 		}
 		for _, t := range l.targets {
-			t = fold(t)
 			switch {
-			case t == short || strings.HasSuffix(strings.ToLower(mod.Name), "."+t):
-				fn(mod, mod.In, mod.Out, short)
+			case t == short || dottedSuffix(lname, t):
+				hits = append(hits, loraHit{i, mod.In, mod.Out})
 			case isFused(short) && mod.Layer >= 0 && (t == "q_proj" || t == "k_proj" || t == "v_proj") && !s.hasShort(t):
 				st := s.stackOf(mod)
 				w := st.Heads * st.HeadDim
 				if t != "q_proj" {
 					w = st.KVHeads * st.HeadDim
 				}
-				fn(mod, mod.In, w, short)
+				hits = append(hits, loraHit{i, mod.In, w})
 			}
 		}
 	}
+	if s.buf != nil {
+		s.buf.hits = hits[:0]
+	}
+	l.hits = hits
+}
+
+// foldAll returns names folded (fold); names itself when every name is
+// already folded.
+func foldAll(names []string) []string {
+	for i, n := range names {
+		if fold(n) != n {
+			out := make([]string, len(names))
+			copy(out, names[:i])
+			for j := i; j < len(names); j++ {
+				out[j] = fold(names[j])
+			}
+			return out
+		}
+	}
+	return names
+}
+
+// dottedSuffix reports whether name ends in "." + suffix.
+func dottedSuffix(name, suffix string) bool {
+	n := len(name) - len(suffix)
+	return n > 0 && name[n-1] == '.' && name[n:] == suffix
 }
 
 // hasShort reports whether any module has the given short name.

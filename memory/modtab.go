@@ -1,6 +1,10 @@
 package memory
 
-import "github.com/gpumem/gpumem/model"
+import (
+	"strings"
+
+	"github.com/gpumem/gpumem/model"
+)
 
 // modTab is the part of a model's inventory every training estimate
 // reads, computed once per model: totals and, per module, its tensor
@@ -30,8 +34,10 @@ func (t *modTab) rows() []modRow {
 // modRow is one module's tensor groups with all its instances (count
 // Instances): moduleGroups at fraction 1.
 type modRow struct {
-	gs [2]tensorGroup
-	k  int
+	gs    [2]tensorGroup
+	k     int
+	lname string // the module name in lower case (LoRA target matching)
+	short string // the last dotted element of the name
 }
 
 // newModTab tabulates m.
@@ -65,13 +71,6 @@ func (t *modTab) init(m *model.Model) {
 		}
 		r := &rows[i]
 		r.gs, r.k = moduleGroups(m, mod, 1)
+		r.lname, r.short = strings.ToLower(mod.Name), lastElem(mod.Name)
 	}
-}
-
-// scaled returns group j of row r with frac of its instances, as
-// moduleGroups(m, mod, frac) does.
-func (r *modRow) scaled(j int, frac float64) tensorGroup {
-	g := r.gs[j]
-	g.count *= frac
-	return g
 }

@@ -2,7 +2,7 @@ package memory
 
 import (
 	"fmt"
-	"strings"
+	"strconv"
 
 	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/units"
@@ -58,14 +58,13 @@ func estimateTraining(m *model.Model, job *Job, res *Result) error {
 
 // estimateTrainingBuf is estimateTraining writing into buf, which the
 // result then points into; with buf nil the result's memory is
-// allocated. Pipeline-parallel jobs allocate their per-stage results.
-// tab is m's inventory table, or nil to make one.
+// allocated. tab is m's inventory table, or nil to make one.
 func estimateTrainingBuf(m *model.Model, job *Job, res *Result, buf *trainBuf, tab *modTab) error {
 	var s setup
 	if tab == nil {
 		tab = newModTab(m)
 	}
-	s.tab = tab
+	s.tab, s.buf = tab, buf
 	if buf != nil {
 		s.warnings = buf.warnings[:0]
 	}
@@ -76,7 +75,9 @@ func estimateTrainingBuf(m *model.Model, job *Job, res *Result, buf *trainBuf, t
 		attachBand(res, s.estimateStages(res))
 		return nil
 	}
-	s.buf = buf
+	if buf != nil {
+		s.out = &buf.out
+	}
 	var t trainParts
 	s.stageParts(&t)
 	attachBand(res, s.assemble(&t, res))
@@ -127,13 +128,25 @@ func (s *setup) stageParts(t *trainParts) {
 // Stages. It returns the band box of the chosen stage.
 func (s *setup) estimateStages(res *Result) *bandBox {
 	d := &s.dist
-	stages := make([]StageResult, d.pp)
+	var stages []StageResult
+	if b := s.buf; b != nil {
+		if len(b.stages) < d.pp {
+			b.stages = make([]outBuf, d.pp)
+			b.results = make([]StageResult, d.pp)
+		}
+		stages = b.results[:d.pp]
+	} else {
+		stages = make([]StageResult, d.pp)
+	}
 	var best Result
 	var bestBox *bandBox
 	warnings := s.warnings
 	for i := range d.pp {
 		s.setStage(i)
 		s.warnings = warnings[:len(warnings):len(warnings)]
+		if s.buf != nil {
+			s.out = &s.buf.stages[i]
+		}
 		var t trainParts
 		s.stageParts(&t)
 		var r Result
@@ -145,13 +158,8 @@ func (s *setup) estimateStages(res *Result) *bandBox {
 		}
 	}
 	best.Stages = stages
-	var b strings.Builder
-	fmt.Fprintf(&b, "--pp %d: pipeline stage %d is the most loaded; device peaks by stage:", d.pp, best.Parallel.PeakStage)
-	for i := range stages {
-		b.WriteString(" " + units.FormatIEC(stages[i].PerGPU.DevicePeakBytes))
-	}
-	b.WriteString(" (stages in the JSON output)")
-	best.Warnings = append(best.Warnings, b.String())
+	best.Warnings = append(best.Warnings, "--pp "+strconv.Itoa(d.pp)+": pipeline stage "+strconv.Itoa(best.Parallel.PeakStage)+
+		" is the most loaded; every stage's figures are in the stage table (stages in the JSON output)")
 	*res = best
 	return bestBox
 }
@@ -292,8 +300,8 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 	nccl := s.ncclBytes()
 	var comps []Component
 	var box *trainBox
-	if s.buf != nil {
-		comps, box = s.buf.comps[:0], &s.buf.box
+	if s.out != nil {
+		comps, box = s.out.comps[:0], &s.out.box
 	} else {
 		comps, box = make([]Component, 0, n+s.extraRows(t, nccl)), new(trainBox)
 	}
@@ -337,7 +345,11 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 	*res = Result{}
 	res.Model, res.Architecture = s.m.ID, s.m.Architecture
 	res.TotalParams = t.p.total
-	res.TrainableParams = int64(s.modelTrainable(&t.p) + 0.5)
+	if !s.haveTrained {
+		// The whole model's count, the same for every pipeline stage.
+		s.trained, s.haveTrained = s.modelTrainable(&t.p), true
+	}
+	res.TrainableParams = int64(s.trained + 0.5)
 	res.ActiveParams = s.tab.active
 	res.Job = s.job
 	pg := &res.PerGPU
@@ -350,18 +362,18 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 		perNode := float64(max(s.dist.world/max(s.dist.nodes, 1), 1))
 		h := Host{CPUBytes: units.FromFloat(t.st.hostCPU * perNode), NVMeBytes: units.FromFloat(t.st.hostNVMe * perNode),
 			GPUsPerNode: int(perNode)}
-		if s.buf != nil {
-			s.buf.host = h
-			res.Host = &s.buf.host
+		if s.out != nil {
+			s.out.host = h
+			res.Host = &s.out.host
 		} else {
 			res.Host = new(Host)
 			*res.Host = h
 		}
 	}
 	if p, ok := s.parallelInfo(t); ok {
-		if s.buf != nil {
-			s.buf.parallel = p
-			res.Parallel = &s.buf.parallel
+		if s.out != nil {
+			s.out.parallel = p
+			res.Parallel = &s.out.parallel
 		} else {
 			res.Parallel = new(Parallel)
 			*res.Parallel = p

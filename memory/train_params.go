@@ -364,7 +364,7 @@ func (s *setup) countParams() trParams {
 			if f := s.trainable.fraction(mod); f > 0 {
 				if frac := f * s.rankFrac(mod); float64(mod.Instances)*frac > 0 {
 					for j := range row.k {
-						acc.add(row.scaled(j, frac))
+						acc.addCount(&row.gs[j], row.gs[j].count*frac)
 					}
 				}
 			}
@@ -391,10 +391,13 @@ type paramAcc struct {
 }
 
 // add counts one tensor group.
-func (a *paramAcc) add(g tensorGroup) {
+func (a *paramAcc) add(g tensorGroup) { a.addCount(&g, g.count) }
+
+// addCount counts count tensors of group g (whose own count it ignores).
+func (a *paramAcc) addCount(g *tensorGroup, count float64) {
 	p := &a.p
 	numel := g.numel()
-	n := g.count * numel
+	n := count * numel
 	k := 0
 	p.trainable += n
 	p.maxTensor = max(p.maxTensor, numel)
@@ -410,7 +413,7 @@ func (a *paramAcc) add(g tensorGroup) {
 	if a.opt.kind == optDense {
 		p.optStates += a.opt.states * n * eb
 	} else {
-		p.optStates += g.count * a.opt.groupState(g, eb, a.hf)
+		p.optStates += count * a.opt.groupState(*g, eb, a.hf)
 	}
 	p.stateNumel += n * eb
 	p.maxState = max(p.maxState, numel*eb)

@@ -99,7 +99,10 @@ type setup struct {
 	dist              distSpec
 	wholeModel        bool // rankFrac returns 1: count the whole model, not a rank's share
 	warnings          []string
-	buf               *trainBuf // where assemble writes the result; nil: allocate
+	buf               *trainBuf // the Estimator's memory; nil: allocate
+	out               *outBuf   // where assemble writes the result; nil: allocate
+	trained           float64   // the whole model's trainable parameters, once haveTrained
+	haveTrained       bool
 	tab               *modTab   // the model's inventory table; initJob makes one if nil
 }
 

@@ -171,23 +171,51 @@ func TestRealRecommend(t *testing.T) {
 }
 
 // BenchmarkSearchRealEstimator measures layout search with the real
-// training estimator (Llama-3.2-1B on L4). It is slower per layout than
-// BenchmarkSearchSynthetic: each estimate builds the full component
-// breakdown with formulas and sources.
+// training estimator (Llama-3.2-1B on L4), one reusable estimator per
+// worker, over the default space.
 func BenchmarkSearchRealEstimator(b *testing.B) {
 	m, err := model.Load("meta-llama/Llama-3.2-1B-Instruct")
 	if err != nil {
 		b.Fatal(err)
 	}
 	g, _ := gpu.Lookup("l4")
-	base := memory.Job{SeqLen: 2048, GradAccum: 8}
-	sp := DefaultSpace(64)
+	benchSearch(b, m, memory.Job{SeqLen: 2048, GradAccum: 8}, g, DefaultSpace(64), 0)
+}
+
+// BenchmarkSearchRealLarge is the interactive-speed target: over 100,000
+// real training estimates in one search (Llama-3.1-8B on B200, up to
+// 16,384 GPUs, three fine-tuning methods, 32 micro-batches; every layout
+// fits at micro-batch 1, so each bisects).
+func BenchmarkSearchRealLarge(b *testing.B) {
+	m, err := model.Load("meta-llama/Llama-3.1-8B")
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, _ := gpu.Lookup("b200")
+	space := DefaultSpace(1 << 14)
+	space.CP = []int{1, 2, 4}
+	space.PP = []int{1, 2, 4, 8, 16}
+	space.Methods = []string{"full", "lora", "qlora"}
+	space.MicroBatches = nil
+	for mb := 1; mb <= 32; mb++ {
+		space.MicroBatches = append(space.MicroBatches, mb)
+	}
+	benchSearch(b, m, memory.Job{SeqLen: 4096, GradAccum: 8}, g, space, 100_000)
+}
+
+// benchSearch times SearchModel and reports the estimates made per
+// search and the time per estimate; it fails below minEvals estimates.
+func benchSearch(b *testing.B, m *model.Model, base memory.Job, g gpu.GPU, space Space, minEvals int) {
 	var p Plan
+	var err error
+	b.ReportAllocs()
 	for b.Loop() {
-		p, err = Search(For(m), base, g, sp)
-		if err != nil {
+		if p, err = SearchModel(m, base, g, space); err != nil {
 			b.Fatal(err)
 		}
+	}
+	if p.Evaluated < minEvals {
+		b.Fatalf("only %d layouts evaluated, want at least %d", p.Evaluated, minEvals)
 	}
 	b.ReportMetric(float64(p.Evaluated), "layouts/op")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(max(p.Evaluated, 1)), "ns/layout")

@@ -19,6 +19,22 @@ func For(m *model.Model) EstimateFunc {
 	return func(j memory.Job) (memory.Result, error) { return memory.Estimate(m, j) }
 }
 
+// ForWorker returns an estimator of model m for one goroutine: a
+// [memory.Estimator] that reuses its memory, so a training estimate
+// allocates nothing. A result it returns shares memory with the next one:
+// use it before the next call, or keep [memory.Result.Clone]. It is not
+// safe for concurrent use; [SearchModel] gives one to each worker.
+func ForWorker(m *model.Model) EstimateFunc {
+	e := memory.NewEstimator(m)
+	return func(j memory.Job) (memory.Result, error) {
+		r, err := e.Estimate(&j)
+		if err != nil {
+			return memory.Result{}, err
+		}
+		return *r, nil
+	}
+}
+
 // ErrNoFit reports that even the smallest value searched does not fit.
 var ErrNoFit = errors.New("does not fit")
 

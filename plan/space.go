@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/units"
 )
 
@@ -209,6 +210,20 @@ type Plan struct {
 // est must be safe for concurrent use, as pure functions are. The result
 // does not depend on the number of workers.
 func Search(est EstimateFunc, base memory.Job, g gpu.GPU, s Space) (Plan, error) {
+	return SearchWith(func() EstimateFunc { return est }, base, g, s)
+}
+
+// SearchModel is [Search] on model m with one [ForWorker] estimator per
+// worker: the fast way to search a catalog or Hub model.
+func SearchModel(m *model.Model, base memory.Job, g gpu.GPU, s Space) (Plan, error) {
+	return SearchWith(func() EstimateFunc { return ForWorker(m) }, base, g, s)
+}
+
+// SearchWith is [Search] with an estimator per worker: each worker calls
+// newEst once and uses what it returns alone, so the estimator may keep
+// state between calls (as [ForWorker]'s does); searches read a result
+// before their next estimate and keep no result.
+func SearchWith(newEst func() EstimateFunc, base memory.Job, g gpu.GPU, s Space) (Plan, error) {
 	if base.Mode != "" && base.Mode != memory.Train {
 		return Plan{}, fmt.Errorf("search layouts: mode %q: layouts are searched for training jobs", base.Mode)
 	}
@@ -225,7 +240,7 @@ func Search(est EstimateFunc, base memory.Job, g gpu.GPU, s Space) (Plan, error)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			parts[w] = searchChunk(est, base, g, s, w, workers)
+			parts[w] = searchChunk(newEst(), base, g, s, w, workers)
 		}()
 	}
 	wg.Wait()

@@ -205,7 +205,7 @@ func planRun(f *Factory, g *globalOptions, o *planOptions, space plan.Space, m *
 	if len(gs) > 1 {
 		return planAcross(f, ro, o, space, m, job, gs)
 	}
-	p, err := plan.Search(plan.For(m), job, gs[0], space)
+	p, err := plan.SearchModel(m, job, gs[0], space)
 	if err != nil {
 		return err
 	}
@@ -219,10 +219,9 @@ func planRun(f *Factory, g *globalOptions, o *planOptions, space plan.Space, m *
 // best first.
 func planAcross(f *Factory, ro report.Options, o *planOptions, space plan.Space, m *model.Model, job memory.Job, gs []gpu.GPU) error {
 	space.Keep = 1
-	est := plan.For(m)
 	plans := make([]plan.Plan, 0, len(gs))
 	for _, g := range gs {
-		p, err := plan.Search(est, job, g, space)
+		p, err := plan.SearchModel(m, job, g, space)
 		if err != nil {
 			return err
 		}

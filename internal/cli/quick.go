@@ -166,7 +166,7 @@ func quickLayouts(w io.Writer, ro report.Options, o *quickOptions, m *model.Mode
 	g := gpu.GPU{Name: fmt.Sprintf("%g GB GPU", o.GPUMem), Vendor: "nvidia", Memory: job.GPUMemory, MemorySource: "--gpu-mem"}
 	base := job
 	base.TP, base.PP, base.DP = 0, 0, 0
-	p, err := plan.Search(plan.For(m), base, g, space)
+	p, err := plan.SearchModel(m, base, g, space)
 	if err != nil {
 		return err
 	}
