@@ -11,11 +11,11 @@ import (
 // groups at full size. An [Estimator] keeps it between calls; the model
 // must not change meanwhile.
 type modTab struct {
-	total     int64   // all parameters
-	active    int64   // parameters one token uses (activeParams)
-	linear    float64 // Σ In·Out·Instances over Linear weights (autocast cache, §2.2)
-	maxLinear float64 // elements of the largest Linear weight but the output head
-	maxHead   float64 // elements of the largest Linear weight, output head included
+	total     int64              // all parameters
+	active    int64              // parameters one token uses (activeParams)
+	linear    float64            // Σ In·Out·Instances over Linear weights (autocast cache, §2.2)
+	maxLinear float64            // elements of the largest Linear weight but the output head
+	maxHead   float64            // elements of the largest Linear weight, output head included
 	n         int                // modules
 	inline    [inlineRows]modRow // the rows of a model of at most inlineRows modules
 	more      []modRow           // the rows of a larger model

@@ -103,7 +103,7 @@ type setup struct {
 	out               *outBuf   // where assemble writes the result; nil: allocate
 	trained           float64   // the whole model's trainable parameters, once haveTrained
 	haveTrained       bool
-	tab               *modTab   // the model's inventory table; initJob makes one if nil
+	tab               *modTab // the model's inventory table; initJob makes one if nil
 }
 
 // init validates job against m and fills every default.
