@@ -62,6 +62,16 @@ type Overheads struct {
 	Legacy bool `json:"legacy,omitempty"`
 	// Warning is set when the job names a GPU but gives none of its facts.
 	Warning string `json:"warning,omitempty"`
+	// StreamCache is the memory the caching allocator holds in the pools
+	// of FSDP's communication streams beyond what the allocated peak
+	// counts: blocks freed on those streams are reused only there
+	// (MODEL.md §10; see [Overheads.Reserved]). Zero for other engines.
+	StreamCache units.Bytes `json:"stream_cache_bytes,omitempty"`
+	// GatherPool and ReducePool are the pools StreamCache comes from: the
+	// all-gather outputs and the reduce-scatter buffers with the sharded
+	// gradients, in bytes.
+	GatherPool units.Bytes `json:"gather_pool_bytes,omitempty"`
+	ReducePool units.Bytes `json:"reduce_pool_bytes,omitempty"`
 }
 
 // RuntimeOverheads returns the overheads of job's process, honouring
@@ -107,9 +117,61 @@ func runtimeOverheads(job *Job, c *constants) Overheads {
 }
 
 // Reserved returns the reserved peak for an allocated peak:
-// allocated × (1 + Fragmentation) (MODEL.md §10 estimator rule).
+// allocated × (1 + Fragmentation) + StreamCache (MODEL.md §10 estimator
+// rule).
 func (o Overheads) Reserved(allocated units.Bytes) units.Bytes {
-	return units.Add(allocated, units.FromFloat(float64(allocated)*o.Fragmentation))
+	return units.Add(units.Add(allocated, o.fragmentation(allocated)), o.StreamCache)
+}
+
+// fragmentation is the fragmentation row of an allocated peak.
+func (o Overheads) fragmentation(allocated units.Bytes) units.Bytes {
+	return units.FromFloat(float64(allocated) * o.Fragmentation)
+}
+
+// setStreamCache records the communication-stream pools of an FSDP job
+// (cache, gather and reduce in bytes). The sharded fragmentation
+// constant stood for exactly these pools; once they are counted, the
+// compute stream fragments like any training run's, so
+// fragmentation_sharded gives way to fragmentation (a torch 1.x stack
+// keeps its era constant).
+func (o *Overheads) setStreamCache(cache, gather, reduce float64, c *constants) {
+	o.StreamCache = units.FromFloat(cache)
+	o.GatherPool, o.ReducePool = units.FromFloat(gather), units.FromFloat(reduce)
+	if o.FragmentationName == constantTable[cFragmentationSharded].Name {
+		o.Fragmentation, o.FragmentationName = c[cFragmentation], constantTable[cFragmentation].Name
+	}
+}
+
+// rowCount is the number of rows [Overheads.Components] returns.
+func (o Overheads) rowCount() int {
+	n := 3 // fragmentation, cuda_context, workspace
+	if o.StreamCache > 0 {
+		n++
+	}
+	if o.Misc > 0 {
+		n++
+	}
+	return n
+}
+
+// releaseCached lowers the reserved rows of a breakdown by cut bytes, as
+// the caching allocator does when a cudaMalloc fails: it frees the cached
+// blocks no tensor uses and retries (pytorch/pytorch
+// c10/cuda/CUDACachingAllocator.cpp release_cached_blocks). Whole free
+// segments go first, which the communication streams' idle pools are, then
+// the compute stream's fragmentation. No row goes below zero; it returns
+// the bytes it could not release.
+func releaseCached(comps []Component, cut units.Bytes) units.Bytes {
+	for _, name := range [...]string{"stream_cache", "fragmentation"} {
+		for i := range comps {
+			if c := &comps[i]; c.Name == name && c.Level == "reserved" && cut > 0 {
+				d := min(cut, c.Bytes)
+				c.Bytes -= d
+				cut -= d
+			}
+		}
+	}
+	return cut
 }
 
 // Device returns the nvidia-smi figure for a reserved peak: reserved plus
@@ -119,10 +181,11 @@ func (o Overheads) Device(reserved units.Bytes) units.Bytes {
 }
 
 // Components returns the reserved- and device-level rows of the breakdown
-// for an allocated peak, in the order fragmentation, cuda_context,
-// workspace, misc (misc only when non-zero).
+// for an allocated peak, in the order fragmentation, stream_cache,
+// cuda_context, workspace, misc (stream_cache and misc only when
+// non-zero).
 func (o Overheads) Components(allocated units.Bytes) []Component {
-	out := make([]Component, 0, 4)
+	out := make([]Component, 0, o.rowCount())
 	return o.appendComponents(out, allocated)
 }
 
@@ -135,7 +198,7 @@ func (o Overheads) appendComponents(dst []Component, allocated units.Bytes) []Co
 // appendRows appends the overhead rows to dst. Without explain the
 // formulas are fixed templates, so no string is built.
 func (o Overheads) appendRows(dst []Component, allocated units.Bytes, explain bool) []Component {
-	frag := o.Reserved(allocated) - allocated
+	frag := o.fragmentation(allocated)
 	ctxSrc := "MODEL.md §10: pytorch/pytorch PR #86509 (lazy module loading); constant cuda_context_mib"
 	ctxFormula := "cuda_context_mib"
 	if o.Legacy {
@@ -153,7 +216,17 @@ func (o Overheads) appendRows(dst []Component, allocated units.Bytes, explain bo
 	}
 	dst = append(dst,
 		Component{Name: "fragmentation", Bytes: frag, Level: "reserved", Phase: "persistent",
-			Formula: fragFormula, Source: "MODEL.md §10 (caching allocator, PYTORCH_CUDA_ALLOC_CONF notes), §15.5"},
+			Formula: fragFormula, Source: "MODEL.md §10 (caching allocator, PYTORCH_CUDA_ALLOC_CONF notes), §15.5"})
+	if o.StreamCache > 0 {
+		f := streamCacheFormula
+		if explain {
+			f = fmt.Sprintf("all-gather pool %s + reduce-scatter pool %s − the part the allocated peak holds = %s",
+				units.FormatIEC(o.GatherPool), units.FormatIEC(o.ReducePool), units.FormatIEC(o.StreamCache))
+		}
+		dst = append(dst, Component{Name: "stream_cache", Bytes: o.StreamCache, Level: "reserved", Phase: "persistent",
+			Formula: f, Source: streamCacheSource})
+	}
+	dst = append(dst,
 		Component{Name: "cuda_context", Bytes: o.CUDAContext, Level: "device", Phase: "persistent",
 			Formula: ctxFormula, Source: ctxSrc},
 		Component{Name: "workspace", Bytes: o.Workspace, Level: "device", Phase: "persistent",

@@ -90,3 +90,71 @@ func TestJobGPUFacts(t *testing.T) {
 		}
 	}
 }
+
+func TestOverheadsStreamCache(t *testing.T) {
+	c, err := resolveConstants(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		job      Job
+		wantFrag string
+	}{
+		{"fsdp2: the pools replace fragmentation_sharded", Job{Engine: "fsdp2"}, "fragmentation"},
+		{"torch1 keeps its era constant", Job{Engine: "fsdp2", Software: []string{"torch1"}}, "fragmentation_torch1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := runtimeOverheads(&tt.job, &c)
+			o.setStreamCache(3*float64(units.GiB), float64(units.GiB), 4*float64(units.GiB), &c)
+			if o.FragmentationName != tt.wantFrag {
+				t.Errorf("fragmentation %q, want %q", o.FragmentationName, tt.wantFrag)
+			}
+			alloc := 10 * units.GiB
+			want := alloc + units.FromFloat(float64(alloc)*o.Fragmentation) + 3*units.GiB
+			if got := o.Reserved(alloc); got != want {
+				t.Errorf("reserved %d, want allocated + fragmentation + stream cache = %d", got, want)
+			}
+			rows := o.Components(alloc)
+			if len(rows) != o.rowCount() {
+				t.Errorf("%d rows, rowCount %d", len(rows), o.rowCount())
+			}
+			var sum, cache units.Bytes
+			for _, r := range rows {
+				sum += r.Bytes
+				if r.Name == "stream_cache" {
+					cache = r.Bytes
+				}
+			}
+			if cache != 3*units.GiB {
+				t.Errorf("stream_cache row %d, want 3 GiB", cache)
+			}
+			if dev := o.Device(o.Reserved(alloc)); sum != dev-alloc {
+				t.Errorf("overhead rows sum to %d, want device-allocated %d", sum, dev-alloc)
+			}
+		})
+	}
+}
+
+func TestReleaseCached(t *testing.T) {
+	rows := func() []Component {
+		return []Component{{Name: "weights", Bytes: 10, Level: "allocated"},
+			{Name: "fragmentation", Bytes: 4, Level: "reserved"}, {Name: "stream_cache", Bytes: 6, Level: "reserved"}}
+	}
+	tests := []struct {
+		cut, stream, frag, left units.Bytes
+	}{
+		{3, 3, 4, 0},  // idle stream pools go first
+		{8, 0, 2, 0},  // then the compute stream's fragmentation
+		{15, 0, 0, 5}, // never below zero; the rest is reported
+		{0, 6, 4, 0},
+	}
+	for _, tt := range tests {
+		c := rows()
+		left := releaseCached(c, tt.cut)
+		if c[2].Bytes != tt.stream || c[1].Bytes != tt.frag || left != tt.left || c[0].Bytes != 10 {
+			t.Errorf("cut %d: stream %d frag %d left %d weights %d, want %d %d %d 10", tt.cut, c[2].Bytes, c[1].Bytes, left, c[0].Bytes, tt.stream, tt.frag, tt.left)
+		}
+	}
+}

@@ -80,11 +80,24 @@ func (s *setup) shardStates(r *rankStates, p *trParams) (cpu, nvme float64) {
 		// unit is unsharded (MixedPrecision param_dtype, §3.5).
 		r.weights = r.weights * 4 / s.weight.BytesPerElement()
 		r.master = 0
+		// Their gradients are fp32 as well: the reduce-scatter output is
+		// cast to the sharded parameter's dtype (FSDP1 _runtime_utils.py
+		// _cast_grad_to_param_dtype; FSDP2 _fsdp_collectives.py
+		// foreach_reduce, _to_dtype_if_needed(..., orig_dtype)), and the
+		// optimizer updates the fp32 parameters with them directly: no
+		// fp32 gradient copy in the step.
+		k := 4 / s.gradElemBytes(false)
+		r.grads += (p.trainable - p.adapters) * s.gradElemBytes(false) * (k - 1)
+		r.gradsHead *= k
+		r.gradsEmb *= k
 	}
 	if d.zero >= 1 {
 		r.master /= nd
 		r.optim.states /= nd
 		stepGrad := masterGrad / nd
+		if s.fsdpMaster() {
+			stepGrad = 0
+		}
 		if d.engine == engineDeepSpeed && d.zero == 3 {
 			// ZeRO-3 converts the gradients to fp32 per optimizer sub-group
 			// (stage3.py _prepare_fp32_grad_for_sub_group; §2.3).
@@ -266,17 +279,28 @@ func (s *setup) fsdpBuffers(r *rankStates, p *trParams) [numPhases]float64 {
 	if d.shardGradOp {
 		fwd = float64(d.stageLayers)*unit*c + root*c
 	}
-	reduce := s.gradElemBytes(false)
-	if s.framework == FrameworkTorchtitan || s.master {
-		reduce = 4
-	}
-	// Only trainable parameters get unsharded gradients (LoRA: the adapters).
-	gradUnit := unit
-	if d.stageLayers > 0 && s.method != MethodFull {
-		gradUnit = min(unit, p.trainable/float64(d.stageLayers))
-	}
-	bwd := fwd + reduce*gradUnit
+	bwd := fwd + s.fsdpReduceBytes()*s.fsdpGradUnit(unit, p)
 	return [numPhases]float64{fwd, fwd, bwd, bwd, 0}
+}
+
+// fsdpReduceBytes is the element size FSDP reduce-scatters gradients in:
+// fp32 in torchtitan's MixedPrecisionPolicy(reduce_dtype=float32) and
+// under an fp32 master, the gradient dtype otherwise.
+func (s *setup) fsdpReduceBytes() float64 {
+	if s.framework == FrameworkTorchtitan || s.master {
+		return 4
+	}
+	return s.gradElemBytes(false)
+}
+
+// fsdpGradUnit is the number of gradients one wrapped unit of unit
+// parameters reduce-scatters: only trainable parameters get unsharded
+// gradients (LoRA: the adapters).
+func (s *setup) fsdpGradUnit(unit float64, p *trParams) float64 {
+	if d := &s.dist; d.stageLayers > 0 && s.method != MethodFull {
+		return min(unit, p.trainable/float64(d.stageLayers))
+	}
+	return unit
 }
 
 // largestModule is the parameter count of the largest module ZeRO-3

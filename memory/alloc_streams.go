@@ -1,0 +1,175 @@
+package memory
+
+// Caching-allocator pools of FSDP's communication streams (MODEL.md §10).
+//
+// PyTorch's caching allocator ties every block to the stream it was
+// allocated on: "Once freed, blocks can be re-allocated on the same
+// stream, but not on any other stream" (pytorch/pytorch
+// c10/cuda/CUDACachingAllocator.cpp, the allocator's header comment;
+// get_free_block compares the stream before the size). FSDP allocates its
+// collective buffers on its own streams:
+//
+//   - FSDP2 (torch/distributed/_composable/fsdp/_fsdp_collectives.py):
+//     foreach_all_gather allocates the all-gather output on the all-gather
+//     copy-in stream; foreach_reduce allocates the reduce-scatter input
+//     (the unsharded gradients in reduce_dtype) and output on the
+//     reduce-scatter stream, and the sharded gradients are views of that
+//     output ("The RS output is allocated in the RS stream and used in the
+//     default stream (for optimizer)").
+//   - FSDP1 (torch/distributed/fsdp/_runtime_utils.py): _unshard allocates
+//     the padded unsharded flat parameter on the unshard stream;
+//     _post_backward_hook casts the unsharded gradient to reduce_dtype and
+//     _reduce_grad allocates the new sharded gradient on the post-backward
+//     stream.
+//
+// Freed, these blocks stay cached for their stream. zero_grad (set_to_none)
+// frees the sharded gradients before the next forward, so through forward
+// and loss their memory is reserved but unusable by the compute stream;
+// nothing returns it unless a cudaMalloc fails (release_cached_blocks).
+// The reserved peak is therefore the compute stream's own peak plus these
+// pools, not the allocated peak plus a fraction.
+
+// fsdpPools are the pools of FSDP's communication streams on one rank, in
+// bytes, and the bytes of them each phase's rows count as allocated.
+type fsdpPools struct {
+	gather float64 // all-gather outputs
+	reduce float64 // reduce-scatter inputs and outputs, the sharded gradients among them
+	live   [numPhases]float64
+}
+
+// gatherPool is the all-gather pool for units of unit bytes and a root
+// unit (embedding, final norm, output head) of root bytes, gathered first.
+// Two all-gather outputs are alive at a time: FSDP2 keeps the previous
+// result until the next copy-out (_fsdp_param_group.py AllGatherState,
+// "[Note: Overlapping all-gather copy-in and all-gather]"), FSDP1's
+// limit_all_gathers allows two in flight. The allocator hands out the
+// smallest free block that fits and splits it (best fit), so:
+//
+//   - FSDP2: the root's output is freed after the first unit's copy-out; a
+//     root at least as large as a unit then serves every other unit, a
+//     smaller one cannot, and a second unit block is allocated:
+//     root + unit, or root + 2·unit;
+//   - FSDP1: the root's unsharded flat parameter is its all-gather output
+//     and stays until the end of backward (the root is not resharded after
+//     forward), so the units need two blocks of their own: root + 2·unit.
+func gatherPool(unit, root float64, fsdp2 bool) float64 {
+	if fsdp2 && root >= unit {
+		return root + unit
+	}
+	return root + 2*unit
+}
+
+// reduceInputs are the reduce-scatter input blocks: one for the units,
+// reused from one unit to the next, and the root's own when it does not
+// fit in the unit's block (the root reduce-scatters last, with the unit
+// block free). unit and root are bytes of one unsharded gradient in the
+// reduce dtype.
+func reduceInputs(unit, root float64) float64 {
+	if root > unit {
+		return unit + root
+	}
+	return unit
+}
+
+// fsdpPools returns the communication-stream pools of an FSDP job that
+// shards its gradients (FULL_SHARD, HYBRID_SHARD, SHARD_GRAD_OP), and false
+// for any other job.
+func (s *setup) fsdpPools(t *trainParts) (fsdpPools, bool) {
+	d := &s.dist
+	if d.single || !s.isFSDP() || d.zero < 2 {
+		return fsdpPools{}, false
+	}
+	c := s.compute.BytesPerElement()
+	r := s.fsdpReduceBytes()
+	unit, root := s.fsdpUnits()
+	gradUnit := s.fsdpGradUnit(unit, &t.p)
+	gradRoot := root
+	if s.method != MethodFull {
+		gradRoot = max(0, min(root, t.p.trainable-gradUnit*float64(d.stageLayers)))
+	}
+	var p fsdpPools
+	fsdp2 := d.engine == engineFSDP2
+	if !d.shardGradOp {
+		// SHARD_GRAD_OP keeps the gathered units from forward to the end
+		// of their backward: the comm row counts them as allocated.
+		p.gather = gatherPool(unit*c, root*c, fsdp2)
+	}
+	// The sharded gradients (the grads row, in the parameter dtype) and
+	// the unsharded reduce-dtype inputs; when the dtypes differ, the
+	// reduce-dtype output of the largest unit is cast and freed too.
+	p.reduce = t.st.grads + reduceInputs(gradUnit*r, gradRoot*r)
+	gradBytes := s.gradElemBytes(false)
+	if s.fsdpMaster() {
+		gradBytes = 4 // the sharded gradients of fp32 sharded parameters
+	}
+	if r != gradBytes {
+		p.reduce += max(gradUnit, gradRoot) / d.nd * r
+	}
+	// What the phases count as allocated in these pools: the grads row
+	// (the sharded gradients alive), the reduce-scatter input of the comm
+	// row in backward, and the all-gather outputs of the comm row: FSDP2's
+	// prefetched output (its unsharded parameters are copied out on the
+	// compute stream), FSDP1's gathered units themselves.
+	grads := s.gradPhases(t)
+	for ph := range numPhases {
+		g := 0.0
+		switch {
+		case ph == phStep:
+		case fsdp2:
+			g = unit * c
+		default:
+			g = (2*unit + root) * c
+		}
+		in := 0.0
+		if ph == phBackward || ph == phBackwardEnd {
+			in = gradUnit * r
+		}
+		p.live[ph] = min(g, p.gather) + min(grads[ph]+in, p.reduce)
+	}
+	return p, true
+}
+
+// streamCache returns the reserved bytes FSDP's communication-stream
+// pools add to the allocated peak, with the pools: the compute stream
+// reserves the largest phase total without the pools' live part, the
+// pools add their whole size (MODEL.md §10), and the allocated peak is
+// subtracted. It returns false for jobs without such pools.
+func (s *setup) streamCache(t *trainParts) (cache float64, pools fsdpPools, ok bool) {
+	pools, ok = s.fsdpPools(t)
+	if !ok {
+		return 0, pools, false
+	}
+	var rows [numRows]comp
+	s.rows(t, &rows)
+	var total [numPhases]float64
+	for i := range rows {
+		for ph := range numPhases {
+			total[ph] += rows[i].v[ph]
+		}
+	}
+	var peak, compute float64
+	for ph := range numPhases {
+		peak = max(peak, total[ph])
+		compute = max(compute, total[ph]-pools.live[ph])
+	}
+	return max(0, compute+pools.gather+pools.reduce-peak), pools, true
+}
+
+// trainOverheads is [runtimeOverheads] for a training stage whose parts
+// are computed: an FSDP job gets its communication-stream pools as the
+// stream_cache row (and the training fragmentation for the compute
+// stream).
+func (s *setup) trainOverheads(t *trainParts) Overheads {
+	o := runtimeOverheads(&s.job, &s.c)
+	if cache, p, ok := s.streamCache(t); ok {
+		o.setStreamCache(cache, p.gather, p.reduce, &s.c)
+	}
+	return o
+}
+
+// Formula and source of the stream_cache row.
+const (
+	streamCacheFormula = "FSDP all-gather pool + reduce-scatter pool (sharded gradients, unsharded reduce-dtype gradients) − the part the allocated peak holds"
+	streamCacheSource  = "MODEL.md §10: pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp (blocks reused on their own stream only); " +
+		"torch/distributed/_composable/fsdp/_fsdp_collectives.py foreach_all_gather, foreach_reduce; torch/distributed/fsdp/_runtime_utils.py _post_backward_hook, _reduce_grad"
+)
