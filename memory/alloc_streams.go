@@ -39,24 +39,21 @@ type fsdpPools struct {
 
 // gatherPool is the all-gather pool for units of unit bytes and a root
 // unit (embedding, final norm, output head) of root bytes, gathered first.
-// Two all-gather outputs are alive at a time: FSDP2 keeps the previous
-// result until the next copy-out (_fsdp_param_group.py AllGatherState,
-// "[Note: Overlapping all-gather copy-in and all-gather]"), FSDP1's
-// limit_all_gathers allows two in flight. The allocator hands out the
-// smallest free block that fits and splits it (best fit), so:
+// k = fsdpGathersInFlight outputs are alive at a time. The allocator hands
+// out the smallest free block that fits and splits it (best fit), so:
 //
-//   - FSDP2: the root's output is freed after the first unit's copy-out; a
-//     root at least as large as a unit then serves every other unit, a
-//     smaller one cannot, and a second unit block is allocated:
-//     root + unit, or root + 2·unit;
+//   - FSDP2: the root's output is freed once the next unit's copy-out is
+//     done; a root at least as large as a unit then serves units in turn,
+//     a smaller one cannot: root + (k−1)·unit, or root + k·unit;
 //   - FSDP1: the root's unsharded flat parameter is its all-gather output
 //     and stays until the end of backward (the root is not resharded after
-//     forward), so the units need two blocks of their own: root + 2·unit.
+//     forward), so the units need k blocks of their own: root + k·unit.
 func gatherPool(unit, root float64, fsdp2 bool) float64 {
+	k := float64(fsdpGathersInFlight)
 	if fsdp2 && root >= unit {
-		return root + unit
+		return root + (k-1)*unit
 	}
-	return root + 2*unit
+	return root + k*unit
 }
 
 // reduceInputs are the reduce-scatter input blocks: one for the units,

@@ -222,3 +222,13 @@ func ConstantValue(overrides map[string]float64, name string) (float64, error) {
 	}
 	return c[id], nil
 }
+
+// fsdpGathersInFlight is the number of FSDP all-gather outputs alive at
+// once, which sizes the all-gather stream's pool (gatherPool): FSDP1's
+// limit_all_gathers waits for the free event of the all-gather before
+// last (torch/distributed/fsdp/_limiter_utils.py _FreeEventQueue,
+// _max_num_inflight_all_gathers = 2); FSDP2 keeps the previous
+// all-gather result until the next copy-out
+// (torch/distributed/_composable/fsdp/_fsdp_param_group.py
+// AllGatherState). Not empirical, so not an overridable constant.
+const fsdpGathersInFlight = 2
