@@ -2,6 +2,7 @@ package jobfile
 
 import (
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,13 +59,52 @@ var (
 	intMax = map[string]int64{"zero": 3}
 )
 
-// readJob applies the keys of a flat job object to f.
+// normalKey is the spelling a key is matched under when it is not a
+// known key as written: lower case, with underscores for dashes. The
+// HTTP API has always matched JSON keys without regard to case (as
+// encoding/json does), and its query keys take dashes; job files accept
+// both spellings so that an API body is a job file.
+func normalKey(k string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimSpace(k)), "-", "_")
+}
+
+// canonicalKeys maps each key of obj to the known key it spells: itself
+// when known, else its [normalKey] when that is known, else itself (an
+// unknown key). Two spellings of one key are a problem, reported once.
+func (r *reader) canonicalKeys(obj map[string]any, known []string) map[string]string {
+	out := make(map[string]string, len(obj))
+	by := map[string]string{}
+	for _, k := range sortedKeys(obj) {
+		c := k
+		if !slices.Contains(known, k) && slices.Contains(known, normalKey(k)) {
+			c = normalKey(k)
+		}
+		if prev, dup := by[c]; dup {
+			r.add(k, "%s is given twice (also as %q); give it once", c, prev)
+			continue
+		}
+		by[c], out[k] = k, c
+	}
+	return out
+}
+
+// readJob applies the keys of a flat job object to f. A key whose value
+// is null is not set, as if it were absent.
 func (r *reader) readJob(obj map[string]any, f *File) {
 	known := knownKeys()
 	job := reflect.ValueOf(&f.Job).Elem()
 	keys := map[string]bool{}
-	for _, key := range sortedKeys(obj) {
-		v := obj[key]
+	canonical := r.canonicalKeys(obj, known)
+	given := map[string]bool{}
+	for _, c := range canonical {
+		given[c] = true
+	}
+	for _, raw := range sortedKeys(obj) {
+		v := obj[raw]
+		key, ok := canonical[raw]
+		if !ok || v == nil {
+			continue // a second spelling, or null
+		}
 		switch key {
 		case keyModel:
 			r.readModel(v, f)
@@ -73,7 +113,7 @@ func (r *reader) readJob(obj map[string]any, f *File) {
 			r.str(key, v)
 			continue
 		case keyGPUMemory:
-			if _, dup := obj["gpu_memory_bytes"]; dup {
+			if given["gpu_memory_bytes"] {
 				r.add(key, "give gpu_memory or gpu_memory_bytes, not both")
 				continue
 			}
@@ -262,13 +302,13 @@ func ParseGradCheckpoint(s string) (string, bool) {
 
 // checkJob checks the values a job can be wrong about without a model.
 func (r *reader) checkJob(j *memory.Job, keys map[string]bool) {
-	if keys["mode"] {
-		m, ok := ParseMode(string(j.Mode))
-		if !ok {
-			r.add("mode", "unknown mode %q (want train, inference or serving)", j.Mode)
-		}
-		j.Mode = m
+	// The mode is read as the CLI's --mode, whose default is train, so
+	// the job states it either way.
+	m, ok := ParseMode(string(j.Mode))
+	if !ok {
+		r.add("mode", "unknown mode %q (want train, inference or serving)", j.Mode)
 	}
+	j.Mode = m
 	if keys["grad_checkpoint"] {
 		gc, ok := ParseGradCheckpoint(j.GradCheckpoint)
 		if !ok {

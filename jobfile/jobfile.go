@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gpumem/gpumem/internal/fsutil"
 	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/model"
 )
 
 // MaxSize bounds a job file; larger files are not job files.
@@ -86,6 +88,39 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// Mentions reports whether a problem is about key or a key under it
+// ("model" for "model.num_parameters"), so that a front end does not
+// report that part of a file a second time.
+func Mentions(problems []Problem, key string) bool {
+	for _, p := range problems {
+		if p.Key == key || strings.HasPrefix(p.Key, key+".") || strings.HasPrefix(p.Key, key+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// MissingModel is the problem of a file that gives neither a model
+// reference nor a size, as every front end reports it.
+func MissingModel() Problem {
+	return Problem{Key: keyModel, Message: `missing: give a catalog id or alias, a Hub id, a config.json path, or {"num_parameters": "7B"}`}
+}
+
+// SyntheticModel builds the model of a file that gives a [Shape] instead
+// of a reference, with the shape it assumed as the last of the model's
+// Warnings, so that an estimate says so.
+func (f *File) SyntheticModel() (*model.Model, error) {
+	if f.Shape == nil {
+		return nil, fmt.Errorf("%s: model: no size given", f.Name)
+	}
+	m, note, err := f.Shape.Model()
+	if err != nil {
+		return nil, err
+	}
+	m.Warnings = append(m.Warnings, note)
+	return m, nil
+}
+
 // File layouts.
 const (
 	LayoutJob        = "job"
@@ -124,6 +159,37 @@ func Parse(data []byte, name string) (*File, error) {
 	if err != nil {
 		return nil, &Error{File: name, Problems: []Problem{{Message: err.Error()}}}
 	}
+	return parseObject(obj, name)
+}
+
+// ParseJSON reads a job given as one JSON object, such as the body of an
+// HTTP request: the layouts, keys and checks of [Parse], for JSON only.
+// The top-level keys in extra belong to the caller, not to the job (a
+// list of GPUs to plan on, say): their decoded values are returned by
+// key instead of being reported as unknown. name is used in messages.
+// As with Parse, a file with problems comes back with an [*Error], and
+// with the File read so far unless the data is not a JSON object.
+func ParseJSON(data []byte, name string, extra ...string) (*File, map[string]any, error) {
+	obj, err := decodeJSON(data)
+	if err != nil {
+		return nil, nil, &Error{File: name, Problems: []Problem{{Message: err.Error()}}}
+	}
+	var taken map[string]any
+	for _, k := range sortedKeys(obj) {
+		if e := normalKey(k); slices.Contains(extra, e) {
+			if taken == nil {
+				taken = map[string]any{}
+			}
+			taken[e] = obj[k]
+			delete(obj, k)
+		}
+	}
+	f, err := parseObject(obj, name)
+	return f, taken, err
+}
+
+// parseObject reads a decoded file of either layout.
+func parseObject(obj map[string]any, name string) (*File, error) {
 	if isCalculator(obj) {
 		return parseCalculatorObject(obj, name)
 	}

@@ -33,7 +33,7 @@ func TestParseJobFile(t *testing.T) {
 			memory.Job{Mode: memory.Inference, Batch: 8, PromptLen: 1000, KVCacheDtype: "fp8", DoubleQuant: &tr, LoRATargets: []string{"q_proj", "k_proj"}},
 			"qwen2.5-7b", []string{"batch", "double_quant", "gen_len", "kv_cache_dtype", "lora_target_modules", "mode", "prompt_len"}},
 		{"distributed", "d.json", `{"engine": "deepspeed", "zero": 3, "num_gpus": 8, "offload_optimizer": "cpu", "fused_loss": true, "gpu_memory_bytes": 1024}`,
-			memory.Job{Engine: "deepspeed", ZeRO: 3, NumGPUs: 8, OffloadOptimizer: "cpu", FusedLoss: "liger", GPUMemory: 1024},
+			memory.Job{Mode: memory.Train, Engine: "deepspeed", ZeRO: 3, NumGPUs: 8, OffloadOptimizer: "cpu", FusedLoss: "liger", GPUMemory: 1024},
 			"", []string{"engine", "fused_loss", "gpu_memory_bytes", "num_gpus", "offload_optimizer", "zero"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

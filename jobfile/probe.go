@@ -2,6 +2,7 @@ package jobfile
 
 import (
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/gpumem/gpumem/memory"
@@ -25,11 +26,18 @@ var probeJobs = map[string]func(j *memory.Job) memory.Job{
 	"fused_loss":     func(j *memory.Job) memory.Job { return memory.Job{FusedLoss: j.FusedLoss} },
 	"framework":      func(j *memory.Job) memory.Job { return memory.Job{Framework: j.Framework} },
 	"task_head":      func(j *memory.Job) memory.Job { return memory.Job{TaskHead: j.TaskHead} },
-	"method":         func(j *memory.Job) memory.Job { return memory.Job{Method: j.Method} },
-	"peft_variant":   func(j *memory.Job) memory.Job { return memory.Job{Method: "lora", PEFTVariant: j.PEFTVariant} },
-	"adapter_dtype":  func(j *memory.Job) memory.Job { return memory.Job{Method: "lora", AdapterDtype: j.AdapterDtype} },
-	"quant_type":     func(j *memory.Job) memory.Job { return memory.Job{Method: "qlora", QuantType: j.QuantType} },
-	"engine":         func(j *memory.Job) memory.Job { return memory.Job{Engine: j.Engine, NumGPUs: 2} },
+	"method": func(j *memory.Job) memory.Job {
+		// A frozen base trains what trainable or trainable_params name,
+		// which is checked with the model; the probe trains one parameter.
+		if strings.EqualFold(strings.TrimSpace(j.Method), "frozen") {
+			return memory.Job{Method: j.Method, TrainableParams: 1}
+		}
+		return memory.Job{Method: j.Method}
+	},
+	"peft_variant":  func(j *memory.Job) memory.Job { return memory.Job{Method: "lora", PEFTVariant: j.PEFTVariant} },
+	"adapter_dtype": func(j *memory.Job) memory.Job { return memory.Job{Method: "lora", AdapterDtype: j.AdapterDtype} },
+	"quant_type":    func(j *memory.Job) memory.Job { return memory.Job{Method: "qlora", QuantType: j.QuantType} },
+	"engine":        func(j *memory.Job) memory.Job { return memory.Job{Engine: j.Engine, NumGPUs: 2} },
 	"fsdp_strategy": func(j *memory.Job) memory.Job {
 		return memory.Job{Engine: "fsdp", NumGPUs: 2, FSDPStrategy: j.FSDPStrategy}
 	},

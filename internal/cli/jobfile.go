@@ -145,12 +145,11 @@ func loadConstantsFile(path string) (map[string]float64, error) {
 }
 
 // syntheticModel builds the model of a file that gives only a size, and
-// says which shape was assumed.
+// says which shape was assumed (as the HTTP API does for such a body).
 func syntheticModel(jf *jobfile.File) (*model.Model, error) {
-	m, note, err := jf.Shape.Model()
+	m, err := jf.SyntheticModel()
 	if err != nil {
 		return nil, fmt.Errorf("%s: model: %w", jf.Name, err)
 	}
-	m.Warnings = append(m.Warnings, note)
 	return m, nil
 }

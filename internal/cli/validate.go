@@ -68,8 +68,12 @@ func validateFile(ctx context.Context, f *Factory, path string) validation {
 		return v
 	}
 	v.Layout = jf.Layout
-	m, p := validateModel(ctx, f, jf)
-	v.Problems = append(v.Problems, p...)
+	var m *model.Model
+	if !jobfile.Mentions(v.Problems, "model") {
+		var p []jobfile.Problem
+		m, p = validateModel(ctx, f, jf)
+		v.Problems = append(v.Problems, p...)
+	}
 	if m != nil {
 		v.Model = m.ID
 		if len(v.Problems) == 0 {
@@ -94,7 +98,7 @@ func validateModel(ctx context.Context, f *Factory, jf *jobfile.File) (*model.Mo
 		jf.Notes = append(jf.Notes, note)
 		return m, nil
 	case jf.Model == "":
-		return nil, []jobfile.Problem{{Key: "model", Message: "missing: give a catalog id or alias, a Hub id, a config.json path, or {\"num_parameters\": \"7B\"}"}}
+		return nil, []jobfile.Problem{jobfile.MissingModel()}
 	}
 	m, err := model.Load(jf.Model)
 	if err == nil {

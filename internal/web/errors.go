@@ -1,14 +1,13 @@
 package web
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
 
+	"github.com/gpumem/gpumem/jobfile"
 	"github.com/gpumem/gpumem/model"
 )
 
@@ -19,6 +18,9 @@ type Error struct {
 	// Field is the request key the problem is about (a query or JSON
 	// key such as "seq_len"), empty when the request as a whole is wrong.
 	Field string `json:"field,omitempty"`
+	// Problems lists every problem of a POST body, as gpumem validate
+	// lists those of a job file; Message lists them too.
+	Problems []jobfile.Problem `json:"problems,omitempty"`
 
 	status int
 }
@@ -91,52 +93,4 @@ func fieldOf(err error) string {
 		return k
 	}
 	return ""
-}
-
-// decodeError turns a JSON decoding error into a 400 (or 413) naming the key.
-func decodeError(err error) *Error {
-	var mbe *http.MaxBytesError
-	var ute *json.UnmarshalTypeError
-	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &mbe):
-		return &Error{Message: fmt.Sprintf("request body larger than %d bytes", mbe.Limit), status: http.StatusRequestEntityTooLarge}
-	case errors.As(err, &ute):
-		field := strings.TrimPrefix(ute.Field, "Job.")
-		if field == "" {
-			return badRequest("", "request body: want a JSON object, got %s", ute.Value)
-		}
-		return badRequest(field, "%s: want %s, got %s", field, jsonKind(ute.Type.Kind().String()), ute.Value)
-	case errors.As(err, &se):
-		return badRequest("", "request body: malformed JSON at byte %d: %v", se.Offset, err)
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return badRequest("", "request body: malformed JSON: it ends before the object is complete")
-	case errors.Is(err, errEmptyBody):
-		return badRequest("", "request body: want a JSON object, got nothing")
-	}
-	msg := err.Error()
-	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		name = strings.Trim(name, `"`)
-		return badRequest(name, "unknown key %q (keys are the JSON names of the job options, e.g. seq_len)", name)
-	}
-	return badRequest("", "request body: %v", strings.TrimPrefix(msg, "json: "))
-}
-
-// jsonKind describes a Go kind in JSON terms.
-func jsonKind(kind string) string {
-	switch kind {
-	case "int", "int64", "int32", "uint", "uint64":
-		return "an integer"
-	case "float64", "float32":
-		return "a number"
-	case "string":
-		return "a string"
-	case "bool", "ptr":
-		return "true or false"
-	case "slice":
-		return "an array"
-	case "map", "struct":
-		return "an object"
-	}
-	return kind
 }

@@ -52,6 +52,8 @@ func FuzzEstimateBody(f *testing.F) {
 		`{"model":"llama3-8b","seq_len":4096}`, `{"model":"llama3-8b","mode":"inference","batch":4,"prompt_len":512}`,
 		`{"model":"llama3-8b","lora_target_modules":["all-linear"],"method":"lora"}`, `{"model":"llama3-8b","packed":false}`,
 		`{"model":"llama3-8b","constants":{"fragmentation":0.2}}`, `{"model":1}`, `[]`, `{`, `{"model":"llama3-8b","gpu_memory_bytes":-5}`,
+		`{"model":{"num_parameters":"7B"},"seq_len":64}`, `{"model":"llama3-8b","gpus":["h100"],"Seq-Len":64,"gpu_memory":"80GiB"}`,
+		`{"model":{"num_parameters":"1B"},"training":{"batch_size":2},"engine":{"type":"deepspeed","zero_stage":3}}`,
 	} {
 		f.Add(b)
 	}

@@ -35,16 +35,16 @@ func TestBadRequests(t *testing.T) {
 		field                      string
 		inMsg                      string
 	}{
-		{"string for an integer", "POST", "/api/estimate", `{"model":"llama3-8b","seq_len":"x"}`, "seq_len", "integer"},
+		{"string for an integer", "POST", "/api/estimate", `{"model":"llama3-8b","seq_len":"x"}`, "seq_len", "want a whole number, got a string"},
 		{"unknown key", "POST", "/api/estimate", `{"model":"llama3-8b","seqlen":4096}`, "seqlen", "unknown key"},
 		{"malformed JSON", "POST", "/api/estimate", `{"model":`, "", "JSON"},
 		{"array body", "POST", "/api/estimate", `[1,2]`, "", "JSON object"},
 		{"empty body", "POST", "/api/estimate", ``, "", "nothing"},
-		{"trailing data", "POST", "/api/estimate", `{"model":"llama3-8b"} {"x":1}`, "", "after it"},
+		{"trailing data", "POST", "/api/estimate", `{"model":"llama3-8b"} {"x":1}`, "", "more than one value"},
 		{"missing model", "POST", "/api/estimate", `{"seq_len":4096}`, "model", "missing"},
 		{"unknown model", "GET", "/api/estimate?model=no-such-model-xyz", "", "model", "not in the built-in catalog"},
 		{"unknown mode", "POST", "/api/estimate", `{"model":"llama3-8b","mode":"fly"}`, "mode", "train, inference or serving"},
-		{"zero stage", "POST", "/api/estimate", `{"model":"llama3-8b","zero":7}`, "zero", "stage"},
+		{"zero stage", "POST", "/api/estimate", `{"model":"llama3-8b","zero":7}`, "zero", "want 0 to 3, got 7"},
 		{"negative batch", "POST", "/api/estimate", `{"model":"llama3-8b","per_device_batch":-2}`, "per_device_batch", "-2"},
 		{"huge sequence", "GET", "/api/estimate?model=llama3-8b&seq_len=99999999999", "", "seq_len", "integer in"},
 		{"utilization above 1", "POST", "/api/estimate", `{"model":"llama3-8b","mode":"serving","gpu_memory_utilization":1.5}`, "gpu_memory_utilization", "fraction"},
@@ -67,7 +67,7 @@ func TestBadRequests(t *testing.T) {
 		{"estimate compute capability in the query", "GET", "/api/estimate?model=llama3-8b&gpu_compute_capability=900", "", "gpu_compute_capability", "900"},
 		{"plan unknown GPU", "GET", "/api/plan?model=llama3-8b&gpus=h100,voodoo5", "", "gpus", "voodoo5"},
 		{"plan gpus not a list", "POST", "/api/plan", `{"model":"llama3-8b","gpus":"h100"}`, "gpus", "array"},
-		{"plan bad job", "POST", "/api/plan", `{"model":"llama3-8b","zero":9}`, "zero", "stage"},
+		{"plan bad job", "POST", "/api/plan", `{"model":"llama3-8b","zero":9}`, "zero", "want 0 to 3, got 9"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := do(t, h, tc.method, tc.target, tc.body)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/memory"
@@ -19,16 +18,6 @@ const (
 	// maxPlanGPUs bounds the GPU kinds one plan request may name.
 	maxPlanGPUs = 64
 )
-
-// PlanRequest is the body of POST /api/plan: an [EstimateRequest] plus the
-// GPU kinds to check.
-type PlanRequest struct {
-	Model string `json:"model"`
-	// GPUs names the GPU kinds to check (any name or alias gpu.Lookup
-	// accepts); empty means the whole catalog.
-	GPUs []string `json:"gpus,omitempty"`
-	memory.Job
-}
 
 // PlanReport is the answer of /api/plan: for each GPU kind, whether the
 // job fits and what would fit. Each entry has the fields gpumem fit
@@ -62,42 +51,23 @@ type GPUPlan struct {
 	Error string `json:"error,omitempty"`
 }
 
-func (s *Server) planRequest(w http.ResponseWriter, r *http.Request) (PlanRequest, error) {
-	var req PlanRequest
-	q, err := s.jobRequest(w, r, &req, &req.Model, &req.Job, "gpus")
-	if err != nil {
-		return req, err
-	}
-	for _, v := range q["gpus"] {
-		for _, p := range strings.Split(v, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				req.GPUs = append(req.GPUs, p)
-			}
-		}
-	}
-	if len(req.GPUs) > maxPlanGPUs {
-		return req, badRequest("gpus", "gpus: at most %d GPU kinds, got %d", maxPlanGPUs, len(req.GPUs))
-	}
-	return req, nil
-}
-
 func (s *Server) handlePlan(w http.ResponseWriter, r *http.Request) {
-	req, err := s.planRequest(w, r)
+	in, err := s.readInput(w, r, true)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	gs, err := s.selectGPUs(req.GPUs, req.Job.GPUMemory)
+	if len(in.gpus) > maxPlanGPUs {
+		s.writeError(w, r, badRequest("gpus", "gpus: at most %d GPU kinds, got %d", maxPlanGPUs, len(in.gpus)))
+		return
+	}
+	gs, err := s.selectGPUs(in.gpus, in.job.GPUMemory)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	m, err := s.model(r.Context(), req.Model)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	job := req.Job
+	m := in.model
+	job := in.job
 	job.GPU, job.GPUMemory, job.GPUComputeCapability = "", 0, 0
 	est := plan.For(m)
 	rep := PlanReport{Model: m.ID, Job: job, GPUs: make([]GPUPlan, 0, len(gs))}
