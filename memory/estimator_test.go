@@ -135,3 +135,17 @@ func BenchmarkEstimatorTraining(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkEstimatorPipeline(b *testing.B) {
+	e := NewEstimator(catalogModel(b, "meta-llama/Llama-2-7b-hf"))
+	job := Job{SeqLen: 4096, Engine: "megatron", NumGPUs: 64, PP: 8, TP: 2, GradAccum: 8, GradCheckpoint: "selective"}
+	if _, err := e.Estimate(&job); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Estimate(&job); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -19,6 +19,22 @@ type modTab struct {
 	n         int                // modules
 	inline    [inlineRows]modRow // the rows of a model of at most inlineRows modules
 	more      []modRow           // the rows of a larger model
+	// frac and fracMore are scratch memory for the per-module rank
+	// fractions of the stage being estimated (setup.fracs): a modTab
+	// belongs to one estimate at a time.
+	frac     [inlineRows]float64
+	fracMore []float64
+}
+
+// fracs returns the scratch slice for per-module rank fractions.
+func (t *modTab) fracs() []float64 {
+	if t.n > inlineRows {
+		if t.fracMore == nil {
+			t.fracMore = make([]float64, t.n)
+		}
+		return t.fracMore
+	}
+	return t.frac[:t.n]
 }
 
 // rows returns the module rows, in the model's module order. (Computed

@@ -308,6 +308,23 @@ func (s *setup) resolveSchedule(d *distSpec) error {
 // output layer and loss (last stage), and how many micro-batches of
 // activations it keeps (MODEL.md §4.7).
 func (s *setup) setStage(i int) {
+	s.placeStage(i)
+	s.fillFracs()
+}
+
+// fillFracs computes rankFrac of every module on the current stage once
+// (s.fracs), for the loops over modules that read it.
+func (s *setup) fillFracs() {
+	f := s.tab.fracs()
+	for i := range s.m.Modules {
+		f[i] = s.rankFrac(&s.m.Modules[i])
+	}
+	s.fracs = f
+}
+
+// placeStage sets the layer range, end-stage flags and micro-batches in
+// flight of pipeline stage i.
+func (s *setup) placeStage(i int) {
 	d := &s.dist
 	L := s.m.Text.Layers
 	base, rem := L/d.pp, L%d.pp

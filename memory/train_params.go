@@ -362,7 +362,7 @@ func (s *setup) countParams() trParams {
 		for i := range s.m.Modules {
 			mod, row := &s.m.Modules[i], &rows[i]
 			if f := s.trainable.fraction(mod); f > 0 {
-				if frac := f * s.rankFrac(mod); float64(mod.Instances)*frac > 0 {
+				if frac := f * s.fracs[i]; float64(mod.Instances)*frac > 0 {
 					for j := range row.k {
 						acc.addCount(&row.gs[j], row.gs[j].count*frac)
 					}

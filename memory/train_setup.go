@@ -103,7 +103,8 @@ type setup struct {
 	out               *outBuf   // where assemble writes the result; nil: allocate
 	trained           float64   // the whole model's trainable parameters, once haveTrained
 	haveTrained       bool
-	tab               *modTab // the model's inventory table; initJob makes one if nil
+	tab               *modTab   // the model's inventory table; initJob makes one if nil
+	fracs             []float64 // rankFrac of each module on the current stage (fillFracs)
 }
 
 // init validates job against m and fills every default.

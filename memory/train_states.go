@@ -31,7 +31,7 @@ func (s *setup) modelStates(p *trParams) rankStates {
 	var r rankStates
 	for i := range s.m.Modules {
 		mod := &s.m.Modules[i]
-		r.weights += s.moduleWeightBytes(mod) * s.rankFrac(mod)
+		r.weights += s.moduleWeightBytes(mod) * s.fracs[i]
 	}
 	r.adapters, r.master, r.grads = p.adapterBytes, p.masterBytes, p.gradBytes
 	if s.lora.variant == "lora-fa" {
@@ -43,7 +43,7 @@ func (s *setup) modelStates(p *trParams) rankStates {
 		for i := range s.m.Modules {
 			mod := &s.m.Modules[i]
 			if f := s.trainable.fraction(mod); f > 0 {
-				r.adapters += f * s.rankFrac(mod) * s.moduleWeightBytes(mod)
+				r.adapters += f * s.fracs[i] * s.moduleWeightBytes(mod)
 			}
 		}
 	}
@@ -54,7 +54,7 @@ func (s *setup) modelStates(p *trParams) rankStates {
 			if f == 0 {
 				continue
 			}
-			b := f * s.rankFrac(mod) * float64(mod.Params) * s.gradElemBytes(false)
+			b := f * s.fracs[i] * float64(mod.Params) * s.gradElemBytes(false)
 			switch mod.Component {
 			case compLMHead, "final_norm":
 				r.gradsHead += b
