@@ -203,15 +203,18 @@ func TestFSDPMasterGradients(t *testing.T) {
 func TestTorchtitanStreamCache(t *testing.T) {
 	m := catalogModel(t, "meta-llama/Llama-2-7b-hf")
 	tests := []struct {
-		name           string
-		job            Job
-		measuredGiB    float64 // logged peak reserved
-		loPct, hiPct   float64
-		poolsGiBAtLeas float64
+		name            string
+		job             Job
+		measuredGiB     float64 // logged peak reserved
+		loPct, hiPct    float64
+		poolsGiBAtLeast float64
 	}{
 		{"fsdp2 ac", titanJob("fsdp2", "full", false), 31.02, -5, 0, 5},
 		{"fsdp2 ac compile", titanJob("fsdp2", "full", true), 28.90, 0, 5, 5},
 		{"fsdp1 ac", titanJob("fsdp", "full", false), 32.14, -10, -5, 4.5},
+		// No checkpointing: activations dominate; the pools keep the
+		// estimate below the GPU's capacity.
+		{"fsdp2 no ac compile", titanJob("fsdp2", "none", true), 90.28, 0, 5, 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -225,8 +228,8 @@ func TestTorchtitanStreamCache(t *testing.T) {
 			if o.FragmentationName != "fragmentation" {
 				t.Errorf("compute-stream fragmentation %q, want the training constant", o.FragmentationName)
 			}
-			if got := float64(o.StreamCache) / (1 << 30); got < tt.poolsGiBAtLeas {
-				t.Errorf("stream cache %.2f GiB, want at least %v", got, tt.poolsGiBAtLeas)
+			if got := float64(o.StreamCache) / (1 << 30); got < tt.poolsGiBAtLeast {
+				t.Errorf("stream cache %.2f GiB, want at least %v", got, tt.poolsGiBAtLeast)
 			}
 			r := estimateOK(t, m, tt.job)
 			res := float64(o.Reserved(r.PerGPU.AllocatedPeakBytes)) / (1 << 30)

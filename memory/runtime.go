@@ -78,7 +78,8 @@ type Overheads struct {
 // Job.Constants overrides, Job.Software (torch1) and the job's GPU
 // (Job.GPUComputeCapability selects the workspace size). Training
 // jobs use the training fragmentation, inference and serving jobs the
-// inference one.
+// inference one. Without the model it has no FSDP stream pools
+// (StreamCache is zero and sharded jobs get fragmentation_sharded).
 func RuntimeOverheads(job Job) (Overheads, error) {
 	c, err := resolveConstants(job.Constants)
 	if err != nil {
