@@ -11,11 +11,12 @@ package memory
 //
 //   - FSDP2 (torch/distributed/_composable/fsdp/_fsdp_collectives.py):
 //     foreach_all_gather allocates the all-gather output on the all-gather
-//     copy-in stream; foreach_reduce allocates the reduce-scatter input
-//     (the unsharded gradients in reduce_dtype) and output on the
-//     reduce-scatter stream, and the sharded gradients are views of that
-//     output ("The RS output is allocated in the RS stream and used in the
-//     default stream (for optimizer)").
+//     copy-in stream; foreach_reduce_scatter (foreach_reduce in later
+//     releases) allocates the reduce-scatter input (the unsharded
+//     gradients in reduce_dtype) and output on the reduce-scatter stream,
+//     and the sharded gradients are views of that output ("The RS output
+//     is allocated in the RS stream and used in the default stream (for
+//     optimizer)").
 //   - FSDP1 (torch/distributed/fsdp/_runtime_utils.py): _unshard allocates
 //     the padded unsharded flat parameter on the unshard stream;
 //     _post_backward_hook casts the unsharded gradient to reduce_dtype and
@@ -168,5 +169,5 @@ func (s *setup) trainOverheads(t *trainParts) Overheads {
 const (
 	streamCacheFormula = "FSDP all-gather pool + reduce-scatter pool (sharded gradients, unsharded reduce-dtype gradients) − the part the allocated peak holds"
 	streamCacheSource  = "MODEL.md §10: pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp (blocks reused on their own stream only); " +
-		"torch/distributed/_composable/fsdp/_fsdp_collectives.py foreach_all_gather, foreach_reduce; torch/distributed/fsdp/_runtime_utils.py _post_backward_hook, _reduce_grad"
+		"torch/distributed/_composable/fsdp/_fsdp_collectives.py foreach_all_gather, foreach_reduce_scatter (later foreach_reduce); torch/distributed/fsdp/_runtime_utils.py _post_backward_hook, _reduce_grad"
 )

@@ -83,9 +83,9 @@ func (s *setup) shardStates(r *rankStates, p *trParams) (cpu, nvme float64) {
 		// Their gradients are fp32 as well: the reduce-scatter output is
 		// cast to the sharded parameter's dtype (FSDP1 _runtime_utils.py
 		// _cast_grad_to_param_dtype; FSDP2 _fsdp_collectives.py
-		// foreach_reduce, _to_dtype_if_needed(..., orig_dtype)), and the
-		// optimizer updates the fp32 parameters with them directly: no
-		// fp32 gradient copy in the step.
+		// foreach_reduce_scatter, _to_dtype_if_needed(..., orig_dtype)),
+		// and the optimizer updates the fp32 parameters with them
+		// directly: no fp32 gradient copy in the step.
 		k := 4 / s.gradElemBytes(false)
 		r.grads += (p.trainable - p.adapters) * s.gradElemBytes(false) * (k - 1)
 		r.gradsHead *= k
