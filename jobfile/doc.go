@@ -19,12 +19,23 @@
 //	  "constants": {"fragmentation": 0.08}
 //	}
 //
+// Keys are matched as written, else in lower case with underscores for
+// dashes ("Seq-Len" is seq_len), the spellings the HTTP API has always
+// taken; a key given twice under two spellings is a problem. A key whose
+// value is null is not set. The mode defaults to train, as the CLI's
+// --mode does.
+//
 // [Parse] checks everything it can without a model and reports every
 // problem at once in an [*Error]: unknown keys (with the nearest known
 // key), values of the wrong type and impossible values. Named settings
 // (dtype, optimizer, engine, ...) are checked by the estimators
 // themselves on a tiny model, so a file accepts exactly the spellings the
 // command line does.
+//
+// [ParseJSON] reads the same from a JSON object embedded in a larger
+// request (the HTTP API's POST bodies), handing back the caller's own
+// keys. [MissingModel], [Mentions] and [File.SyntheticModel] let every
+// front end report and build the model the same way.
 //
 // # Constants profiles
 //

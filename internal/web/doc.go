@@ -13,14 +13,22 @@
 //	GET  /api/plan, POST /api/plan                    [PlanReport]: fit, largest batch and sequence per GPU
 //	GET  /                                            the page
 //
-// Query keys and JSON keys are the JSON names of [memory.Job] fields
-// (seq_len, per_device_batch, method, ...); dashes are accepted for
-// underscores, so seq-len works too.
+// Query keys are the JSON names of [memory.Job] fields (seq_len,
+// per_device_batch, method, ...); dashes are accepted for underscores, so
+// seq-len works too. A POST body is a job file in JSON, read by
+// [jobfile.ParseJSON], the parser of gpumem estimate --config: the same
+// keys (in any case, with dashes or underscores), human sizes
+// ("gpu_memory": "80GiB", "trainable_params": "1.2M"), a size-only model
+// and the engine-calculator layout, so a body estimates exactly as the
+// file does. /api/plan takes a "gpus" array besides.
 //
 // # Errors
 //
 // Bad input is answered with HTTP 400 and a JSON body
-// {"error": "...", "field": "..."} naming the offending key; a body over
+// {"error": "...", "field": "..."} naming the offending key. A POST body
+// with problems gets every one of them, in "problems" and in the message,
+// as gpumem validate lists those of a job file; field is then the
+// top-level key of the first. A body over
 // the limit gets 413, an unknown route 404 and a wrong method 405, all
 // with the same JSON shape. A panic in a handler becomes a 500 with a
 // generic message and a log line; stack traces never reach the client.
