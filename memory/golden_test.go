@@ -78,6 +78,7 @@ func goldenCases() []goldenCase {
 		{"infer-pp2-prefill-only", Job{Mode: Inference, Batch: 2, PromptLen: 512, PP: 2}},
 		{"infer-legacy-cache-sdpa", Job{Mode: Inference, Batch: 3, PromptLen: 300, GenLen: 40, Attention: "sdpa",
 			Software: []string{"transformers<4.36"}}},
+		{"infer-nf4", Job{Mode: Inference, Batch: 2, PromptLen: 128, GenLen: 16, Dtype: "nf4"}},
 		{"infer-nf4-images", Job{Mode: Inference, Batch: 2, PromptLen: 128, GenLen: 16, Dtype: "nf4", ImagesPerSample: 2}},
 		{"serve-vllm", Job{Mode: Serving, MaxModelLen: 4096, GPU: "H100-SXM", GPUMemory: 80 * units.GiB, GPUComputeCapability: 90,
 			CUDAGraphs: true, GPUMemoryUtilization: 0.9}},

@@ -197,8 +197,26 @@ func (in *inferenceInputs) resolveTokens(m *model.Model, job Job) error {
 	if in.encoderOnly && in.gen > 0 {
 		return fmt.Errorf("--gen-len %d: %s is an encoder-only model and does not generate", in.gen, m.ID)
 	}
+	if err := checkImages(m, &job); err != nil {
+		return err
+	}
 	in.resolveImages(m, job)
 	return in.checkLength(m, job)
+}
+
+// checkImages rejects image options for a model without a vision tower:
+// they would otherwise be ignored.
+func checkImages(m *model.Model, job *Job) error {
+	if m.Vision != nil {
+		return nil
+	}
+	switch {
+	case job.ImagesPerSample > 0:
+		return fmt.Errorf("--images-per-sample: model %s has no vision tower", m.ID)
+	case job.ImageSize > 0:
+		return fmt.Errorf("--image-size: model %s has no vision tower", m.ID)
+	}
+	return nil
 }
 
 // resolveImages sets the image tokens of a VLM: in the prompt for

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -80,5 +81,32 @@ func TestEncoderDecoderCachesEncoderOutput(t *testing.T) {
 	}
 	if kv(b) <= kv(a) || kv(b) >= 2*kv(a) {
 		t.Errorf("t5 kv at 256 / 512 encoder tokens: %v / %v; want growth below 2× (self cache unchanged)", kv(a), kv(b))
+	}
+}
+
+// TestImageOptionsNeedAVisionTower checks that image options on a
+// text-only model are errors naming the flag in every mode, and that an
+// image size without images warns when training.
+func TestImageOptionsNeedAVisionTower(t *testing.T) {
+	text := catalogModel(t, "meta-llama/Llama-2-7b-hf")
+	for _, job := range []Job{
+		{SeqLen: 512, ImageSize: 448},
+		{SeqLen: 512, ImagesPerSample: 1},
+		{Mode: Inference, PromptLen: 64, ImageSize: 448},
+		{Mode: Inference, PromptLen: 64, ImagesPerSample: 2},
+	} {
+		_, err := Estimate(text, job)
+		want := "--image-size"
+		if job.ImagesPerSample > 0 {
+			want = "--images-per-sample"
+		}
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "no vision tower") {
+			t.Errorf("%+v: got %v, want an error naming %s", job, err, want)
+		}
+	}
+	vlm := catalogModel(t, "Qwen/Qwen2-VL-7B-Instruct")
+	r := mustEstimate(t, vlm, Job{SeqLen: 512, ImageSize: 448})
+	if !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, "--image-size without --images-per-sample") }) {
+		t.Errorf("want a warning that no images are counted, got %q", r.Warnings)
 	}
 }

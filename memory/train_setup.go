@@ -232,10 +232,13 @@ func (s *setup) resolveBatch() error {
 		return fmt.Errorf("--images-per-sample/--image-size: want non-negative values, got %d/%d", j.ImagesPerSample, j.ImageSize)
 	}
 	s.seqTotal = s.seq
+	if err := checkImages(s.m, j); err != nil {
+		return err
+	}
+	if j.ImageSize > 0 && j.ImagesPerSample == 0 {
+		s.warn("--image-size without --images-per-sample: no images are counted (text-only samples)")
+	}
 	if j.ImagesPerSample > 0 {
-		if s.m.Vision == nil {
-			return fmt.Errorf("--images-per-sample: model %s has no vision tower", s.m.ID)
-		}
 		tpi, err := imageTokens(s.m.Vision, j.ImageSize)
 		if err != nil {
 			return err
