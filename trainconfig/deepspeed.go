@@ -193,7 +193,7 @@ func (r *reader) dsOptimizer(key string, v any) {
 				continue
 			}
 			if p, _ := m["params"].(map[string]any); p != nil {
-				if torchAdam, _ := toBool(p["torch_adam"]); torchAdam && name == "adamw_torch_fused" {
+				if r.flag(join(key, "params.torch_adam"), p["torch_adam"]) && name == "adamw_torch_fused" {
 					name = "adamw_torch"
 				}
 			}

@@ -41,6 +41,7 @@ func TestBadValues(t *testing.T) {
 		{"accumulation negative", DeepSpeed, `{"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": -2}`, "gradient_accumulation_steps", "-2", "positive integer"},
 		{"batch not divisible", DeepSpeed, `{"train_batch_size": 10, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1}`, "train_batch_size", "10", "multiple of"},
 		{"unknown optimizer", DeepSpeed, `{"optimizer": {"type": "Shampoo9000"}, "zero_optimization": {}}`, "optimizer.type", `"Shampoo9000"`, "torch.optim class"},
+		{"torch_adam a word", DeepSpeed, `{"optimizer": {"type": "Adam", "params": {"torch_adam": "perhaps"}}, "zero_optimization": {}}`, "optimizer.params.torch_adam", `"perhaps"`, "true or false"},
 		{"overlap_comm a word", DeepSpeed, `{"zero_optimization": {"overlap_comm": "often"}}`, "zero_optimization.overlap_comm", `"often"`, "true, false"},
 		{"legacy cpu_offload a number", DeepSpeed, `{"zero_optimization": {"cpu_offload": 2}}`, "zero_optimization.cpu_offload", "2", "true or false"},
 		{"zero section a list", DeepSpeed, `{"zero_optimization": [3]}`, "zero_optimization", "a list", "mapping"},
@@ -73,6 +74,7 @@ func TestBadValues(t *testing.T) {
 		{"lf freeze layers", LLaMAFactory, "finetuning_type: freeze\nfreeze_trainable_layers: two\n", "freeze_trainable_layers", `"two"`, "whole number of layers"},
 		{"lf bf16 and fp16", LLaMAFactory, "finetuning_type: lora\nbf16: true\nfp16: true\n", "fp16", "true", "at most one"},
 		// axolotl
+		{"axolotl base model a list", Axolotl, "base_model: [a, b]\nmicro_batch_size: 1\n", "base_model", "a list", "non-empty string"},
 		{"axolotl micro batch", Axolotl, "base_model: x\nmicro_batch_size: -1\n", "micro_batch_size", "-1", "positive integer"},
 		{"axolotl bf16 a word", Axolotl, "base_model: x\nbf16: often\n", "bf16", `"often"`, `true, false or "auto"`},
 		{"axolotl load_in_4bit a number", Axolotl, "base_model: x\nload_in_4bit: 4\n", "load_in_4bit", "4", "true or false"},

@@ -251,7 +251,9 @@ func (r *reader) axolotl(obj map[string]any) {
 		v := obj[k]
 		switch k {
 		case "base_model":
-			r.cfg.Model, _ = toString(v)
+			if s, ok := r.stringValue(k, v); ok {
+				r.cfg.Model = s
+			}
 		case "adapter":
 			if s, ok := r.stringValue(k, v); ok {
 				j.Method = strings.ToLower(s)
