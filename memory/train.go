@@ -105,9 +105,8 @@ func (s *setup) stageParts(t *trainParts) {
 	t.p = s.countParams()
 	t.st = s.modelStates(&t.p)
 	t.act = s.activations()
-	t.loss = s.lossMemory()
-	if d.pp > 1 && !d.last {
-		t.loss = lossTerms{} // the output layer runs on the last stage
+	if d.pp == 1 || d.last {
+		t.loss = s.lossMemory() // the output layer runs on the last stage
 	}
 	// Vocab-parallel logits and cross-entropy (Megatron, torchtitan
 	// loss_parallel); context parallelism splits the tokens.

@@ -38,3 +38,29 @@ func ExampleEstimate_training() {
 	// optimizer_states 25.10 GiB
 	// activations       1.00 GiB
 }
+
+// ExampleEstimator sweeps the sequence length of a LoRA fine-tune with
+// one reusable Estimator: each estimate overwrites the last, so read (or
+// Clone) a result before the next call.
+func ExampleEstimator() {
+	m, err := model.Lookup("meta-llama/Llama-3.1-8B")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	e := memory.NewEstimator(m)
+	job := memory.Job{Method: "lora", Attention: "flash", GradCheckpoint: "full"}
+	for _, seq := range []int{2048, 8192, 32768} {
+		job.SeqLen = seq
+		r, err := e.Estimate(&job)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("%6d tokens: %5.1f GiB\n", seq, r.PerGPU.DevicePeakBytes.GiBf())
+	}
+	// Output:
+	//   2048 tokens:  20.1 GiB
+	//   8192 tokens:  31.1 GiB
+	//  32768 tokens:  75.2 GiB
+}
