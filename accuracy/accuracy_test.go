@@ -312,16 +312,16 @@ var multiGPUNotes = map[string]struct {
 	lo, hi float64
 	why    string
 }{
-	"torchtitan-pr165-llama7b-fsdp1-ac-bs8":           {-22, -13, "allocated 22.97 GiB vs 23.58 GiB logged active (-2.6 %) once the fp32 logits the early-2024 loop held through backward are counted (software torchtitan-2024q1); reserved was 36 % above active. With the stream pools (4.87 GiB: sharded fp32 gradients and the unit's and root's fp32 reduce-scatter inputs on the post-backward stream) the error is -9.1 %; FSDP1 keeps ≈ 2.8 GiB more than FSDP2, not explained (candidates: the bf16 unsharded gradients record_stream'd to the post-backward stream, the flat gradient assembled from per-parameter views)"},
-	"torchtitan-pr165-llama7b-fsdp2-ac-bs8":           {-20, -10, "allocated within 1.1 % of the logged active 22.73 GiB; reserved 36 % above active. With the stream pools (5.36 GiB) the error is -4.3 %"},
-	"torchtitan-pr165-llama7b-fsdp2-ac-compile-bs8":   {-13, -4, "as the FSDP2 row; compile shrinks the recomputed layer (active peak not logged). With the stream pools +2.8 %"},
-	"torchtitan-pr165-llama7b-fsdp2-noac-compile-bs8": {-2, 8, "no checkpointing: activations dominate and match; the reserved peak is held to the GPU's capacity (the allocator frees cached blocks and retries). With the stream pools +3.2 %, below the capacity"},
-	"torchtitan-pr165-llama7b-fsdp1-sac-bs8":          {90, 106, "op-level SAC read as Megatron selective recompute (no recompute under SDPA): 91 GiB of activations where torchtitan's policy keeps 30.81 GiB; with that inventory and the stream pools the reserved estimate is 57.6 GiB (-9.8 %, the FSDP1 remainder as the AC row)"},
-	"torchtitan-pr165-llama7b-fsdp2-sac-bs8":          {105, 121, "as the FSDP1 SAC row; with torchtitan's inventory allocated 49.8 GiB vs 49.54 GiB logged active, and with the stream pools reserved 58.1 GiB (-2.2 %)"},
-	"torchtitan-pr165-llama7b-fsdp2-sac-compile-bs8":  {67, 83, "as the FSDP2 SAC row, compiled (active peak not logged)"},
-	"torchtitan-pr165-llama7b-fsdp2-sac-compile-bs16": {94, 110, "as the FSDP2 SAC row at batch 16: the estimate exceeds the GPU, so the capacity bound does not apply"},
+	"torchtitan-pr165-llama7b-fsdp1-ac-bs8":           {-12, -6, "allocated 22.97 GiB vs 23.58 GiB logged active (-2.6 %) once the fp32 logits the early-2024 loop held through backward are counted (software torchtitan-2024q1); reserved is 36 % above active, of which the stream pools (4.87 GiB: sharded fp32 gradients and the unit's and root's fp32 reduce-scatter inputs on the post-backward stream) are counted; FSDP1 keeps ≈ 2.8 GiB more than FSDP2, not explained (candidates: the bf16 unsharded gradients record_stream'd to the post-backward stream, the flat gradient assembled from per-parameter views)"},
+	"torchtitan-pr165-llama7b-fsdp2-ac-bs8":           {-7, -1, "allocated within 1.1 % of the logged active 22.73 GiB; reserved 36 % above active, most of it the stream pools (5.36 GiB); about 1.5 GiB is left unexplained"},
+	"torchtitan-pr165-llama7b-fsdp2-ac-compile-bs8":   {0, 6, "as the FSDP2 row; compile shrinks the recomputed layer (active peak not logged)"},
+	"torchtitan-pr165-llama7b-fsdp2-noac-compile-bs8": {-2, 8, "no checkpointing: activations dominate and match; the stream pools are counted"},
+	"torchtitan-pr165-llama7b-fsdp1-sac-bs8":          {82, 98, "op-level SAC read as Megatron selective recompute (no recompute under SDPA): 91 GiB of activations where torchtitan's policy keeps 30.81 GiB; with that inventory and the stream pools the reserved estimate is 57.6 GiB (-9.8 %, the FSDP1 remainder as the AC row)"},
+	"torchtitan-pr165-llama7b-fsdp2-sac-bs8":          {97, 113, "as the FSDP1 SAC row; with torchtitan's inventory allocated 49.8 GiB vs 49.54 GiB logged active, and with the stream pools reserved 58.1 GiB (-2.2 %)"},
+	"torchtitan-pr165-llama7b-fsdp2-sac-compile-bs8":  {65, 81, "as the FSDP2 SAC row, compiled (active peak not logged)"},
+	"torchtitan-pr165-llama7b-fsdp2-sac-compile-bs16": {84, 100, "as the FSDP2 SAC row at batch 16: the estimate exceeds the GPU, so the capacity bound does not apply"},
 	"peft-docs-llama2-70b-lora-zero3-8xh100":          {-14, -4, "read from a screenshot (low reliability, unit ±7 %); ZeRO-3's gathered working set is modelled as the largest module + prefetch bucket; parameters kept for reuse (stage3_max_reuse_distance) are not modelled"},
-	"peft-docs-llama2-70b-lora-fsdp-8xh100":           {5, 15, "read from a 72-80 GB screenshot range, lower end chosen (low reliability); FSDP mixed precision shards the fp32-loaded model (4 B/param sharded, 32 GiB here) — against the range's upper end the error is -0.5 %"},
+	"peft-docs-llama2-70b-lora-fsdp-8xh100":           {-2, 8, "read from a 72-80 GB screenshot range, lower end chosen (low reliability); FSDP mixed precision shards the fp32-loaded model (4 B/param sharded, 32 GiB here) — against the range's upper end the error is -0.5 %"},
 }
 
 // multiGPUActive are the peak active bytes torchtitan logged next to the
@@ -382,8 +382,15 @@ func TestDevMultiGPURowsNoted(t *testing.T) {
 	if seen != len(multiGPUNotes) {
 		t.Errorf("%d of %d noted multi-GPU rows found", seen, len(multiGPUNotes))
 	}
-	if s, ok := rep.Summary("train multi-gpu"); ok {
-		t.Logf("multi-GPU training: n=%d median |err| %.1f %%, p90 %.1f %%", s.N, s.MedianAbsPct, s.P90AbsPct)
+	// The targets of the training issue hold for the scored multi-GPU
+	// rows too: median |error| <= 5 %, p90 <= 12 %.
+	s, ok := rep.Summary("train multi-gpu")
+	if !ok || s.N < 4 {
+		t.Fatalf("want at least 4 scored multi-GPU training rows, got %+v", s)
+	}
+	t.Logf("multi-GPU training: n=%d median |err| %.1f %%, p90 %.1f %%", s.N, s.MedianAbsPct, s.P90AbsPct)
+	if s.MedianAbsPct > 5 || s.P90AbsPct > 12 {
+		t.Errorf("multi-GPU training: median |err| %.1f %%, p90 %.1f %%; want <= 5 %% and <= 12 %%", s.MedianAbsPct, s.P90AbsPct)
 	}
 }
 

@@ -82,8 +82,9 @@ type outBuf struct {
 }
 
 // maxTrainRows bounds the breakdown of a training estimate: the
-// allocated-level rows and the rows assemble appends (extraRows).
-const maxTrainRows = numRows + 6
+// allocated-level rows and the rows assemble appends (extraRows: up to
+// five overhead rows, paged optimizer states and NCCL).
+const maxTrainRows = numRows + 7
 
 // Clone returns a deep copy of r: its slices and pointers are copied, so
 // the copy outlives an [Estimator]'s next call.

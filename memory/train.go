@@ -116,7 +116,7 @@ func (s *setup) stageParts(t *trainParts) {
 		t.loss.persist /= k
 	}
 	t.comm = s.commBuffers(&t.st, &t.p)
-	t.ov = runtimeOverheads(&s.job, &s.c)
+	t.ov = s.trainOverheads(t)
 	if t.ov.Warning != "" && d.stage == 0 {
 		s.warn(t.ov.Warning)
 	}
@@ -270,14 +270,19 @@ func (s *setup) castPhases(t *trainParts) [numPhases]float64 {
 func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 	var rows [numRows]comp
 	s.rows(t, &rows)
+	// Each row's bytes in each phase, rounded once: the totals are sums
+	// of the rounded rows, so the breakdown adds up to the peak.
 	var totals [numPhases]units.Bytes
+	var rounded [numRows][numPhases]units.Bytes
 	for i := range rows {
 		v := &rows[i].v
 		if v[0] == 0 && v[1] == 0 && v[2] == 0 && v[3] == 0 && v[4] == 0 {
 			continue
 		}
 		for ph := range numPhases {
-			totals[ph] = units.Add(totals[ph], units.FromFloat(v[ph]))
+			b := units.FromFloat(v[ph])
+			rounded[i][ph] = b
+			totals[ph] = units.Add(totals[ph], b)
 		}
 	}
 	peak := 0
@@ -286,12 +291,11 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 			peak = ph
 		}
 	}
-	// Each row's bytes at the peak, rounded once; the breakdown is
-	// allocated at its exact size.
+	// The breakdown is allocated at its exact size.
 	var atPeak [numRows]units.Bytes
 	n := 0
 	for i := range rows {
-		atPeak[i] = units.FromFloat(rows[i].v[peak])
+		atPeak[i] = rounded[i][peak]
 		if rows[i].always || atPeak[i] > 0 {
 			n++
 		}
@@ -390,10 +394,7 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 // extraRows is the number of breakdown rows assemble writes after the
 // allocated ones: the overhead rows, paged optimizer states and NCCL.
 func (s *setup) extraRows(t *trainParts, nccl float64) int {
-	n := 3 // fragmentation, cuda_context, workspace
-	if t.ov.Misc > 0 {
-		n++
-	}
+	n := t.ov.rowCount()
 	if t.st.optim.paged {
 		n++
 	}
@@ -408,7 +409,8 @@ func (s *setup) extraRows(t *trainParts, nccl float64) int {
 // retries the allocation (num_alloc_retries; pytorch/pytorch
 // c10/cuda/CUDACachingAllocator.cpp release_cached_blocks) before it
 // reports out of memory, so reserved never exceeds the GPU memory left
-// after the context, workspaces and NCCL. Fragmentation is what shrinks.
+// after the context, workspaces and NCCL. The reserved rows shrink: idle
+// communication-stream pools first, then fragmentation (releaseCached).
 func (s *setup) capReserved(t *trainParts, comps []Component, alloc, reserved, device units.Bytes) (units.Bytes, units.Bytes) {
 	limit := s.gpuMemory(t)
 	if limit <= 0 {
@@ -419,12 +421,8 @@ func (s *setup) capReserved(t *trainParts, comps []Component, alloc, reserved, d
 		return reserved, device
 	}
 	cut := reserved - avail
-	for i := range comps {
-		if comps[i].Name == "fragmentation" && comps[i].Level == "reserved" {
-			comps[i].Bytes -= cut
-		}
-	}
-	s.warn(fmt.Sprintf("reserved peak held to the GPU's %s (fragmentation %s instead of %s): the caching allocator frees cached blocks and retries before it runs out; expect allocator retries, and out-of-memory errors if the free memory is too fragmented",
+	releaseCached(comps, cut)
+	s.warn(fmt.Sprintf("reserved peak held to the GPU's %s (cached blocks %s instead of %s): the caching allocator frees cached blocks and retries before it runs out; expect allocator retries, and out-of-memory errors if the free memory is too fragmented",
 		units.FormatIEC(limit), units.FormatIEC(avail-alloc), units.FormatIEC(reserved-alloc)))
 	return avail, device - cut
 }
