@@ -153,13 +153,15 @@ func readTrainConfig(flag, path string, formats []trainconfig.Format) (*traincon
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	c, err := trainconfig.Parse(data, path)
-	if err != nil && len(formats) == 1 {
+	if errors.Is(err, trainconfig.ErrUnknownFormat) && len(formats) == 1 {
 		// A file given for one format is read as that format even when
-		// its keys do not identify it.
+		// its keys do not identify it. A file that was recognised keeps
+		// its own errors.
 		c, err = trainconfig.ParseAs(data, path, formats[0])
 	}
 	if err != nil {
-		return nil, &UsageError{Err: fmt.Errorf("%s: %w", flag, err)}
+		// The file is bad, not the command line: exit status 1.
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	if formats != nil && !containsFormat(formats, c.Format) {
 		return nil, usageErrorf("%s %s: this is a %s config; pass it with %s", flag, path, c.Format, flagOfFormat(c.Format))

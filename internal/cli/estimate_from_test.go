@@ -156,6 +156,7 @@ func TestEstimateFromErrors(t *testing.T) {
 		"broken.json":     `{"zero_optimization": `,
 		"torchtune.yaml":  "model:\n  _component_: torchtune.models.llama2.llama2_7b\n",
 		"unknown.yaml":    "hello: world\n",
+		"args-bad.json":   `{"per_device_train_batch_size": 4, "bf16": true, "fp16": true}`,
 	})
 	p := func(name string) string { return filepath.Join(dir, name) }
 	tests := []struct {
@@ -165,10 +166,13 @@ func TestEstimateFromErrors(t *testing.T) {
 		want []string
 	}{
 		{"wrong flag for the format", []string{"llama2-7b", "--deepspeed", p("accelerate.yaml")}, 2, []string{"--deepspeed", "accelerate", "--training-args"}},
-		{"broken json", []string{"llama2-7b", "--deepspeed", p("broken.json")}, 2, []string{"--deepspeed", "broken.json"}},
+		{"broken json", []string{"llama2-7b", "--deepspeed", p("broken.json")}, 1, []string{"--deepspeed", "broken.json"}},
 		{"missing file", []string{"llama2-7b", "--from", p("nope.yaml")}, 1, []string{"--from", "nope.yaml"}},
-		{"unknown format", []string{"llama2-7b", "--from", p("unknown.yaml")}, 2, []string{"--from", "not a recognised training config"}},
+		{"unknown format", []string{"llama2-7b", "--from", p("unknown.yaml")}, 1, []string{"--from", "not a recognised training config"}},
 		{"no model", []string{"--from", p("torchtune.yaml")}, 2, []string{"no model given"}},
+		// A recognised file keeps its own errors under another format's
+		// flag (it is not re-read as a DeepSpeed config).
+		{"bad TrainingArguments given to --deepspeed", []string{"llama2-7b", "--deepspeed", p("args-bad.json")}, 1, []string{"--deepspeed", "fp16: true: want false when bf16 is true"}},
 		{"bad element count", []string{"llama2-7b", "--reduce-bucket-size", "lots"}, 2, []string{"reduce-bucket-size"}},
 	}
 	for _, tt := range tests {
