@@ -265,20 +265,6 @@ func (r *reader) constantsIn(prefix string, obj map[string]any) (map[string]floa
 	return out, good
 }
 
-// ParseMode reads a job mode as the CLI spells it (train, training,
-// inference, infer, serving, serve).
-func ParseMode(s string) (memory.Mode, bool) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "", "train", "training":
-		return memory.Train, true
-	case "inference", "infer":
-		return memory.Inference, true
-	case "serving", "serve":
-		return memory.Serving, true
-	}
-	return "", false
-}
-
 // ParseGradCheckpoint reads a checkpointing setting as users spell it:
 // true/false, none/full/selective and every-N. It returns the
 // memory.Job value ("" for none).
@@ -304,9 +290,9 @@ func ParseGradCheckpoint(s string) (string, bool) {
 func (r *reader) checkJob(j *memory.Job, keys map[string]bool) {
 	// The mode is read as the CLI's --mode, whose default is train, so
 	// the job states it either way.
-	m, ok := ParseMode(string(j.Mode))
-	if !ok {
-		r.add("mode", "unknown mode %q (want train, inference or serving)", j.Mode)
+	m, err := memory.ParseMode(string(j.Mode))
+	if err != nil {
+		r.add("mode", "%v", err)
 	}
 	j.Mode = m
 	if keys["grad_checkpoint"] {
