@@ -2,6 +2,7 @@ package memory
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/gpumem/gpumem/units"
@@ -146,6 +147,25 @@ func BenchmarkEstimatorPipeline(b *testing.B) {
 	for b.Loop() {
 		if _, err := e.Estimate(&job); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestGPUWarningWithPipeline checks that the warning about a GPU named
+// without its facts reaches the result whichever pipeline stage peaks.
+func TestGPUWarningWithPipeline(t *testing.T) {
+	m := catalogModel(t, "meta-llama/Llama-2-7b-hf")
+	for _, seq := range []int{256, 4096} {
+		r, err := Estimate(m, Job{Engine: "megatron", NumGPUs: 2, PP: 2, SeqLen: seq, GradAccum: 4, GPU: "H100-SXM"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, w := range r.Warnings {
+			found = found || strings.Contains(w, `gpu "H100-SXM"`)
+		}
+		if !found {
+			t.Errorf("seq %d (peak stage %d): no GPU warning in %q", seq, r.Parallel.PeakStage, r.Warnings)
 		}
 	}
 }

@@ -116,10 +116,7 @@ func (s *setup) stageParts(t *trainParts) {
 		t.loss.persist /= k
 	}
 	t.comm = s.commBuffers(&t.st, &t.p)
-	t.ov = s.trainOverheads(t)
-	if t.ov.Warning != "" && d.stage == 0 {
-		s.warn(t.ov.Warning)
-	}
+	t.ov = s.trainOverheads(t) // its Warning is the job's, given by initJob
 }
 
 // estimateStages estimates every pipeline stage and writes the most

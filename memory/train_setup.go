@@ -149,6 +149,10 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 		return err
 	}
 	s.warnUnusedActConstants()
+	if _, w := jobGPU(&s.job); w != "" {
+		// Once for the job, whichever pipeline stage is the peak.
+		s.warn(w)
+	}
 	return nil
 }
 
