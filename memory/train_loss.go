@@ -32,11 +32,25 @@ func (s *setup) lossMemory() lossTerms {
 	case lossNone:
 		return lossTerms{}
 	case lossLitGPTChunked:
-		// lm_head output in 128-token chunks (all kept: the training loop
-		// holds them), each chunk upcast and log-softmaxed in fp32 with
-		// its log-probs saved; per-chunk gradient transients in backward.
+		// litgpt's lm_head runs in 128-position chunks (finetune scripts:
+		// model(input_ids, lm_head_chunk_size=128)), and Lightning Fabric
+		// converts the floating outputs of the module to the default
+		// dtype, fp32, on their way out (lightning/fabric/wrappers.py
+		// _FabricModule.forward → Precision.convert_output; plugins/
+		// precision/half.py for bf16-true, amp.py for mixed): the chunks
+		// the loss reads, and that the training loop's logits list keeps
+		// through backward and the step, are fp32 (4·N·V; the c·N·V
+		// chunks freed after the copy). chunked_cross_entropy (lit_gpt/
+		// utils.py) runs F.cross_entropy per chunk, whose log_softmax
+		// saves its fp32 output (4·N·V over the chunks). In backward the
+		// NllLoss and LogSoftmax nodes of every chunk run before any
+		// chunk's fp32→c cast (autograd runs the highest sequence number
+		// first, and the casts were recorded before the loss), so the
+		// fp32 gradients of the logits (4·N·V) pile up as the saved
+		// log-probs are released chunk by chunk, plus one chunk's nll and
+		// log-softmax gradients: 8·N·V + 8·ch·V.
 		ch := math.Min(float64(litgptChunk*s.batch), N)
-		return lossTerms{peak: c*NV + 4*NV + 3*4*ch*V, held: c * NV, chunk: ch}
+		return lossTerms{peak: 8*NV + 8*ch*V, held: 4 * NV, chunk: ch}
 	case lossLiger:
 		// Liger FLCE: chunk = next_pow2(ceil(N / ceil(V/h))) tokens; per
 		// chunk logits in the input dtype; grad_input (N×h) and, when the
