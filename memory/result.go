@@ -103,6 +103,12 @@ type Component struct {
 	// Phase says when the component is alive or at its largest
 	// ("persistent", "forward", "backward", "step").
 	Phase string `json:"phase,omitempty"`
+	// MaxBytes and MaxPhase are set when the component is larger in
+	// another phase of the step than at the peak: its largest size and
+	// that phase (activations are 0 B at an optimizer-step peak, yet
+	// largest at the end of forward).
+	MaxBytes units.Bytes `json:"max_bytes,omitempty"`
+	MaxPhase string      `json:"max_phase,omitempty"`
 	// Formula explains how Bytes was computed, with inputs (for --explain).
 	Formula string `json:"formula,omitempty"`
 	// Source cites where the formula comes from.

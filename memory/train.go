@@ -289,11 +289,16 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 		}
 	}
 	// The breakdown is allocated at its exact size.
-	var atPeak [numRows]units.Bytes
+	// A row is listed when it is ever alive in the step (or always
+	// shown), with its size at the peak and, if larger elsewhere, its
+	// largest size and phase.
+	var atPeak, most [numRows]units.Bytes
+	var mostPh [numRows]int
 	n := 0
 	for i := range rows {
 		atPeak[i] = rounded[i][peak]
-		if rows[i].always || atPeak[i] > 0 {
+		most[i], mostPh[i] = largest(&rounded[i])
+		if rows[i].always || most[i] > 0 {
 			n++
 		}
 	}
@@ -307,12 +312,16 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 	}
 	for i := range rows {
 		b := atPeak[i]
-		if b == 0 && !rows[i].always {
+		if most[i] == 0 && !rows[i].always {
 			continue
 		}
 		info := &rowInfo[i]
 		comps = append(comps, Component{Name: info.name, Bytes: b, Level: "allocated", Phase: info.phase,
 			Formula: info.formula, Source: info.source})
+		if most[i] > b {
+			c := &comps[len(comps)-1]
+			c.MaxBytes, c.MaxPhase = most[i], phaseNames[mostPh[i]]
+		}
 	}
 	alloc := totals[peak]
 	reserved := t.ov.Reserved(alloc)
@@ -386,6 +395,18 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("device peak %s exceeds the GPU's %s", units.FormatIEC(device), units.FormatIEC(limit)))
 	}
 	return &box.bandBox
+}
+
+// largest returns a row's largest size over the phases and the first
+// phase it is reached in.
+func largest(v *[numPhases]units.Bytes) (units.Bytes, int) {
+	ph := 0
+	for i := 1; i < numPhases; i++ {
+		if v[i] > v[ph] {
+			ph = i
+		}
+	}
+	return v[ph], ph
 }
 
 // extraRows is the number of breakdown rows assemble writes after the

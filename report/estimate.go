@@ -17,17 +17,38 @@ func Estimate(w io.Writer, r memory.Result, o Options) error {
 	}
 	p := r.PerGPU
 	title := fmt.Sprintf("%s (%s) — %s", r.Model, r.Architecture, jobSummary(r.Job))
+	// A component larger in another phase than at the peak gets a
+	// "largest elsewhere" cell, so a 0 B row at the peak is not read as
+	// "never allocated".
+	elsewhere := false
+	for _, c := range p.Components {
+		elsewhere = elsewhere || c.MaxBytes > c.Bytes
+	}
 	t := &TableData{
 		Title:   title,
 		Headers: []string{"component", "size", "share", "counted in", "phase"},
 		Aligns:  []Align{Left, Right, Right, Left, Left},
 	}
-	for _, c := range p.Components {
-		t.AddRow(c.Name, o.Bytes(c.Bytes), share(c.Bytes, p.DevicePeakBytes), c.Level, c.Phase)
+	if elsewhere {
+		t.Headers = append(t.Headers, "largest elsewhere")
+		t.Aligns = append(t.Aligns, Left)
 	}
-	t.AddFooter("allocated peak", o.Bytes(p.AllocatedPeakBytes), share(p.AllocatedPeakBytes, p.DevicePeakBytes), "torch max_memory_allocated", p.PeakPhase)
-	t.AddFooter("reserved peak", o.Bytes(p.ReservedPeakBytes), share(p.ReservedPeakBytes, p.DevicePeakBytes), "torch max_memory_reserved", "")
-	t.AddFooter("device peak", o.Bytes(p.DevicePeakBytes), "100.0%", "nvidia-smi", "")
+	row := func(cells ...string) []string {
+		if elsewhere && len(cells) < len(t.Headers) {
+			cells = append(cells, "")
+		}
+		return cells
+	}
+	for _, c := range p.Components {
+		cells := row(c.Name, o.Bytes(c.Bytes), share(c.Bytes, p.DevicePeakBytes), c.Level, c.Phase)
+		if elsewhere && c.MaxBytes > c.Bytes {
+			cells[len(cells)-1] = o.Bytes(c.MaxBytes) + " at " + c.MaxPhase
+		}
+		t.AddRow(cells...)
+	}
+	t.AddFooter(row("allocated peak", o.Bytes(p.AllocatedPeakBytes), share(p.AllocatedPeakBytes, p.DevicePeakBytes), "torch max_memory_allocated", p.PeakPhase)...)
+	t.AddFooter(row("reserved peak", o.Bytes(p.ReservedPeakBytes), share(p.ReservedPeakBytes, p.DevicePeakBytes), "torch max_memory_reserved", "")...)
+	t.AddFooter(row("device peak", o.Bytes(p.DevicePeakBytes), "100.0%", "nvidia-smi", "")...)
 	if err := t.Render(w, o.Format); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -66,11 +67,12 @@ func (t *TableData) widths() []int {
 
 func (t *TableData) renderText(w io.Writer) error {
 	ws := t.widths()
-	var b strings.Builder
+	var b bytes.Buffer
 	if t.Title != "" {
 		b.WriteString(t.Title + "\n")
 	}
 	line := func(r []string) {
+		start := b.Len()
 		for i := range ws {
 			c := ""
 			if i < len(r) {
@@ -88,7 +90,10 @@ func (t *TableData) renderText(w io.Writer) error {
 				b.WriteString(c + pad)
 			}
 		}
-		b.WriteString("\n")
+		// No trailing blanks when the last cells are empty.
+		row := bytes.TrimRight(b.Bytes()[start:], " ")
+		b.Truncate(start + len(row))
+		b.WriteByte('\n')
 	}
 	rule := func() {
 		total := 0
@@ -111,7 +116,7 @@ func (t *TableData) renderText(w io.Writer) error {
 			line(r)
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := w.Write(b.Bytes())
 	return err
 }
 
