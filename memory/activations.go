@@ -39,6 +39,9 @@ type actRegime struct {
 	// Linear's input (MODEL.md §15.3); sepOut is true when the o-proj input
 	// is a separate copy (litgpt reshapes the attention output).
 	bnbSaves, sepOut bool
+	// litgptQKV is litgpt's LoRAQKVLinear: one adapter module on the fused
+	// q/k/v projection whatever the checkpoint's layout (see [loraAct]).
+	litgptQKV bool
 	// tp splits attention heads and FFN width over ranks; sp (sequence
 	// parallel) also splits the norms and their inputs (Korthikanti
 	// arXiv:2205.05198 Table 2). tp 0 means 1.
@@ -354,16 +357,37 @@ func moeAct(st *model.Stack, r *actRegime) float64 {
 // and/or dropout output + 1-byte mask), and the r-wide lora_A output.
 // LoRA-FA trains only B, so lora_A's input is not saved (arXiv:2308.03303).
 // DoRA keeps the base output and an fp32 LoRA output per module (§15.13).
+//
+// litgpt adapts q, k and v with one LoRAQKVLinear on its fused qkv Linear
+// whatever the checkpoint's layout (lit_gpt/lora.py, litgpt/lora.py):
+// one dropout on the shared input, and, unless q, k and v are all
+// adapted, zero_pad scatters lora_B's output into the qkv width with
+// index_copy, whose backward node keeps its source: the derivative calls
+// expand_as(source) (pytorch/pytorch tools/autograd/derivatives.yaml,
+// index_copy), so the generated IndexCopyBackward0 holds a SavedVariable
+// source_, and lora_B's output stays alive: Σ adapted widths in the
+// adapter dtype per token.
 func loraAct(st *model.Stack, r *actRegime) (attn, mlp float64) {
 	g := r.lora
 	h := float64(st.Hidden)
 	q := float64(st.Heads) * float64(st.HeadDim)
+	kv := float64(st.KVHeads) * float64(st.HeadDim)
 	f := float64(st.Intermediate)
 	if st.MoE != nil && st.Intermediate == 0 {
 		f = float64(st.MoE.ExpertFFN)
 	}
+	// Inputs of the q/k/v adapters: one per adapted module, one for a
+	// fused qkv module, one for litgpt's LoRAQKVLinear.
+	qkvIn := float64(g.attnIn + g.qkvIn)
+	if r.litgptQKV && qkvIn > 0 {
+		qkvIn = 1
+		// zero_pad's saved source, when some of q, k, v are not adapted.
+		if w := g.attnOut - float64(g.oIn)*h; w > 0 && w < q+2*kv {
+			attn += r.adapterB * w
+		}
+	}
 	// lora_A outputs saved by lora_B.
-	attn = g.attnRank * r.adapterB
+	attn += g.attnRank * r.adapterB
 	mlp = (g.rankOut - g.attnRank) * r.adapterB
 	if !r.loraFA {
 		own := r.adapterB != r.c || r.amp // the adapter makes its own cast of x
@@ -379,7 +403,7 @@ func loraAct(st *model.Stack, r *actRegime) (attn, mlp float64) {
 			per = r.adapterB
 		}
 		if per > 0 {
-			attn += per * (float64(g.attnIn)*h + float64(g.qkvIn)*h + float64(g.oIn)*q)
+			attn += per * (qkvIn*h + float64(g.oIn)*q)
 			mlp += per * (float64(g.mlpIn)*h + float64(g.downIn)*f)
 		} else {
 			// Shared inputs: the frozen inventory lacks the norm outputs and

@@ -60,6 +60,7 @@ func (s *setup) regime() actRegime {
 	r.bnbSaves = s.bnbOld && s.method == MethodQLoRA
 	r.tp, r.sp = float64(max(s.dist.tp, 1)), s.dist.sp
 	r.sepOut = s.framework == FrameworkLitGPT
+	r.litgptQKV = s.framework == FrameworkLitGPT
 	r.vView = s.framework == FrameworkLitGPT && st.KVHeads == st.Heads
 	r.extraNorms = s.extraNorms()
 	r.attnOver, r.mlpOver = s.actOverrides(st, r.c)
