@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/units"
 )
 
@@ -167,5 +168,49 @@ func TestGPUWarningWithPipeline(t *testing.T) {
 		if !found {
 			t.Errorf("seq %d (peak stage %d): no GPU warning in %q", seq, r.Parallel.PeakStage, r.Warnings)
 		}
+	}
+}
+
+// TestWholeModelSumsMatchModuleSums checks the shortcut of full training
+// on a rank that holds every module whole (wholeDense: the model table's
+// totals times the element widths) against summing module by module, for
+// every catalog model, precision recipe and dense optimizer state size.
+func TestWholeModelSumsMatchModuleSums(t *testing.T) {
+	jobs := []Job{
+		{SeqLen: 512},
+		{SeqLen: 512, Dtype: "fp32", ComputeDtype: "bf16", Optimizer: "amsgrad"},
+		{SeqLen: 512, Dtype: "bf16", MasterWeights: "fp32", Optimizer: "lion"},
+		{SeqLen: 512, Dtype: "fp16", Optimizer: "sgd", Engine: "ddp", NumGPUs: 4},
+		{SeqLen: 512, Engine: "deepspeed", ZeRO: 3, NumGPUs: 8, Optimizer: "adamw_torch_fused"},
+		{SeqLen: 512, Engine: "fsdp", NumGPUs: 8, GradAccum: 4},
+	}
+	shortcuts := 0
+	for _, e := range model.Catalog() {
+		m := catalogModel(t, e.ID)
+		for _, job := range jobs {
+			job.AllowLong = true
+			var fast, slow setup
+			if err := fast.init(m, job); err != nil {
+				t.Fatalf("%s %+v: %v", e.ID, job, err)
+			}
+			if err := slow.init(m, job); err != nil {
+				t.Fatal(err)
+			}
+			slow.slowSums = true
+			if !fast.wholeDense() {
+				continue
+			}
+			shortcuts++
+			fp, sp := fast.countParams(), slow.countParams()
+			if fp != sp {
+				t.Errorf("%s %+v: countParams\n shortcut %+v\n  modules %+v", e.ID, job, fp, sp)
+			}
+			if fs, ss := fast.modelStates(&fp), slow.modelStates(&sp); fs != ss {
+				t.Errorf("%s %+v: modelStates\n shortcut %+v\n  modules %+v", e.ID, job, fs, ss)
+			}
+		}
+	}
+	if shortcuts < 100 {
+		t.Errorf("the shortcut was taken %d times, want it exercised on most models", shortcuts)
 	}
 }

@@ -16,6 +16,13 @@ type modTab struct {
 	linear    float64            // Σ In·Out·Instances over Linear weights (autocast cache, §2.2)
 	maxLinear float64            // elements of the largest Linear weight but the output head
 	maxHead   float64            // elements of the largest Linear weight, output head included
+	// numel and maxNumel are Σ count·numel over every tensor group and the
+	// largest group's numel: the trainable sums of full training when
+	// every module is wholly on the rank (setup.countParams).
+	numel, maxNumel float64
+	// headParams and embParams are the parameters of the output head and
+	// final norm, and of the text embedding (gradient phases, modelStates).
+	headParams, embParams float64
 	n         int                // modules
 	inline    [inlineRows]modRow // the rows of a model of at most inlineRows modules
 	more      []modRow           // the rows of a larger model
@@ -87,6 +94,17 @@ func (t *modTab) init(m *model.Model) {
 		}
 		r := &rows[i]
 		r.gs, r.k = moduleGroups(m, mod, 1)
+		for j := range r.k {
+			g := &r.gs[j]
+			t.numel += g.count * g.numel()
+			t.maxNumel = max(t.maxNumel, g.numel())
+		}
+		switch {
+		case mod.Component == compLMHead || mod.Component == "final_norm":
+			t.headParams += float64(mod.Params)
+		case mod.Component == compEmbedding && mod.Stack == stackText:
+			t.embParams += float64(mod.Params)
+		}
 		r.lname, r.short = strings.ToLower(mod.Name), lastElem(mod.Name)
 	}
 }

@@ -269,8 +269,11 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 	s.rows(t, &rows)
 	// Each row's bytes in each phase, rounded once: the totals are sums
 	// of the rounded rows, so the breakdown adds up to the peak.
+	// A row's largest size and its phase come out of the same pass.
 	var totals [numPhases]units.Bytes
 	var rounded [numRows][numPhases]units.Bytes
+	var most [numRows]units.Bytes
+	var mostPh [numRows]int
 	for i := range rows {
 		v := &rows[i].v
 		if v[0] == 0 && v[1] == 0 && v[2] == 0 && v[3] == 0 && v[4] == 0 {
@@ -280,6 +283,9 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 			b := units.FromFloat(v[ph])
 			rounded[i][ph] = b
 			totals[ph] = units.Add(totals[ph], b)
+			if b > most[i] {
+				most[i], mostPh[i] = b, ph
+			}
 		}
 	}
 	peak := 0
@@ -292,12 +298,10 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 	// A row is listed when it is ever alive in the step (or always
 	// shown), with its size at the peak and, if larger elsewhere, its
 	// largest size and phase.
-	var atPeak, most [numRows]units.Bytes
-	var mostPh [numRows]int
+	var atPeak [numRows]units.Bytes
 	n := 0
 	for i := range rows {
 		atPeak[i] = rounded[i][peak]
-		most[i], mostPh[i] = largest(&rounded[i])
 		if rows[i].always || most[i] > 0 {
 			n++
 		}
@@ -395,18 +399,6 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("device peak %s exceeds the GPU's %s", units.FormatIEC(device), units.FormatIEC(limit)))
 	}
 	return &box.bandBox
-}
-
-// largest returns a row's largest size over the phases and the first
-// phase it is reached in.
-func largest(v *[numPhases]units.Bytes) (units.Bytes, int) {
-	ph := 0
-	for i := 1; i < numPhases; i++ {
-		if v[i] > v[ph] {
-			ph = i
-		}
-	}
-	return v[ph], ph
 }
 
 // extraRows is the number of breakdown rows assemble writes after the

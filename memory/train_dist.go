@@ -316,10 +316,12 @@ func (s *setup) setStage(i int) {
 // (s.fracs), for the loops over modules that read it.
 func (s *setup) fillFracs() {
 	f := s.tab.fracs()
+	unit := true
 	for i := range s.m.Modules {
 		f[i] = s.rankFrac(&s.m.Modules[i])
+		unit = unit && f[i] == 1
 	}
-	s.fracs = f
+	s.fracs, s.unitFracs = f, unit
 }
 
 // placeStage sets the layer range, end-stage flags and micro-batches in

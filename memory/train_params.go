@@ -356,6 +356,13 @@ func (s *setup) countParams() trParams {
 		p.maxLinear = tab.maxHead
 	}
 	adapters := s.method == MethodLoRA || s.method == MethodQLoRA
+	if s.wholeDense() {
+		// Every tensor trains, wholly on this rank, with full-size dense
+		// states: the sums are the model table's totals times the
+		// per-element widths (exact: integer counts times powers of two).
+		acc.addUniform(tab.numel, tab.maxNumel)
+		return acc.p
+	}
 	if !adapters {
 		// The base groups of forEachTrainable, in its order, without a
 		// call through a function value per group.
@@ -392,6 +399,30 @@ type paramAcc struct {
 
 // add counts one tensor group.
 func (a *paramAcc) add(g tensorGroup) { a.addCount(&g, g.count) }
+
+// wholeDense reports whether every parameter trains, wholly on this rank,
+// with a dense optimizer: then countParams and modelStates read the
+// model table's totals instead of summing module by module.
+func (s *setup) wholeDense() bool {
+	return s.trainable.all && s.unitFracs && s.opt.kind == optDense && !s.slowSums &&
+		s.method != MethodLoRA && s.method != MethodQLoRA
+}
+
+// addUniform counts base (non-adapter) tensors of n elements in all,
+// the largest of maxNumel, as addCount over each of them would.
+func (a *paramAcc) addUniform(n, maxNumel float64) {
+	p := &a.p
+	p.trainable += n
+	p.maxTensor = max(p.maxTensor, maxNumel)
+	if a.master {
+		p.masterBytes += 4 * n
+	}
+	p.gradBytes += n * a.gradB[0]
+	eb := a.stateB[0]
+	p.optStates += a.opt.states * n * eb
+	p.stateNumel += n * eb
+	p.maxState = max(p.maxState, maxNumel*eb)
+}
 
 // addCount counts count tensors of group g (whose own count it ignores).
 func (a *paramAcc) addCount(g *tensorGroup, count float64) {

@@ -34,6 +34,10 @@ const (
 	ckptFull
 	ckptSelective
 	ckptEveryN
+	// ckptOp is torchtitan's op-level selective checkpointing: every layer
+	// is checkpointed, and the policy keeps the outputs of every other
+	// matmul and of the attention kernel (titanOpSaved).
+	ckptOp
 )
 
 // trAttn is the resolved attention implementation.
@@ -105,6 +109,8 @@ type setup struct {
 	haveTrained       bool
 	tab               *modTab   // the model's inventory table; initJob makes one if nil
 	fracs             []float64 // rankFrac of each module on the current stage (fillFracs)
+	unitFracs         bool      // every module is wholly on this rank (all fracs are 1)
+	slowSums          bool      // tests: sum module by module even where the model table's totals give the answer
 }
 
 // init validates job against m and fills every default.
@@ -288,6 +294,13 @@ func (s *setup) resolveActivationKnobs() error {
 		// torchtitan's selective AC defaults to checkpointing every
 		// second layer (selective_ac_option "2").
 		s.ckpt, s.ckptEvery = ckptEveryN, 2
+	case g == "op" && s.framework == FrameworkTorchtitan:
+		// torchtitan's selective_ac_option "op": a per-op policy in every
+		// layer, not Megatron's attention-core recompute.
+		if err := s.titanOpSupported(); err != nil {
+			return err
+		}
+		s.ckpt = ckptOp
 	case g == "selective" || g == "op" || g == "sac":
 		s.ckpt = ckptSelective
 	case strings.HasPrefix(g, "every-"):
@@ -300,7 +313,7 @@ func (s *setup) resolveActivationKnobs() error {
 			s.ckpt = ckptFull
 		}
 	default:
-		return fmt.Errorf("--grad-checkpoint: unknown mode %q (want none, full, selective or every-N)", j.GradCheckpoint)
+		return fmt.Errorf("--grad-checkpoint: unknown mode %q (want none, full, selective, every-N, or op with torchtitan)", j.GradCheckpoint)
 	}
 	switch fold(j.FusedLoss) {
 	case "":
@@ -334,6 +347,27 @@ func (s *setup) resolveActivationKnobs() error {
 	s.compile, s.offload, s.optInBwd = j.Compile, j.ActivationOffload, j.OptimizerInBwd
 	if s.optInBwd && s.accum > 1 {
 		return fmt.Errorf("--optimizer-in-backward: cannot be combined with --grad-accum %d (gradients are freed as soon as they are applied)", s.accum)
+	}
+	return nil
+}
+
+// titanOpSupported reports why torchtitan's op-level policy cannot be
+// counted for the job: the matmul count it keys on is derived for dense
+// self-attention layers without adapters (torchtitan's Llama block).
+func (s *setup) titanOpSupported() error {
+	st := &s.m.Text
+	switch {
+	case s.method == MethodLoRA || s.method == MethodQLoRA:
+		return fmt.Errorf("--grad-checkpoint op: torchtitan's op-level policy is modelled for full or frozen-layer training; adapters add matmuls to the count it keys on (use full or selective)")
+	case st.MoE != nil || st.MLA != nil:
+		return fmt.Errorf("--grad-checkpoint op: torchtitan's op-level policy is modelled for dense layers with standard attention; %s has mixture-of-experts or latent attention layers (use full or every-N)", s.m.ID)
+	case s.m.Encoder != nil || !st.Causal:
+		return fmt.Errorf("--grad-checkpoint op: torchtitan's op-level policy is modelled for decoder-only models; %s is not one (use full or every-N)", s.m.ID)
+	}
+	for _, lt := range st.LayerTypes {
+		if lt.CrossAttention || lt.MoE {
+			return fmt.Errorf("--grad-checkpoint op: torchtitan's op-level policy is modelled for dense self-attention layers; %s has cross-attention or mixture-of-experts layers (use full or every-N)", s.m.ID)
+		}
 	}
 	return nil
 }

@@ -29,9 +29,14 @@ type rankStates struct {
 // and the precision-dependent weight copies.
 func (s *setup) modelStates(p *trParams) rankStates {
 	var r rankStates
-	for i := range s.m.Modules {
-		mod := &s.m.Modules[i]
-		r.weights += s.moduleWeightBytes(mod) * s.fracs[i]
+	whole := s.wholeDense()
+	if whole && !s.weight.Quantized {
+		r.weights = float64(s.tab.total) * s.weight.BytesPerElement()
+	} else {
+		for i := range s.m.Modules {
+			mod := &s.m.Modules[i]
+			r.weights += s.moduleWeightBytes(mod) * s.fracs[i]
+		}
 	}
 	r.adapters, r.master, r.grads = p.adapterBytes, p.masterBytes, p.gradBytes
 	if s.lora.variant == "lora-fa" {
@@ -47,7 +52,11 @@ func (s *setup) modelStates(p *trParams) rankStates {
 			}
 		}
 	}
-	if s.method == MethodFull || s.method == MethodFrozen || len(s.job.Trainable) > 0 {
+	switch {
+	case whole:
+		gb := s.gradElemBytes(false)
+		r.gradsHead, r.gradsEmb = s.tab.headParams*gb, s.tab.embParams*gb
+	case s.method == MethodFull || s.method == MethodFrozen || len(s.job.Trainable) > 0:
 		for i := range s.m.Modules {
 			mod := &s.m.Modules[i]
 			f := s.trainable.fraction(mod)
