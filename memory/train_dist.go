@@ -316,6 +316,14 @@ func (s *setup) setStage(i int) {
 // (s.fracs), for the loops over modules that read it.
 func (s *setup) fillFracs() {
 	f := s.tab.fracs()
+	if d := &s.dist; d.single || (d.tp == 1 && d.pp == 1 && d.ep == 1) {
+		// Every module whole on every rank (rankFrac's first case).
+		for i := range f {
+			f[i] = 1
+		}
+		s.fracs, s.unitFracs = f, true
+		return
+	}
 	unit := true
 	for i := range s.m.Modules {
 		f[i] = s.rankFrac(&s.m.Modules[i])
