@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -25,7 +26,12 @@ type globalOptions struct {
 // and returns the process exit code. Errors are printed to f.IO.ErrOut as
 // one line, "gpumem: <message>", never as a stack trace.
 func Main(ctx context.Context, args []string, f *Factory) int {
-	root := NewRootCmd(f)
+	root := newRootCmd(f, commandsFor(args))
+	if cmds := root.Commands(); len(cmds) == 1 {
+		if c, _, err := root.Find(args); err != nil || c != cmds[0] {
+			root = NewRootCmd(f)
+		}
+	}
 	root.SetArgs(rewriteBoolArgs(root, args))
 	err := classifyCobraError(root.ExecuteContext(ctx))
 	if err != nil {
@@ -43,6 +49,74 @@ func Main(ctx context.Context, args []string, f *Factory) int {
 
 // NewRootCmd builds the command tree.
 func NewRootCmd(f *Factory) *cobra.Command {
+	return newRootCmd(f, commands)
+}
+
+// command is a subcommand's constructor with the names that invoke it.
+type command struct {
+	// names are the command's name and aliases, as its cobra.Command
+	// declares them (TestCommandTableNames keeps the two in step).
+	names []string
+	build func(*Factory, *globalOptions) *cobra.Command
+}
+
+// commands are the subcommands, in the order help lists them within a group.
+var commands = []command{
+	{[]string{"models"}, newModelsCmd},
+	{[]string{"params"}, newParamsCmd},
+	{[]string{"estimate"}, func(f *Factory, g *globalOptions) *cobra.Command {
+		return withCalibration(newEstimateCmd(f, g))
+	}},
+	{[]string{"constants"}, newConstantsCmd},
+	{[]string{"optimizers"}, newOptimizersCmd},
+	{[]string{"validate-against", "accuracy"}, newAccuracyCmd},
+	{[]string{"inspect"}, newInspectCmd},
+	{[]string{"serve"}, newServeCmd},
+	{[]string{"gpus"}, newGPUsCmd},
+	{[]string{"fit"}, newFitCmd},
+	{[]string{"plan"}, newPlanCmd},
+	{[]string{"probe"}, newProbeCmd},
+	{[]string{"calibrate"}, newCalibrateCmd},
+	{[]string{"serve-plan"}, newServePlanCmd},
+	{[]string{"calculate"}, newCalculateCmd},
+	{[]string{"quick"}, newQuickCmd},
+	{[]string{"validate"}, newValidateCmd},
+}
+
+// commandsFor returns the subcommands a run with args needs. Declaring
+// every command's flags costs more than running most commands, so a
+// command line that names a subcommand gets that one alone (Main checks
+// that cobra resolves the line to it), and a bare --version gets none.
+// Anything else (help, completion, an unknown or misspelt name, no
+// command) gets the whole tree: help, completion and cobra's suggestions
+// list every command.
+func commandsFor(args []string) []command {
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-v") {
+		return nil
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return commands
+		case a != "" && !strings.HasPrefix(a, "-"):
+			for _, c := range commands {
+				if slices.Contains(c.names, a) {
+					return []command{c}
+				}
+			}
+			return commands
+		case !strings.Contains(a, "=") && (strings.HasPrefix(a, "--") || len(a) == 2):
+			// Cobra's search for the command name takes a flag before
+			// the name to consume the next argument; so does this one.
+			i++
+		}
+	}
+	return commands
+}
+
+// newRootCmd builds the root command with the subcommands cmds.
+func newRootCmd(f *Factory, cmds []command) *cobra.Command {
 	g := &globalOptions{}
 	root := &cobra.Command{
 		Use:   "gpumem",
@@ -79,20 +153,9 @@ and what nvidia-smi shows.`,
 	})
 	root.AddGroup(&cobra.Group{ID: "estimate", Title: "Estimating:"}, &cobra.Group{ID: "models", Title: "Models and hardware:"})
 
-	root.AddCommand(
-		newModelsCmd(f, g),
-		newParamsCmd(f, g),
-		withCalibration(newEstimateCmd(f, g)),
-		newConstantsCmd(f, g),
-		newOptimizersCmd(f, g),
-		newAccuracyCmd(f, g),
-		newInspectCmd(f, g),
-		newServeCmd(f, g),
-		newGPUsCmd(f, g), newFitCmd(f, g), newPlanCmd(f, g),
-		newProbeCmd(f, g), newCalibrateCmd(f, g),
-		newServePlanCmd(f, g),
-		newCalculateCmd(f, g), newQuickCmd(f, g), newValidateCmd(f, g),
-	)
+	for _, c := range cmds {
+		root.AddCommand(c.build(f, g))
+	}
 	for _, c := range root.Commands() {
 		c.SetFlagErrorFunc(root.FlagErrorFunc())
 	}
