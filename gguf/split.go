@@ -4,11 +4,15 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"sync"
 )
 
 // splitName matches the shard names llama.cpp's gguf-split writes:
 // "<prefix>-00001-of-00003.gguf" (llama_split_path in src/llama.cpp).
-var splitName = regexp.MustCompile(`^(.*)-(\d{5})-of-(\d{5})\.gguf$`)
+// It is compiled on first use, not when the program starts.
+var splitName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(.*)-(\d{5})-of-(\d{5})\.gguf$`)
+})
 
 // maxShards bounds the shard count read from a file name.
 const maxShards = 9999
@@ -16,7 +20,7 @@ const maxShards = 9999
 // SplitNames returns the names of all shards of a split model given the
 // name of any one of them, in order, or nil when name is not a shard name.
 func SplitNames(name string) []string {
-	m := splitName.FindStringSubmatch(name)
+	m := splitName().FindStringSubmatch(name)
 	if m == nil {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Cache is a Hub cache folder in huggingface_hub's layout, shared with
@@ -118,8 +119,11 @@ func (c Cache) Lookup(repo, rev, file string) (path, commit string, err error) {
 }
 
 // etagRe matches the etags the Hub uses as blob names: a git blob sha1
-// or an LFS sha256.
-var etagRe = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+// or an LFS sha256. It is compiled on first use, not when the program
+// starts.
+var etagRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+})
 
 // Store writes a fetched file: blobs/<etag> with a relative symlink from
 // snapshots/<commit>/<file> (a plain copy where symlinks fail, as
@@ -136,7 +140,7 @@ func (c Cache) Store(repo, rev, commit, file, etag string, data []byte) (string,
 	if err := c.writeRef(repo, rev, commit); err != nil {
 		return "", err
 	}
-	if etagRe.MatchString(etag) {
+	if etagRe().MatchString(etag) {
 		if err := c.storeBlob(repo, etag, snap, data); err == nil {
 			return snap, nil
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // DefaultRevision is the branch used when a reference names none.
@@ -60,7 +61,11 @@ func (r Ref) Validate() error {
 	return ValidateRevision(r.Revision)
 }
 
-var repoPart = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
+// repoPart matches one part of a model id; it is compiled on first use,
+// not when the program starts.
+var repoPart = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
+})
 
 // ValidateRepo checks a model id with the Hub's rules: one or two parts
 // separated by "/", each of letters, digits, '-', '_' and '.', not
@@ -79,7 +84,7 @@ func ValidateRepo(id string) error {
 		return bad(`"--" and ".." are not allowed`)
 	}
 	for _, p := range parts {
-		if !repoPart.MatchString(p) {
+		if !repoPart().MatchString(p) {
 			return bad("want letters, digits, '-', '_' or '.' in each part, not starting or ending with '-' or '.'")
 		}
 	}
@@ -89,11 +94,11 @@ func ValidateRepo(id string) error {
 	return nil
 }
 
-// commitRe matches a full git commit hash.
-var commitRe = regexp.MustCompile(`^[0-9a-f]{40}$`)
+// commitRe matches a full git commit hash; it is compiled on first use.
+var commitRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{40}$`) })
 
 // IsCommit reports whether rev is a full 40-character commit hash.
-func IsCommit(rev string) bool { return commitRe.MatchString(rev) }
+func IsCommit(rev string) bool { return commitRe().MatchString(rev) }
 
 // ValidateRevision checks a branch, tag, "refs/pr/N" or commit hash with
 // git's ref-name rules (git check-ref-format): no "..", no leading,

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/units"
@@ -22,8 +23,9 @@ var (
 	boolPtr   = reflect.TypeOf((*bool)(nil))
 )
 
-// jobFields maps each memory.Job JSON key to its field.
-var jobFields = func() map[string]jobField {
+// jobFields maps each memory.Job JSON key to its field; it is built on
+// first use.
+var jobFields = sync.OnceValue(func() map[string]jobField {
 	out := map[string]jobField{}
 	t := reflect.TypeOf(memory.Job{})
 	for i := 0; i < t.NumField(); i++ {
@@ -33,7 +35,7 @@ var jobFields = func() map[string]jobField {
 		}
 	}
 	return out
-}()
+})
 
 // Extra keys of a job file that are not memory.Job JSON names.
 const (
@@ -45,7 +47,7 @@ const (
 // knownKeys lists every key a job file accepts, for did-you-mean.
 func knownKeys() []string {
 	keys := []string{keyModel, keyGPUMemory, keyDescription}
-	for k := range jobFields {
+	for k := range jobFields() {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
@@ -123,7 +125,7 @@ func (r *reader) readJob(obj map[string]any, f *File) {
 			}
 			continue
 		}
-		fd, ok := jobFields[key]
+		fd, ok := jobFields()[key]
 		if !ok {
 			unknownKey(r, key, known)
 			continue
@@ -325,7 +327,7 @@ func (r *reader) checkJob(j *memory.Job, keys map[string]bool) {
 // booleans as true/false, sizes in bytes. Keys the file does not set
 // give "".
 func (f *File) Value(key string) string {
-	fd, ok := jobFields[key]
+	fd, ok := jobFields()[key]
 	if !ok || !f.Has(key) {
 		return ""
 	}
@@ -358,7 +360,7 @@ func (f *File) Value(key string) string {
 // for settings a front end has no flag for. It reports whether the key
 // was copied.
 func (f *File) CopyTo(dst *memory.Job, key string) bool {
-	fd, ok := jobFields[key]
+	fd, ok := jobFields()[key]
 	if !ok || !f.Has(key) || dst == nil {
 		return false
 	}

@@ -75,7 +75,7 @@ func (r *reader) accelerateEngine(key string, v any) {
 	}
 	s, _ := toString(v)
 	j := &r.cfg.Job
-	if accelerateOtherTypes[strings.ToUpper(s)] {
+	if accelerateOtherTypes.has(strings.ToUpper(s)) {
 		r.ignore(key, reasonNotModelled)
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 
@@ -90,8 +91,9 @@ func (c *Config) Warnings() []string {
 	return out
 }
 
-// jobFieldIndex maps memory.Job JSON keys to field indexes.
-var jobFieldIndex = func() map[string]int {
+// jobFieldIndex maps memory.Job JSON keys to field indexes; it is built
+// on first use.
+var jobFieldIndex = sync.OnceValue(func() map[string]int {
 	t := reflect.TypeFor[memory.Job]()
 	out := make(map[string]int, t.NumField())
 	for i := range t.NumField() {
@@ -101,7 +103,7 @@ var jobFieldIndex = func() map[string]int {
 		}
 	}
 	return out
-}()
+})
 
 // Apply copies the settings of c onto job, except the keys for which
 // skip returns true (settings given elsewhere that win). It returns the
@@ -111,7 +113,7 @@ func (c *Config) Apply(job *memory.Job, skip func(key string) bool) []string {
 	src := reflect.ValueOf(&c.Job).Elem()
 	var done []string
 	for _, k := range c.Keys {
-		i, ok := jobFieldIndex[k]
+		i, ok := jobFieldIndex()[k]
 		if !ok || (skip != nil && skip(k)) {
 			continue
 		}

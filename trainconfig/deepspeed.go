@@ -20,25 +20,19 @@ func ParseDeepSpeed(data []byte, name string) (*Config, error) {
 
 // dsNoEffect are DeepSpeed keys that do not change GPU memory (logging,
 // schedules, loss scaling, checkpoint I/O).
-var dsNoEffect = map[string]bool{
-	"scheduler": true, "gradient_clipping": true, "steps_per_print": true, "wall_clock_breakdown": true,
-	"prescale_gradients": true, "gradient_predivide_factor": true, "dump_state": true,
-	"zero_allow_untested_optimizer": true, "zero_force_ds_cpu_optimizer": true, "memory_breakdown": true,
-	"flops_profiler": true, "tensorboard": true, "wandb": true, "csv_monitor": true, "comet": true,
-	"monitor_config": true, "comms_logger": true, "checkpoint": true, "elasticity": true, "autotuning": true,
-	"aio": true, "communication_data_type": true, "seq_parallel_communication_data_type": true,
-	"data_efficiency": true, "curriculum_learning": true, "sparse_gradients": true, "disable_allgather": true,
-	"load_universal_checkpoint": true, "use_node_local_storage": true, "timers": true, "graph_harvesting": true,
-	"use_data_before_expert_parallelism": true, "nebula": true, "weight_quantization": true,
-}
+var dsNoEffect = setOf("scheduler", "gradient_clipping", "steps_per_print", "wall_clock_breakdown",
+	"prescale_gradients", "gradient_predivide_factor", "dump_state", "zero_allow_untested_optimizer",
+	"zero_force_ds_cpu_optimizer", "memory_breakdown", "flops_profiler", "tensorboard", "wandb", "csv_monitor",
+	"comet", "monitor_config", "comms_logger", "checkpoint", "elasticity", "autotuning", "aio",
+	"communication_data_type", "seq_parallel_communication_data_type", "data_efficiency", "curriculum_learning",
+	"sparse_gradients", "disable_allgather", "load_universal_checkpoint", "use_node_local_storage", "timers",
+	"graph_harvesting", "use_data_before_expert_parallelism", "nebula", "weight_quantization")
 
 // dsNotModelled are DeepSpeed keys that change memory in ways the model
 // does not cover.
-var dsNotModelled = map[string]bool{
-	"activation_checkpointing": true, "pipeline": true, "sparse_attention": true, "tensor_parallel": true,
-	"compression_training": true, "amp": true, "torch_autocast": true, "hybrid_engine": true,
-	"sequence_parallel_size": true, "fp8": true, "quantize_training": true,
-}
+var dsNotModelled = setOf("activation_checkpointing", "pipeline", "sparse_attention", "tensor_parallel",
+	"compression_training", "amp", "torch_autocast", "hybrid_engine", "sequence_parallel_size", "fp8",
+	"quantize_training")
 
 // deepspeed reads a DeepSpeed config object; prefix is its key path when
 // nested (TrainingArguments "deepspeed").
@@ -184,7 +178,7 @@ func (r *reader) dsOptimizer(key string, v any) {
 		case "type":
 			t, _ := toString(m[k])
 			name, ok := dsOptimizers[strings.ToLower(t)]
-			if !ok && torchOptimizers[strings.ToLower(t)] {
+			if !ok && torchOptimizers.has(strings.ToLower(t)) {
 				r.ignore(sub, reasonNotModelled)
 				continue
 			}
@@ -235,22 +229,18 @@ var dsZeROSizes = map[string]struct{ job, auto string }{
 }
 
 // dsZeRONoEffect are zero_optimization keys without a memory effect here.
-var dsZeRONoEffect = map[string]bool{
-	"allgather_partitions": true, "reduce_scatter": true, "round_robin_gradients": true,
-	"load_from_fp32_weights": true, "elastic_checkpoint": true, "ignore_unused_parameters": true,
-	"legacy_stage1": true, "stage3_gather_16bit_weights_on_model_save": true,
-	"stage3_gather_fp16_weights_on_model_save": true, "gather_16bit_weights_on_model_save": true,
-	"use_multi_rank_bucket_allreduce": true, "log_trace_cache_warnings": true, "cpu_offload_use_pin_memory": true,
-	"memory_efficient_linear": true, "override_module_apply": true, "pipeline_loading_checkpoint": true,
-}
+var dsZeRONoEffect = setOf("allgather_partitions", "reduce_scatter", "round_robin_gradients",
+	"load_from_fp32_weights", "elastic_checkpoint", "ignore_unused_parameters", "legacy_stage1",
+	"stage3_gather_16bit_weights_on_model_save", "stage3_gather_fp16_weights_on_model_save",
+	"gather_16bit_weights_on_model_save", "use_multi_rank_bucket_allreduce", "log_trace_cache_warnings",
+	"cpu_offload_use_pin_memory", "memory_efficient_linear", "override_module_apply",
+	"pipeline_loading_checkpoint")
 
 // dsZeRONotModelled are zero_optimization keys whose effect is not modelled.
-var dsZeRONotModelled = map[string]bool{
-	"stage3_max_reuse_distance": true, "max_reuse_distance": true, "zero_hpz_partition_size": true,
-	"zero_quantized_weights": true, "zero_quantized_gradients": true, "zero_quantized_nontrainable_weights": true,
-	"mics_shard_size": true, "mics_hierarchical_params_gather": true, "model_persistence_threshold": true,
-	"stage3_module_granularity_threshold": true, "offload_optimizer_ratio": true,
-}
+var dsZeRONotModelled = setOf("stage3_max_reuse_distance", "max_reuse_distance", "zero_hpz_partition_size",
+	"zero_quantized_weights", "zero_quantized_gradients", "zero_quantized_nontrainable_weights",
+	"mics_shard_size", "mics_hierarchical_params_gather", "model_persistence_threshold",
+	"stage3_module_granularity_threshold", "offload_optimizer_ratio")
 
 // dsZeROSection reads zero_optimization: a mapping, or the deprecated
 // boolean, which DeepSpeed reads as stage 1 (true) or 0 (false)

@@ -2,6 +2,7 @@ package trainconfig
 
 import (
 	"strings"
+	"sync"
 )
 
 // ParseTrainingArgs reads Hugging Face TrainingArguments as JSON (the file
@@ -55,13 +56,26 @@ var hfNoEffect = setOf("output_dir", "overwrite_output_dir", "do_train", "do_eva
 var hfNotModelled = setOf("optim_target_modules", "fsdp_min_num_params", "fsdp_transformer_layer_cls_to_wrap",
 	"torch_empty_cache_steps", "activation_offloading", "lora_bias", "use_vllm")
 
-// setOf builds a string set.
-func setOf(keys ...string) map[string]bool {
-	m := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		m[k] = true
-	}
-	return m
+// keySet is a set of config keys. Its map is built on first use, not
+// when the program starts: most runs read no training config.
+type keySet struct {
+	set func() map[string]bool
+}
+
+// setOf returns the set of keys.
+func setOf(keys ...string) *keySet {
+	return &keySet{set: sync.OnceValue(func() map[string]bool {
+		m := make(map[string]bool, len(keys))
+		for _, k := range keys {
+			m[k] = true
+		}
+		return m
+	})}
+}
+
+// has reports whether k is in s; a nil set has no keys.
+func (s *keySet) has(k string) bool {
+	return s != nil && s.set()[k]
 }
 
 // hfPrecision is what the bf16/fp16 flags and the load dtype say.

@@ -91,10 +91,10 @@ func (r *reader) llamaFactory(obj map[string]any) {
 				r.bad(k, v, "a list of module names")
 			}
 		default:
-			if lfNoEffect[k] {
+			if lfNoEffect.has(k) {
 				continue
 			}
-			if lfNotModelled[k] {
+			if lfNotModelled.has(k) {
 				r.ignore(k, reasonNotModelled)
 				continue
 			}

@@ -81,7 +81,7 @@ func (r *reader) torchtune(obj map[string]any) {
 			r.intKey(k, v, "tp")
 		default:
 			switch {
-			case ttNoEffect[k]:
+			case ttNoEffect.has(k):
 			case strings.HasPrefix(k, "ref_") || k == "teacher_model" || k == "kd_loss" || k == "kd_ratio":
 				r.ignore(k, reasonNotModelled) // a second model (DPO reference, distillation teacher)
 			default:

@@ -172,10 +172,10 @@ const (
 // unlisted records a key no case of a format's reader took: name is the
 // key's own name, key its path in the file. Keys in noEffect are
 // dropped silently; the rest are not modelled or unknown.
-func (r *reader) unlisted(name, key string, noEffect, notModelled map[string]bool) {
+func (r *reader) unlisted(name, key string, noEffect, notModelled *keySet) {
 	switch {
-	case noEffect[name]:
-	case notModelled[name]:
+	case noEffect.has(name):
+	case notModelled.has(name):
 		r.ignore(key, reasonNotModelled)
 	default:
 		r.ignore(key, reasonUnknown)

@@ -29,7 +29,7 @@ func TestSettingsSetTheirKey(t *testing.T) {
 	}
 	for key, set := range setters {
 		t.Run(key, func(t *testing.T) {
-			i, ok := jobFieldIndex[key]
+			i, ok := jobFieldIndex()[key]
 			if !ok {
 				t.Fatalf("%q is not a memory.Job JSON key", key)
 			}
