@@ -104,7 +104,9 @@ func (s *setup) scanAdapters() error {
 	l.lowest = s.m.Text.Layers
 	var found bool
 	var err error
-	s.forEachTarget(func(mod *model.Module, in, out int, short string) {
+	rows := s.tab.rows()
+	for _, h := range l.hits {
+		mod, in, out, short := &s.m.Modules[h.mod], h.in, h.out, rows[h.mod].short
 		found = true
 		if l.rank > min(in, out) && err == nil {
 			err = fmt.Errorf("--lora-rank %d is larger than module %s (%d→%d); want a rank <= %d", l.rank, mod.Name, in, out, min(in, out))
@@ -113,14 +115,17 @@ func (s *setup) scanAdapters() error {
 			l.vision = true
 		}
 		if mod.Stack != stackText || mod.Layer < 0 {
-			return
+			continue
 		}
 		l.lowest = min(l.lowest, mod.Layer)
-		if mod.Layer != s.firstLayerOf(mod) {
-			return
+		// Per-layer geometry is counted once, on the first layer group of
+		// each short name, even when groups are split into layer runs
+		// (MoE/dense).
+		if mod.Layer != rows[h.mod].firstLayer {
+			continue
 		}
 		s.addLayerGeometry(short, in, out)
-	})
+	}
 	if err != nil {
 		return err
 	}
@@ -128,20 +133,6 @@ func (s *setup) scanAdapters() error {
 		return fmt.Errorf("--lora-target-modules %s: no Linear of %s matches", strings.Join(l.targets, ","), s.m.ID)
 	}
 	return nil
-}
-
-// firstLayerOf returns the first layer index of the text stack's first
-// module group with the same short name, so per-layer geometry is counted
-// once even when module groups are split into layer runs (MoE/dense).
-func (s *setup) firstLayerOf(mod *model.Module) int {
-	short := lastElem(mod.Name)
-	for i := range s.m.Modules {
-		o := &s.m.Modules[i]
-		if o.Stack == stackText && o.Layer >= 0 && lastElem(o.Name) == short && o.In > 0 {
-			return o.Layer
-		}
-	}
-	return mod.Layer
 }
 
 // addLayerGeometry records one adapted module of a text layer.

@@ -61,6 +61,9 @@ type modRow struct {
 	k     int
 	lname string // the module name in lower case (LoRA target matching)
 	short string // the last dotted element of the name
+	// firstLayer is the first layer of the text stack's first Linear
+	// group with the same short name (setup.firstLayerOf).
+	firstLayer int
 }
 
 // newModTab tabulates m.
@@ -106,5 +109,13 @@ func (t *modTab) init(m *model.Model) {
 			t.embParams += float64(mod.Params)
 		}
 		r.lname, r.short = strings.ToLower(mod.Name), lastElem(mod.Name)
+		r.firstLayer = mod.Layer
+		for j := range m.Modules {
+			o := &m.Modules[j]
+			if o.Stack == stackText && o.Layer >= 0 && o.In > 0 && lastElem(o.Name) == r.short {
+				r.firstLayer = o.Layer
+				break
+			}
+		}
 	}
 }
