@@ -11,11 +11,11 @@ import (
 // groups at full size. An [Estimator] keeps it between calls; the model
 // must not change meanwhile.
 type modTab struct {
-	total     int64              // all parameters
-	active    int64              // parameters one token uses (activeParams)
-	linear    float64            // Σ In·Out·Instances over Linear weights (autocast cache, §2.2)
-	maxLinear float64            // elements of the largest Linear weight but the output head
-	maxHead   float64            // elements of the largest Linear weight, output head included
+	total     int64   // all parameters
+	active    int64   // parameters one token uses (activeParams)
+	linear    float64 // Σ In·Out·Instances over Linear weights (autocast cache, §2.2)
+	maxLinear float64 // elements of the largest Linear weight but the output head
+	maxHead   float64 // elements of the largest Linear weight, output head included
 	// numel and maxNumel are Σ count·numel over every tensor group and the
 	// largest group's numel: the trainable sums of full training when
 	// every module is wholly on the rank (setup.countParams).
@@ -23,9 +23,9 @@ type modTab struct {
 	// headParams and embParams are the parameters of the output head and
 	// final norm, and of the text embedding (gradient phases, modelStates).
 	headParams, embParams float64
-	n         int                // modules
-	inline    [inlineRows]modRow // the rows of a model of at most inlineRows modules
-	more      []modRow           // the rows of a larger model
+	n                     int                // modules
+	inline                [inlineRows]modRow // the rows of a model of at most inlineRows modules
+	more                  []modRow           // the rows of a larger model
 	// frac and fracMore are scratch memory for the per-module rank
 	// fractions of the stage being estimated (setup.fracs): a modTab
 	// belongs to one estimate at a time.
