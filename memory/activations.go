@@ -267,6 +267,80 @@ func selfAttnAct(st *model.Stack, r *actRegime) layerAct {
 	return a
 }
 
+// titanOpSaved is what torchtitan's op-level selective activation
+// checkpointing keeps of one dense layer per token, besides the layer's
+// input that the checkpoint itself holds (torchtitan
+// torchtrain/parallelisms/parallelize_llama.py at 83c879f,
+// no_recompute_list and _get_custom_policy; later
+// torchtitan/models/llama3/infra/parallelize.py _save_list):
+//
+//   - aten.mm outputs, except every second one: the policy counts the mm
+//     calls of each checkpointed block and saves the 1st, 3rd, 5th...
+//     The layer's Linears run in the order q, k, v, o, then w1 (gate),
+//     w3 (up), w2 (down), or fc1, fc2 for a plain MLP; a Linear with a
+//     bias dispatches to addmm, which the policy neither counts nor
+//     saves. For Llama that keeps q (heads·head_dim), v (kv width), the
+//     gate output (FFN width) and the down output (h).
+//   - the SDPA flash/efficient kernel's outputs: the attention output
+//     (heads·head_dim) and its fp32 logsumexp per head. Eager attention
+//     runs bmm and softmax, which are recomputed.
+//   - c10d_functional.reduce_scatter_tensor outputs: with sequence
+//     parallelism, those of the two row-parallel Linears (o and down).
+//
+// Compiled (compiled true), AOTAutograd's partitioner saves a cut
+// between the forward inputs and what backward uses
+// (torch/_functorch/partitioners.py min_cut_rematerialization_partition);
+// the policy's tags ban recomputing a node but do not save what backward
+// never reads. The outputs of the row-parallel Linears (o and down) and
+// their reduce-scatters feed only the residual adds, whose backward
+// needs no input, so compiled they are not kept.
+//
+// Everything else in the block is recomputed in backward. Under tensor
+// parallelism the column-parallel outputs and the attention kernel are
+// split over the ranks; a row-parallel mm output is the full hidden width
+// (partial sums, reduced afterwards). The stored tensors are popped from
+// the policy's cache as the block recomputes (torch/utils/checkpoint.py
+// _CachedTorchDispatchMode.pop_from_storage).
+func titanOpSaved(st *model.Stack, r *actRegime, compiled bool) float64 {
+	h := float64(st.Hidden)
+	heads := float64(st.Heads)
+	q := heads * float64(st.HeadDim)
+	kv := float64(st.KVHeads) * float64(st.HeadDim)
+	f := float64(st.Intermediate)
+	tp := max(r.tp, 1)
+	type linear struct {
+		width float64 // output width on a rank
+		bias  bool
+		row   bool // row-parallel: its output feeds the residual add
+	}
+	lins := [7]linear{{q / tp, st.AttnBias, false}, {kv / tp, st.AttnBias, false}, {kv / tp, st.AttnBias, false}, {h, st.OutBias, true}}
+	n := 4
+	if st.MLP == model.PlainMLP {
+		lins[4], lins[5] = linear{f / tp, st.MLPBias, false}, linear{h, st.MLPBias, true}
+		n = 6
+	} else {
+		lins[4], lins[5], lins[6] = linear{f / tp, st.MLPBias, false}, linear{f / tp, st.MLPBias, false}, linear{h, st.MLPBias, true}
+		n = 7
+	}
+	saved, mm := 0.0, 0
+	for _, l := range lins[:n] {
+		if l.bias {
+			continue // addmm: not in the policy's list
+		}
+		mm++
+		if mm%2 == 1 && !(compiled && l.row) {
+			saved += r.c * l.width
+		}
+	}
+	if r.attn != trAttnEager {
+		saved += (r.c*q + 4*heads) / tp
+	}
+	if r.sp && tp > 1 && !compiled {
+		saved += 2 * r.c * h / tp
+	}
+	return saved
+}
+
 // crossAttnAct is an encoder-decoder cross-attention block: its norm, q,
 // output and logsumexp per decoder token, plus k and v of the encoder
 // memory (taken as as many tokens as the decoder's).

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/gpumem/gpumem/model"
@@ -88,6 +89,106 @@ func TestLoRAActLitGPT(t *testing.T) {
 				if a.lin != tt.wantLayer || a.quad != 0 {
 					t.Errorf("layer saves %v B/token (+%v per key), want %v", a.lin, a.quad, tt.wantLayer)
 				}
+			}
+		})
+	}
+}
+
+// TestTitanOpCheckpoint pins torchtitan's op-level selective
+// checkpointing on tiny bf16 models (h = 64, 4 heads of 16, FFN 256,
+// 2 layers, batch 2 × 64 tokens). Per token and layer the checkpoint
+// holds the layer input (2h) and what the policy keeps: every other mm
+// output, counting from the first, and the SDPA output with its fp32
+// logsumexp (4 B per head). Llama with GQA (kv width 32): q 2·64, v 2·32,
+// gate 2·256, down 2·64, attention output 2·64 + 16 = 976 B. With biases
+// on q/k/v (addmm, not counted) the mm calls are o, gate, up, down, so o
+// and up are kept: 2·64 + 2·256 + 144 = 784 B. Eager attention keeps no
+// kernel output: 832 B.
+func TestTitanOpCheckpoint(t *testing.T) {
+	const tinyQwen2 = `{"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "hidden_size": 64,
+		"num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 256, "num_hidden_layers": 2,
+		"vocab_size": 1000, "max_position_embeddings": 2048}`
+	const n, input = 2 * 64.0, 2 * 64.0
+	tests := []struct {
+		name string
+		cfg  string
+		attn string
+		kept float64 // per token and layer, besides the input
+	}{
+		{"llama GQA sdpa", tinyLlamaGQA, "sdpa", 2*64 + 2*32 + 2*256 + 2*64 + 2*64 + 4*4},
+		{"llama MHA flash", tinyLlama, "flash", 2*64 + 2*64 + 2*256 + 2*64 + 2*64 + 4*4},
+		{"qwen2 q/k/v biases", tinyQwen2, "sdpa", 2*64 + 2*256 + 2*64 + 4*4},
+		{"llama GQA eager", tinyLlamaGQA, "eager", 2*64 + 2*32 + 2*256 + 2*64},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := parseTiny(t, tt.cfg)
+			job := Job{Framework: "torchtitan", GradCheckpoint: "op", Attention: tt.attn, Dtype: "bf16", MasterWeights: "none",
+				MicroBatch: 2, SeqLen: 64, Optimizer: "adamw_torch"}
+			var s setup
+			if err := s.init(m, job); err != nil {
+				t.Fatal(err)
+			}
+			if s.ckpt != ckptOp {
+				t.Fatalf("ckpt mode %v, want ckptOp", s.ckpt)
+			}
+			a := s.activations()
+			if a.opKept != tt.kept*n {
+				t.Errorf("policy keeps %v B per layer, want %v (%v per token)", a.opKept, tt.kept*n, tt.kept)
+			}
+			if want := (input + tt.kept) * n; a.ckpt != want || a.nckpt != 2 || a.fwd != 2*want {
+				t.Errorf("checkpoint %v B × %d layers, forward %v B; want %v × 2 = %v", a.ckpt, a.nckpt, a.fwd, want, 2*want)
+			}
+			// Backward of the top layer: the other layer's checkpoint, this
+			// layer's input and its whole recomputed inventory.
+			if want := a.ckpt + input*n + a.layer; a.top != want {
+				t.Errorf("top of backward %v B, want %v", a.top, want)
+			}
+			if a.top >= a.fwd+a.layer {
+				t.Errorf("top of backward %v B counts the popped policy outputs twice (forward %v + layer %v)", a.top, a.fwd, a.layer)
+			}
+		})
+	}
+}
+
+// TestTitanOpResolution checks which jobs read "op" as torchtitan's
+// policy: torchtitan full training; other frameworks keep selective
+// recompute; adapters and MoE models are errors naming the flag.
+func TestTitanOpResolution(t *testing.T) {
+	const tinyMoE = `{"model_type": "mixtral", "architectures": ["MixtralForCausalLM"], "hidden_size": 64,
+		"num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "num_hidden_layers": 2,
+		"num_local_experts": 4, "num_experts_per_tok": 2, "vocab_size": 1000, "max_position_embeddings": 2048}`
+	tests := []struct {
+		name    string
+		cfg     string
+		job     Job
+		want    ckptMode
+		wantErr string
+	}{
+		{"torchtitan", tinyLlama, Job{Framework: "torchtitan", GradCheckpoint: "op"}, ckptOp, ""},
+		{"torchtitan frozen layers", tinyLlama, Job{Framework: "torchtitan", GradCheckpoint: "OP", Trainable: []string{"top:1"}}, ckptOp, ""},
+		{"hf op is selective recompute", tinyLlama, Job{GradCheckpoint: "op"}, ckptSelective, ""},
+		{"torchtitan selective is every 2nd layer", tinyLlama, Job{Framework: "torchtitan", GradCheckpoint: "selective"}, ckptEveryN, ""},
+		{"torchtitan lora", tinyLlama, Job{Framework: "torchtitan", GradCheckpoint: "op", Method: "lora", LoRARank: 8}, 0, "--grad-checkpoint op"},
+		{"torchtitan moe", tinyMoE, Job{Framework: "torchtitan", GradCheckpoint: "op"}, 0, "mixture-of-experts"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := parseTiny(t, tt.cfg)
+			tt.job.SeqLen, tt.job.Dtype = 64, "bf16"
+			var s setup
+			err := s.init(m, tt.job)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one mentioning %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.ckpt != tt.want {
+				t.Errorf("ckpt mode %v, want %v", s.ckpt, tt.want)
 			}
 		})
 	}

@@ -14,7 +14,8 @@ type actTotals struct {
 	bottom  float64 // alive while the last recording layer's backward runs
 	trans   float64 // one layer's backward transient
 	layer   float64 // one (the largest) full layer inventory, all tokens
-	ckpt    float64 // one layer checkpoint (the layer input)
+	ckpt    float64 // one layer checkpoint (the layer input; with ckptOp also what the policy keeps)
+	opKept  float64 // ckptOp: what the policy keeps of one layer besides its input
 	nrec    int     // text layers that record a graph
 	nckpt   int     // text layers holding a checkpoint
 	out     float64 // outside the layers: final norm + lm_head input + input ids
@@ -197,6 +198,13 @@ func (s *setup) finishActs(t *actTotals, r *actRegime, sum, first, last layerAct
 	t.trans = layerBackwardTransient(st, r).bytes(n, kvLen)
 	// activation_scale scales the whole row, checkpoints included.
 	t.ckpt = s.residual * float64(st.Hidden) * n * s.c[cActivationScale]
+	if s.ckpt == ckptOp {
+		// The policy's kept outputs are matmul and kernel results, which
+		// compile_activation_factor (fused elementwise kernels) does not
+		// shrink: activation_scale only.
+		t.opKept = titanOpSaved(st, r, s.compile) * n * s.c[cActivationScale]
+		t.ckpt += t.opKept
+	}
 	s.layerPhases(t, full, first.bytes(n, kvLen)*scale, last.bytes(n, kvLen)*scale)
 	if k := s.dist.inFlight; k > 1 {
 		// A pipeline stage keeps the activations of k micro-batches (§4.7).
@@ -272,6 +280,20 @@ func (s *setup) layerPhases(t *actTotals, full, bottomLayer, topLayer float64) {
 		t.fwd = ck
 		t.top = ck + topLayer
 		t.bottom = t.ckpt + bottomLayer
+	case ckptOp:
+		// Every recording layer keeps its input and the policy's outputs
+		// through forward. The layer in backward has popped its outputs
+		// from the policy's cache while recomputing: those its recomputed
+		// graph saves are in its full inventory, the rest are freed.
+		t.nckpt = t.nrec
+		if t.nrec == 0 {
+			t.fwd, t.top, t.bottom = 0, 0, 0
+			break
+		}
+		ck := float64(t.nckpt) * t.ckpt
+		t.fwd = ck
+		t.top = ck - t.opKept + topLayer
+		t.bottom = t.ckpt - t.opKept + bottomLayer
 	case ckptEveryN:
 		k := int(math.Ceil(float64(t.nrec) / float64(s.ckptEvery)))
 		t.nckpt = k
