@@ -217,6 +217,9 @@ func benchSearch(b *testing.B, m *model.Model, base memory.Job, g gpu.GPU, space
 	if p.Evaluated < minEvals {
 		b.Fatalf("only %d layouts evaluated, want at least %d", p.Evaluated, minEvals)
 	}
+	// layouts/op counts estimates made; decided/op also counts the
+	// layout and micro-batch pairs bisection settled without estimating.
 	b.ReportMetric(float64(p.Evaluated), "layouts/op")
+	b.ReportMetric(float64(p.Evaluated+p.Pruned), "decided/op")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(max(p.Evaluated, 1)), "ns/layout")
 }
