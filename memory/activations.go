@@ -60,6 +60,38 @@ type actRegime struct {
 	// constants attn_act_factor_fa / attn_act_factor_no_fa and
 	// mlp_act_factor (× hidden × bytes of a compute-dtype element).
 	attnOver, mlpOver float64
+	// noGradIn is true for the lowest adapted layer of a LoRA job, whose
+	// input (the frozen embedding's output, or a frozen layer's) does not
+	// require grad (see [gradFlow]).
+	noGradIn bool
+}
+
+// gradFlow says which tensors of an adapted layer require grad when its
+// input does not. Autograd saves a tensor for an op only when some input
+// of the op requires grad (derivatives.yaml formulas are recorded only
+// then; a custom Function's ctx is dropped with no graph to attach it
+// to), and a frozen weight makes nothing require grad: only an adapter's
+// output does, and what is computed from it.
+type gradFlow struct {
+	attn bool // q/k/v: an adapter on q, k, v or the fused qkv
+	out  bool // the attention block's output: attn, or an adapter on o
+	mlp  bool // the MLP block's input: out, unless the block reads the layer input (parallel residual)
+	hid  bool // the MLP hidden state: mlp, or an adapter on gate/up
+}
+
+// flow returns the layer's gradFlow: everything requires grad unless
+// r.noGradIn.
+func (r *actRegime) flow(st *model.Stack) gradFlow {
+	if !r.noGradIn || r.lora == nil {
+		return gradFlow{true, true, true, true}
+	}
+	g := r.lora
+	var f gradFlow
+	f.attn = g.attnIn+g.qkvIn > 0
+	f.out = f.attn || g.oIn > 0
+	f.mlp = f.out && !st.ParallelBlock
+	f.hid = f.mlp || g.mlpIn > 0
+	return f
 }
 
 // normAct is what one normalisation saves (MODEL.md §4.3.1, §4.3.7): the
@@ -158,6 +190,7 @@ func decoderLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerAct {
 func splitDecoderLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerSplit {
 	h := float64(st.Hidden)
 	var p layerSplit
+	fl := r.flow(st)
 	p.attnNorm = normAct(st, r, h, 3, r.trainW)
 	p.mlpNorm = normAct(st, r, h, 2, r.trainW)
 	if st.ParallelBlock {
@@ -165,19 +198,39 @@ func splitDecoderLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerS
 		// parallel residual): two norms saving the same input tensor.
 		p.mlpNorm -= r.resid * h
 	}
+	if r.noGradIn {
+		// A frozen norm whose input does not require grad saves nothing
+		// (its output is saved by the adapters that read it, in loraAct).
+		p.attnNorm = 0
+		if !fl.mlp {
+			p.mlpNorm = 0
+		}
+	}
 	if r.extraNorms > 0 {
-		// Post-norms feed the residual add, not a Linear.
-		p.postNorms = r.extraNorms * normAct(st, r, h, 0, false)
+		// Post-norms feed the residual add, not a Linear; each saves
+		// only when its block's output requires grad.
+		post := r.extraNorms * normAct(st, r, h, 0, false)
+		switch {
+		case fl.out && (fl.hid || r.lora == nil || r.lora.downIn > 0):
+			p.postNorms = post
+		case fl.out || fl.hid || r.lora.downIn > 0:
+			p.postNorms = post / 2
+		}
 	}
-	if lt.Attention != model.NoSelfAttention {
-		p.attn = p.attn.add(selfAttnAct(st, r))
+	if fl.attn {
+		if lt.Attention != model.NoSelfAttention {
+			p.attn = p.attn.add(selfAttnAct(st, r))
+		}
+		if lt.CrossAttention {
+			p.attn = p.attn.add(crossAttnAct(st, r))
+		}
 	}
-	if lt.CrossAttention {
-		p.attn = p.attn.add(crossAttnAct(st, r))
-	}
-	if lt.MoE && st.MoE != nil {
+	switch {
+	case !fl.hid:
+		// Nothing in the MLP requires grad before the down projection.
+	case lt.MoE && st.MoE != nil:
 		p.mlp += moeAct(st, r)
-	} else {
+	default:
 		p.mlp += mlpAct(st, r, float64(st.Intermediate))
 	}
 	if r.lora != nil {
@@ -206,20 +259,32 @@ func bnbInputs(st *model.Stack, r *actRegime) (attn, mlp float64) {
 	if st.MoE != nil && f == 0 {
 		f = float64(st.MoE.ExpertFFN)
 	}
-	attn = r.c * h
-	mlp = r.c * (h + f)
-	if r.sepOut {
+	// MatMul4Bit keeps A only when an input needs grad (ctx.needs_input_grad):
+	// in a layer whose input does not require grad, only the inputs
+	// computed from an adapter's output.
+	fl := r.flow(st)
+	inAttn, inO, inMLP, inDown := !r.noGradIn, fl.attn, fl.mlp, fl.hid
+	if inAttn {
+		attn = r.c * h
+	}
+	if r.sepOut && inO {
 		attn += r.c * float64(st.Heads) * float64(st.HeadDim)
+	}
+	if inMLP {
+		mlp += r.c * h
+	}
+	if inDown {
+		mlp += r.c * f
 	}
 	if g := r.lora; g != nil && r.dropout == 0 && r.adapterB == r.c && !r.amp {
 		// The adapters' shared inputs (counted by loraAct) are these tensors.
-		if g.attnIn+g.qkvIn > 0 {
+		if g.attnIn+g.qkvIn > 0 && inAttn {
 			attn -= r.c * h
 		}
-		if g.mlpIn > 0 {
+		if g.mlpIn > 0 && inMLP {
 			mlp -= r.c * h
 		}
-		if g.downIn > 0 {
+		if g.downIn > 0 && inDown {
 			mlp -= r.c * f
 		}
 	}
@@ -465,25 +530,38 @@ func loraAct(st *model.Stack, r *actRegime) (attn, mlp float64) {
 	mlp = (g.rankOut - g.attnRank) * r.adapterB
 	if !r.loraFA {
 		own := r.adapterB != r.c || r.amp // the adapter makes its own cast of x
-		per := 0.0
+		per, mask := 0.0, 0.0
 		switch {
 		case r.dropout > 0 && r.amp:
-			per = 1 + 2 // dropout mask + autocast bf16 copy for lora_A
+			per, mask = 2, 1 // autocast bf16 copy for lora_A + dropout mask
 		case r.dropout > 0:
-			per = 1 + r.adapterB // dropout mask + dropout output in the adapter dtype
+			per, mask = r.adapterB, 1 // dropout output in the adapter dtype + mask
 		case r.amp:
 			per = 2
 		case own:
 			per = r.adapterB
 		}
+		// Dropout keeps its mask only when its input requires grad; lora_A
+		// keeps its input either way (its weight trains).
+		fl := r.flow(st)
+		maskOf := func(grad bool) float64 {
+			if grad {
+				return mask
+			}
+			return 0
+		}
 		if per > 0 {
-			attn += per * (qkvIn*h + float64(g.oIn)*q)
-			mlp += per * (float64(g.mlpIn)*h + float64(g.downIn)*f)
+			attn += (per+maskOf(!r.noGradIn))*qkvIn*h + (per+maskOf(fl.attn))*float64(g.oIn)*q
+			mlp += (per+maskOf(fl.mlp))*float64(g.mlpIn)*h + (per+maskOf(fl.hid))*float64(g.downIn)*f
 		} else {
 			// Shared inputs: the frozen inventory lacks the norm outputs and
-			// the down-projection input; the attention output is already kept.
+			// the down-projection input; the attention output is kept by the
+			// kernel when q, k or v require grad.
 			if g.attnIn+g.qkvIn > 0 {
 				attn += r.c * h
+			}
+			if g.oIn > 0 && !fl.attn {
+				attn += r.c * q
 			}
 			if g.mlpIn > 0 {
 				mlp += r.c * h

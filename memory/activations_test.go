@@ -193,3 +193,96 @@ func TestTitanOpResolution(t *testing.T) {
 		})
 	}
 }
+
+// TestLoRAFirstAdaptedLayer pins what the lowest adapted layer saves when
+// its input (the frozen embedding's output) does not require grad, per
+// token, in bf16 with dropout 0.05 and rank 8 (h = 64, FFN 256, 4 heads).
+// Autograd saves for an op only when one of its inputs requires grad, so
+// the frozen input norm keeps nothing, dropout keeps no mask on an input
+// that does not require grad (lora_A still keeps the dropout output), and
+// a block no adapter output reaches keeps nothing.
+//
+//   - litgpt GPT-NeoX q,v (parallel residual): adapter 2h + 2·2r + zero_pad
+//     source 2·2h; q, k after RoPE 4h; the qkv output v views 6h; kernel
+//     output 2h + 16; the MLP reads the layer input through its norm and
+//     has no adapter: nothing. 18h + 4r + 16 against 21h + 2f + 4r + 16
+//     above it (LayerNorm input 2h, GELU input 2f, dropout mask h).
+//   - HF Llama q,v (bf16 adapters): dropouts 2·2h + lora_A 2·2r; q, k, v
+//     6h, kernel output 2h + 16; the MLP's input requires grad, so its
+//     norm's fp32 input 4h and gate, SiLU and up outputs 3·2f. Layers
+//     above add the attention norm's fp32 input 4h and two masks 2h.
+//   - HF Llama down_proj only: nothing before the down projection
+//     requires grad; its adapter keeps the dropout output 2f and lora_A's
+//     output 2r.
+func TestLoRAFirstAdaptedLayer(t *testing.T) {
+	const h, f, r = 64.0, 256.0, 8.0
+	tests := []struct {
+		name         string
+		cfg          string
+		job          Job
+		first, above float64
+	}{
+		{"litgpt neox q,v", tinyNeoX, tinyLoRAJob("litgpt", "q_proj", "v_proj"), 18*h + 4*r + 16, 21*h + 2*f + 4*r + 16},
+		{"hf llama q,v", tinyLlama, bf16Adapters(tinyLoRAJob("hf", "q_proj", "v_proj")), 4*h + 4*r + 8*h + 16 + 4*h + 6*f,
+			4*h + 4*r + 8*h + 16 + 4*h + 6*f + 4*h + 2*h},
+		{"hf llama down only", tinyLlama, bf16Adapters(tinyLoRAJob("hf", "down_proj")), 2*f + 2*r, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := parseTiny(t, tt.cfg)
+			var s setup
+			if err := s.init(m, tt.job); err != nil {
+				t.Fatal(err)
+			}
+			if !s.loraInputNoGrad(0) {
+				t.Fatal("layer 0's input should not require grad")
+			}
+			rg := s.regime()
+			above := decoderLayer(&m.Text, layerTypeAt(&m.Text, 1), &rg)
+			rg.noGradIn = true
+			first := decoderLayer(&m.Text, layerTypeAt(&m.Text, 0), &rg)
+			if first.lin != tt.first || first.quad != 0 {
+				t.Errorf("first adapted layer saves %v B/token (+%v per key), want %v", first.lin, first.quad, tt.first)
+			}
+			if tt.above > 0 && above.lin != tt.above {
+				t.Errorf("layers above save %v B/token, want %v", above.lin, tt.above)
+			}
+			// The stack's total counts the first layer once.
+			a := s.activations()
+			if want := above.lin + first.lin; a.perTok.lin != want {
+				t.Errorf("two layers save %v B/token, want %v + %v", a.perTok.lin, above.lin, first.lin)
+			}
+		})
+	}
+}
+
+// TestLoRAInputRequiresGrad lists the jobs whose lowest adapted layer has
+// an input that requires grad, so it saves what the layers above save.
+func TestLoRAInputRequiresGrad(t *testing.T) {
+	m := parseTiny(t, tinyLlama)
+	base := bf16Adapters(tinyLoRAJob("hf", "q_proj", "v_proj"))
+	tests := []struct {
+		name string
+		edit func(*Job)
+		want bool // input does not require grad
+	}{
+		{"hf without checkpointing", func(*Job) {}, true},
+		{"hf checkpointing: enable_input_require_grads", func(j *Job) { j.GradCheckpoint = "full" }, false},
+		{"litgpt checkpointing", func(j *Job) { j.Framework, j.GradCheckpoint = "litgpt", "full" }, true},
+		{"trainable embedding (modules_to_save)", func(j *Job) { j.Trainable = []string{"embedding"} }, false},
+		{"full fine-tuning", func(j *Job) { j.Method = "full" }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			job := base
+			tt.edit(&job)
+			var s setup
+			if err := s.init(m, job); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.loraInputNoGrad(0); got != tt.want {
+				t.Errorf("layer 0 input without grad: %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -132,6 +132,9 @@ func (s *setup) activations() actTotals {
 	t.nrec = max(hi-lo, 0)
 	// Per-layer inventories by layer type, summed over recording layers.
 	encoderOnly := !st.Causal && s.m.Encoder == nil && st.Norm == model.LayerNorm
+	// The lowest adapted layer, when its input does not require grad,
+	// saves less than the layers above it (gradFlow).
+	noGradLo := t.nrec > 0 && !encoderOnly && s.loraInputNoGrad(lo)
 	var sum, first, last layerAct
 	if s.uniformLayers(lo, hi) {
 		// Fast path: every recording layer has the same type and trains
@@ -146,7 +149,16 @@ func (s *setup) activations() actTotals {
 		}
 		k := float64(t.nrec)
 		sum, first, last = layerAct{a.lin * k, a.quad * k}, a, a
-		t.layer = a.bytes(n, kvLen) * scale
+		if noGradLo {
+			r.noGradIn = true
+			first = decoderLayer(st, layerTypeAt(st, lo), &r)
+			r.noGradIn = false
+			sum = layerAct{a.lin*(k-1) + first.lin, a.quad*(k-1) + first.quad}
+			if t.nrec == 1 {
+				last = first
+			}
+		}
+		t.layer = max(a.bytes(n, kvLen), first.bytes(n, kvLen)) * scale
 		return s.finishActs(&t, &r, sum, first, last, n, kvLen, scale)
 	}
 	// Layers repeat a few types: compute each (type, trains) inventory once.
@@ -167,7 +179,12 @@ func (s *setup) activations() actTotals {
 				break
 			}
 		}
-		if !hit {
+		switch {
+		case i == lo && noGradLo:
+			r.trainW, r.noGradIn = train, true
+			a = decoderLayer(st, lt, &r)
+			r.noGradIn = false
+		case !hit:
 			r.trainW = train
 			if encoderOnly {
 				r.postLN = true
@@ -187,6 +204,39 @@ func (s *setup) activations() actTotals {
 	}
 	r.trainW = s.method == MethodFull
 	return s.finishActs(&t, &r, sum, first, last, n, kvLen, scale)
+}
+
+// loraInputNoGrad reports whether layer lo, the lowest recording layer
+// of this rank, is the lowest adapted layer of a LoRA job and its input
+// does not require grad: nothing below it trains (no trainable
+// embedding, vision tower, projector or layer), it is not a pipeline
+// stage's first layer fed by another stage (received activations
+// require grad), and HF's checkpointing does not make the embedding
+// output require grad (enable_input_require_grads, MODEL.md §5.2).
+func (s *setup) loraInputNoGrad(lo int) bool {
+	if s.method != MethodLoRA && s.method != MethodQLoRA {
+		return false
+	}
+	t := &s.trainable
+	switch {
+	case s.lora.lowest != lo || t.lowest != lo:
+		return false
+	case lo == s.dist.stageLo && !s.dist.first:
+		return false
+	case s.framework == FrameworkHF && s.ckpt != ckptNone:
+		return false
+	case t.vision || t.projector || s.lora.vision:
+		return false
+	case t.lo <= t.hi && t.lo <= lo:
+		return false
+	}
+	for i := range s.m.Modules {
+		mod := &s.m.Modules[i]
+		if mod.Component == compEmbedding && mod.Stack == stackText && t.fraction(mod) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // finishActs turns the summed layer inventories into the phase terms and
