@@ -127,6 +127,53 @@ func (s *setup) fsdpPools(t *trainParts) (fsdpPools, bool) {
 	return p, true
 }
 
+// zero3Pools are the communication-stream pools of a DeepSpeed ZeRO-3
+// job with overlap_comm (on by default for stage 3), which puts its
+// collectives on streams of their own (v0.14 and later):
+//
+//   - all-gather: PartitionedParameterCoordinator runs every fetch under
+//     its __allgather_stream (parameter_offload.py creates it when
+//     overlap_comm), and all_gather_coalesced allocates the gathered
+//     parameters there (partition_parameters.py; the multi-parameter
+//     path also its flat gather buffer, cut into the parameters with
+//     torch.cat before it is freed); free_param releases them into that
+//     stream's pool. The pool is the gathered working set, which the
+//     comm_buffers row counts as allocated from forward to the end of
+//     backward, not at the optimizer step.
+//   - reduce: __reduce_and_partition_ipg_grads runs on
+//     reduce_and_partition_stream; with reduce_scatter on (the default)
+//     reduce_scatter_coalesced (runtime/comm/coalesced_collectives.py)
+//     torch.cat's the bucket's gradients, interleaved by rank, into a new
+//     flat buffer of the bucket's size in the gradient dtype (no copy for
+//     a bucket of one tensor that divides evenly; buckets that collect
+//     several tensors are taken here), and the rank's partition, a view of
+//     it, is copied into the persistent gradient partitions. No phase
+//     counts the buffer as allocated.
+//
+// The IPG bucket and the gradient partitions are allocated once on the
+// compute stream; the autograd gradients copied into the bucket are
+// record_stream'ed to the reduce stream, which delays their reuse but
+// keeps them in the compute stream's pool.
+func (s *setup) zero3Pools(t *trainParts) (fsdpPools, bool) {
+	d := &s.dist
+	if d.single || d.engine != engineDeepSpeed || d.zero != 3 {
+		return fsdpPools{}, false
+	}
+	k := s.deepspeedKnobs()
+	if !k.overlap {
+		return fsdpPools{}, false
+	}
+	var p fsdpPools
+	p.gather = s.zero3Gathered(&k)
+	p.reduce = min(k.reduce, t.p.trainable) * s.gradElemBytes(false)
+	for ph := range numPhases {
+		if ph != phStep {
+			p.live[ph] = p.gather
+		}
+	}
+	return p, true
+}
+
 // streamCache returns the reserved bytes FSDP's communication-stream
 // pools add to the allocated peak, with the pools: the compute stream
 // reserves the largest phase total without the pools' live part, the
@@ -134,6 +181,9 @@ func (s *setup) fsdpPools(t *trainParts) (fsdpPools, bool) {
 // subtracted. It returns false for jobs without such pools.
 func (s *setup) streamCache(t *trainParts) (cache float64, pools fsdpPools, ok bool) {
 	pools, ok = s.fsdpPools(t)
+	if !ok {
+		pools, ok = s.zero3Pools(t)
+	}
 	if !ok {
 		return 0, pools, false
 	}
@@ -154,9 +204,9 @@ func (s *setup) streamCache(t *trainParts) (cache float64, pools fsdpPools, ok b
 }
 
 // trainOverheads is [runtimeOverheads] for a training stage whose parts
-// are computed: an FSDP job gets its communication-stream pools as the
-// stream_cache row (and the training fragmentation for the compute
-// stream).
+// are computed: an FSDP job, or a ZeRO-3 job with overlap_comm, gets its
+// communication-stream pools as the stream_cache row (and the training
+// fragmentation for the compute stream).
 func (s *setup) trainOverheads(t *trainParts) Overheads {
 	o := runtimeOverheads(&s.job, &s.c)
 	if cache, p, ok := s.streamCache(t); ok {
@@ -167,7 +217,8 @@ func (s *setup) trainOverheads(t *trainParts) Overheads {
 
 // Formula and source of the stream_cache row.
 const (
-	streamCacheFormula = "FSDP all-gather pool + reduce-scatter pool (sharded gradients, unsharded reduce-dtype gradients) − the part the allocated peak holds"
+	streamCacheFormula = "all-gather stream pool + reduce stream pool (FSDP: sharded gradients, unsharded reduce-dtype gradients; ZeRO-3: the bucket's flat reduce-scatter copy) − the part the allocated peak holds"
 	streamCacheSource  = "MODEL.md §10: pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp (blocks reused on their own stream only); " +
-		"torch/distributed/_composable/fsdp/_fsdp_collectives.py foreach_all_gather, foreach_reduce_scatter (later foreach_reduce); torch/distributed/fsdp/_runtime_utils.py _post_backward_hook, _reduce_grad"
+		"torch/distributed/_composable/fsdp/_fsdp_collectives.py foreach_all_gather, foreach_reduce_scatter (later foreach_reduce); torch/distributed/fsdp/_runtime_utils.py _post_backward_hook, _reduce_grad; " +
+		"deepspeed/runtime/zero/partitioned_param_coordinator.py __allgather_stream, stage3.py reduce_and_partition_stream, runtime/comm/coalesced_collectives.py reduce_scatter_coalesced"
 )

@@ -121,7 +121,7 @@ func TestFSDPPoolsEngines(t *testing.T) {
 	}{
 		{"single GPU", Job{SeqLen: 512}, false, false, 0},
 		{"ddp", Job{Engine: "ddp", NumGPUs: 8, SeqLen: 512}, false, false, 0},
-		{"deepspeed zero-3", Job{Engine: "deepspeed", ZeRO: 3, NumGPUs: 8, SeqLen: 512}, false, false, 0},
+		{"deepspeed zero-3", Job{Engine: "deepspeed", ZeRO: 3, NumGPUs: 8, SeqLen: 512}, false, false, 0}, // zero3Pools
 		{"fsdp no_shard", Job{Engine: "fsdp", FSDPStrategy: "no_shard", NumGPUs: 8, SeqLen: 512}, false, false, 0},
 		{"fsdp full_shard", Job{Engine: "fsdp", NumGPUs: 8, SeqLen: 512}, true, true, 0},
 		{"fsdp hybrid_shard", Job{Engine: "fsdp", FSDPStrategy: "hybrid_shard", NumGPUs: 16, Nodes: 2, SeqLen: 512}, true, true, 0},
@@ -151,8 +151,9 @@ func TestFSDPPoolsEngines(t *testing.T) {
 				t.Errorf("reduce pool %.1f MiB, want at most %v MiB", p.reduce/(1<<20), tt.reduceAtMostMB)
 			}
 			o := s.trainOverheads(&tp)
-			if (o.StreamCache > 0) != tt.pools {
-				t.Errorf("stream cache %d, want present=%v", o.StreamCache, tt.pools)
+			_, zero3 := s.zero3Pools(&tp)
+			if (o.StreamCache > 0) != (tt.pools || zero3) {
+				t.Errorf("stream cache %d, want present=%v", o.StreamCache, tt.pools || zero3)
 			}
 			for ph, l := range p.live {
 				if l < 0 || l > p.gather+p.reduce {
@@ -235,6 +236,66 @@ func TestTorchtitanStreamCache(t *testing.T) {
 			res := float64(o.Reserved(r.PerGPU.AllocatedPeakBytes)) / (1 << 30)
 			if e := 100 * (res - tt.measuredGiB) / tt.measuredGiB; e < tt.loPct || e > tt.hiPct {
 				t.Errorf("reserved %.2f GiB vs logged %.2f GiB: %+.1f %%, want within [%v, %v] %%", res, tt.measuredGiB, e, tt.loPct, tt.hiPct)
+			}
+		})
+	}
+}
+
+// TestZeRO3Pools pins DeepSpeed ZeRO-3's stream pools on the tiny
+// 2-layer decoder (hidden 64, FFN 128, vocabulary 1000, untied head) in
+// bf16 over 2 ranks with DeepSpeed's own bucket sizes: the gathered
+// working set is the largest module (the 1000×64 embedding or head)
+// plus the prefetch bucket of 5e7 parameters (below the 1e9 of
+// stage3_max_live_parameters), in bf16; the reduce pool is one flat reduce-scatter copy of a bucket, here every
+// trainable parameter (2·41088 + 128064 < reduce_bucket_size 5e8) in
+// bf16. Without overlap_comm both run on the compute stream: no pools,
+// and fragmentation_sharded stays.
+func TestZeRO3Pools(t *testing.T) {
+	m := testModel(denseShape{id: "tiny", layers: 2, hidden: 64, heads: 4, kvHeads: 4, ffn: 128, vocab: 1000, maxPos: 512})
+	const params = 2*(4*64*64+3*64*128+2*64) + 2*1000*64 + 64
+	off := false
+	tests := []struct {
+		name           string
+		job            Job
+		gather, reduce float64
+		frag           string
+	}{
+		{"overlap_comm (default)", Job{}, (64000 + 5e7) * 2, params * 2, "fragmentation"},
+		{"prefetch 1000", Job{PrefetchBucketSize: 1000}, (64000 + 1000) * 2, params * 2, "fragmentation"},
+		{"reduce bucket 5000", Job{ReduceBucketSize: 5000}, (64000 + 5e7) * 2, 5000 * 2, "fragmentation"},
+		{"max live 1e6", Job{MaxLiveParameters: 1e6}, 1e6 * 2, params * 2, "fragmentation"},
+		{"no overlap_comm", Job{OverlapComm: &off}, 0, 0, "fragmentation_sharded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			job := tt.job
+			job.Engine, job.ZeRO, job.NumGPUs, job.SeqLen, job.Framework = "deepspeed", 3, 2, 16, "deepspeed"
+			var s setup
+			if err := s.init(m, job); err != nil {
+				t.Fatal(err)
+			}
+			var tp trainParts
+			s.stageParts(&tp)
+			p, ok := s.zero3Pools(&tp)
+			if ok != (tt.gather > 0) {
+				t.Fatalf("pools %v, want %v", ok, tt.gather > 0)
+			}
+			if p.gather != tt.gather || p.reduce != tt.reduce {
+				t.Errorf("pools gather %v reduce %v, want %v and %v", p.gather, p.reduce, tt.gather, tt.reduce)
+			}
+			// The gathered parameters are allocated from forward to the
+			// end of backward, not at the step; the reduce copy never.
+			for ph, l := range p.live {
+				if want := tt.gather; (ph == phStep && l != 0) || (ph != phStep && l != want) {
+					t.Errorf("phase %d: live %v", ph, l)
+				}
+			}
+			o := s.trainOverheads(&tp)
+			if o.FragmentationName != tt.frag {
+				t.Errorf("fragmentation %s, want %s", o.FragmentationName, tt.frag)
+			}
+			if ok && (o.StreamCache <= 0 || float64(o.StreamCache) > p.gather+p.reduce+1) {
+				t.Errorf("stream cache %d outside (0, pools %v]", o.StreamCache, p.gather+p.reduce)
 			}
 		})
 	}

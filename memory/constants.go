@@ -81,7 +81,7 @@ var constantTable = [numConstants]ConstantInfo{
 	cFragmentationSharded: {
 		Name: "fragmentation_sharded", Default: 0.15, Unit: "fraction", Min: 0, Max: 2,
 		Source:      "MODEL.md §15.11 (the ZeRO-3 record sits 13-22 % above an allocated-based estimate); FSDP/ZeRO-3 all-gather and reduce-scatter run on their own CUDA streams, whose blocks the caching allocator pools per stream",
-		Description: "training with sharded parameters whose stream pools are not modelled (DeepSpeed ZeRO-3; FSDP only through RuntimeOverheads, which has no model): reserved = allocated × (1 + fragmentation_sharded); FSDP training counts its pools as the stream_cache row and uses fragmentation",
+		Description: "training with sharded parameters whose stream pools are not modelled (FSDP and ZeRO-3 through RuntimeOverheads, which has no model; ZeRO-3 without overlap_comm): reserved = allocated × (1 + fragmentation_sharded); FSDP training and ZeRO-3 training with overlap_comm count their pools as the stream_cache row and use fragmentation",
 	},
 	cCUDAContextMiB: {
 		Name: "cuda_context_mib", Default: 500, Unit: "MiB", Min: 0, Max: 8192,

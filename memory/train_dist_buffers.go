@@ -223,15 +223,20 @@ func (s *setup) deepspeedBuffers(r *rankStates, p *trParams) [numPhases]float64 
 		}
 		return [numPhases]float64{0, 0, b, b, 0}
 	}
-	largest := s.largestModule()
-	// Offloaded parameters come back from the host through the same
-	// gathered working set.
-	gathered := min(k.maxLive, largest+k.prefetch) * c
+	gathered := s.zero3Gathered(&k)
 	persist := s.persistentParams(k.persist) * c
 	reduce := min(k.reduce, p.trainable) * g
 	fwd := gathered + persist
 	bwd := fwd + reduce
 	return [numPhases]float64{fwd, fwd, bwd, bwd, persist}
+}
+
+// zero3Gathered is the bytes of ZeRO-3's gathered working set: the
+// module in use plus the prefetch bucket, capped by
+// stage3_max_live_parameters. Offloaded parameters come back from the
+// host through the same working set.
+func (s *setup) zero3Gathered(k *dsKnobs) float64 {
+	return min(k.maxLive, s.largestModule()+k.prefetch) * s.compute.BytesPerElement()
 }
 
 // persistentParams counts the parameters ZeRO-3 leaves unpartitioned on
