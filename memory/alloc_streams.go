@@ -164,13 +164,11 @@ func (s *setup) zero3Pools(t *trainParts) (fsdpPools, bool) {
 		return fsdpPools{}, false
 	}
 	var p fsdpPools
-	p.gather = s.zero3Gathered(&k)
+	fwd, bwd := s.zero3Gathered(&k), s.zero3GatheredBackward(&k)
+	p.gather = max(fwd, bwd)
 	p.reduce = min(k.reduce, t.p.trainable) * s.gradElemBytes(false)
-	for ph := range numPhases {
-		if ph != phStep {
-			p.live[ph] = p.gather
-		}
-	}
+	p.live[phForward], p.live[phLoss] = fwd, fwd
+	p.live[phBackward], p.live[phBackwardEnd] = bwd, bwd
 	return p, true
 }
 

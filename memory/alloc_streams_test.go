@@ -300,3 +300,45 @@ func TestZeRO3Pools(t *testing.T) {
 		})
 	}
 }
+
+// TestZeRO3KeptForReuse pins the parameters ZeRO-3 keeps gathered from a
+// checkpointed layer's recomputation into its backward, with the
+// default stage3_max_reuse_distance of 1e9 elements. Llama-2-70B's layer
+// runs q, k, v, o (67.1 M, 8.4 M, 8.4 M, 67.1 M) then gate, up, down
+// (234.9 M each): down is met again at once, up after 2 × 234.9 M, gate
+// after 2 × 469.8 M, all below 1e9; o only after 2 × 704.6 M. A 7B layer
+// (202 M) is kept whole. The backward working set adds the HF "auto"
+// prefetch bucket (0.9·h²) the live-parameter cap still allows.
+func TestZeRO3KeptForReuse(t *testing.T) {
+	tests := []struct {
+		name string
+		id   string
+		ckpt string
+		want float64
+	}{
+		{"70B checkpointed", "meta-llama/Llama-2-70b-hf", "full", 3 * 234881024},
+		{"70B without checkpointing", "meta-llama/Llama-2-70b-hf", "", 0},
+		{"7B checkpointed", "meta-llama/Llama-2-7b-hf", "full", 4*4096*4096 + 3*4096*11008},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := catalogModel(t, tt.id)
+			var s setup
+			if err := s.init(m, Job{Engine: "deepspeed", ZeRO: 3, NumGPUs: 8, SeqLen: 512, GradCheckpoint: tt.ckpt}); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.zero3KeptForReuse(); got != tt.want {
+				t.Errorf("kept %v parameters, want %v", got, tt.want)
+			}
+			k := s.deepspeedKnobs()
+			h := float64(m.Text.Hidden)
+			want := s.zero3Gathered(&k)
+			if tt.want > 0 {
+				want = max(want, (tt.want+0.9*h*h)*2)
+			}
+			if got := s.zero3GatheredBackward(&k); got != want {
+				t.Errorf("backward working set %v B, want %v", got, want)
+			}
+		})
+	}
+}

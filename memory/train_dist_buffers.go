@@ -12,6 +12,7 @@ const (
 	dsMaxLive         = 1e9 // stage3_max_live_parameters, elements
 	dsPersistence     = 1e5 // stage3_param_persistence_threshold, elements
 	dsSubGroup        = 1e9 // sub_group_size, elements
+	dsMaxReuse        = 1e9 // stage3_max_reuse_distance, elements
 	// ZeRO-Infinity NVMe swapping (deepspeed/runtime/zero/offload_config.py):
 	// offload_param buffer_count 5 × buffer_size 1e8 elements; offload_optimizer
 	// buffer_count 4 sub-group-sized fp32 swap buffers.
@@ -205,6 +206,9 @@ func (s *setup) ddpBuckets(r *rankStates) [numPhases]float64 {
 //     prefetch bucket, capped by stage3_max_live_parameters — the
 //     persistent parameters below stage3_param_persistence_threshold kept
 //     whole on every rank, and one reduce bucket (__ipg_bucket_flat_buffer).
+//     In backward under layer checkpointing the working set is at least
+//     what is kept for reuse (zero3KeptForReuse) plus what may still be
+//     prefetched.
 func (s *setup) deepspeedBuffers(r *rankStates, p *trParams) [numPhases]float64 {
 	k := s.deepspeedKnobs()
 	c := s.compute.BytesPerElement()
@@ -227,8 +231,61 @@ func (s *setup) deepspeedBuffers(r *rankStates, p *trParams) [numPhases]float64 
 	persist := s.persistentParams(k.persist) * c
 	reduce := min(k.reduce, p.trainable) * g
 	fwd := gathered + persist
-	bwd := fwd + reduce
+	bwd := s.zero3GatheredBackward(&k) + persist + reduce
 	return [numPhases]float64{fwd, fwd, bwd, bwd, persist}
+}
+
+// zero3GatheredBackward is the gathered working set of ZeRO-3 in
+// backward, in bytes: the forward's, or, when more, the parameters kept
+// for reuse plus the prefetch the live-parameter cap still allows
+// (partitioned_param_coordinator.py fetch_sub_module: max_params_to_prefetch
+// = min(max_live − available, prefetch_bucket)).
+func (s *setup) zero3GatheredBackward(k *dsKnobs) float64 {
+	g := s.zero3Gathered(k)
+	kept := s.zero3KeptForReuse()
+	if kept == 0 {
+		return g
+	}
+	return max(g, (kept+min(k.prefetch, max(0, k.maxLive-kept)))*s.compute.BytesPerElement())
+}
+
+// zero3KeptForReuse is the parameter count ZeRO-3 keeps gathered from a
+// layer's recomputation into its backward under layer checkpointing.
+// After a module runs, __params_to_release (partitioned_param_coordinator.py)
+// walks the recorded module trace forward and keeps the module's
+// parameters gathered when it meets them again before
+// stage3_max_reuse_distance elements (1e9 by default) of parameters;
+// stage3_max_live_parameters bounds prefetching only, not this. A
+// checkpointed layer's trace is its forward, recomputed, then its
+// backward in reverse order, so the Linear j of n is met again after
+// 2·Σ_{l>j} n_l elements: the last projections of the layer (for
+// Llama-2-70B gate, up and down, 705 M parameters) stay gathered until
+// their backward. Dense layers only (routed experts depend on the
+// tokens); 0 without full layer checkpointing.
+func (s *setup) zero3KeptForReuse() float64 {
+	if s.ckpt != ckptFull || s.m.Text.MoE != nil {
+		return 0
+	}
+	top := min(s.dist.stageHi, s.m.Text.Layers) - 1
+	var sizes [16]float64
+	n := 0
+	for i := range s.m.Modules {
+		mod := &s.m.Modules[i]
+		if mod.Stack != stackText || mod.Layer < 0 || mod.Kind != "linear" || mod.Expert ||
+			top < mod.Layer || top >= mod.Layer+max(mod.Layers, 1) || n == len(sizes) {
+			continue
+		}
+		sizes[n] = float64(mod.Each) / float64(max(s.dist.tp, 1))
+		n++
+	}
+	kept, after := 0.0, 0.0
+	for j := n - 1; j >= 0; j-- {
+		if 2*after < dsMaxReuse {
+			kept += sizes[j]
+		}
+		after += sizes[j]
+	}
+	return kept
 }
 
 // zero3Gathered is the bytes of ZeRO-3's gathered working set: the
