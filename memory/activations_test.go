@@ -151,6 +151,32 @@ func TestTitanOpCheckpoint(t *testing.T) {
 	}
 }
 
+// TestTitanOpTensorParallel pins the policy's kept outputs per token on
+// one of 2 tensor-parallel ranks (tiny Llama with GQA, bf16): q, v and
+// the gate output are column-parallel (2·32 + 2·16 + 2·128), the down
+// output is the full-width partial sum (2·64), the attention kernel's
+// output and logsumexp are split by heads ((2·64 + 16)/2): 552 B. With
+// sequence parallelism the reduce-scatter outputs of o and down are kept
+// too, 2 × 2·64/2: 680 B. Compiled, neither the down output nor the
+// reduce-scatter outputs are kept (backward never reads them): 424 B.
+func TestTitanOpTensorParallel(t *testing.T) {
+	m := parseTiny(t, tinyLlamaGQA)
+	for _, tt := range []struct {
+		sp   bool
+		want float64
+	}{{false, 552}, {true, 680}} {
+		job := Job{Framework: "torchtitan", GradCheckpoint: "op", Dtype: "bf16", MasterWeights: "none", SeqLen: 64,
+			Engine: "fsdp2", NumGPUs: 2, TP: 2, SP: tt.sp}
+		rg := tinyRegime(t, m, job)
+		if got := titanOpSaved(&m.Text, &rg, false); got != tt.want {
+			t.Errorf("sp %v: policy keeps %v B/token on a rank, want %v", tt.sp, got, tt.want)
+		}
+		if got := titanOpSaved(&m.Text, &rg, true); got != 424 {
+			t.Errorf("sp %v, compiled: policy keeps %v B/token on a rank, want 424", tt.sp, got)
+		}
+	}
+}
+
 // TestTitanOpResolution checks which jobs read "op" as torchtitan's
 // policy: torchtitan full training; other frameworks keep selective
 // recompute; adapters and MoE models are errors naming the flag.
