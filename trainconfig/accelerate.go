@@ -14,10 +14,10 @@ func ParseAccelerate(data []byte, name string) (*Config, error) {
 }
 
 // accelerateNoEffect are accelerate keys without a memory effect.
-var accelerateNoEffect = setOf("compute_environment", "debug", "machine_rank", "main_process_ip",
+var accelerateNoEffect = &keySet{keys: []string{"compute_environment", "debug", "machine_rank", "main_process_ip",
 	"main_process_port", "main_training_function", "rdzv_backend", "same_network", "tpu_env", "tpu_use_cluster",
 	"tpu_use_sudo", "tpu_name", "tpu_zone", "use_cpu", "gpu_ids", "enable_cpu_affinity", "downcast_bf16",
-	"commands", "command_file", "ipex_config", "mpirun_config", "num_cpu_threads_per_process")
+	"commands", "command_file", "ipex_config", "mpirun_config", "num_cpu_threads_per_process"}}
 
 // accelerate reads an accelerate config object.
 func (r *reader) accelerate(obj map[string]any) {
@@ -65,8 +65,8 @@ func (r *reader) accelerate(obj map[string]any) {
 // accelerateOtherTypes are accelerate DistributedType values
 // (utils/dataclasses.py) for devices other than NVIDIA/AMD GPUs or for
 // CPUs: valid, but not modelled.
-var accelerateOtherTypes = setOf("MULTI_CPU", "MULTI_XPU", "MULTI_NPU", "MULTI_MLU", "MULTI_SDAA", "MULTI_MUSA",
-	"MULTI_HPU", "XLA", "TPU")
+var accelerateOtherTypes = &keySet{keys: []string{"MULTI_CPU", "MULTI_XPU", "MULTI_NPU", "MULTI_MLU", "MULTI_SDAA", "MULTI_MUSA",
+	"MULTI_HPU", "XLA", "TPU"}}
 
 // accelerateEngine maps distributed_type onto an engine.
 func (r *reader) accelerateEngine(key string, v any) {

@@ -20,19 +20,19 @@ func ParseDeepSpeed(data []byte, name string) (*Config, error) {
 
 // dsNoEffect are DeepSpeed keys that do not change GPU memory (logging,
 // schedules, loss scaling, checkpoint I/O).
-var dsNoEffect = setOf("scheduler", "gradient_clipping", "steps_per_print", "wall_clock_breakdown",
+var dsNoEffect = &keySet{keys: []string{"scheduler", "gradient_clipping", "steps_per_print", "wall_clock_breakdown",
 	"prescale_gradients", "gradient_predivide_factor", "dump_state", "zero_allow_untested_optimizer",
 	"zero_force_ds_cpu_optimizer", "memory_breakdown", "flops_profiler", "tensorboard", "wandb", "csv_monitor",
 	"comet", "monitor_config", "comms_logger", "checkpoint", "elasticity", "autotuning", "aio",
 	"communication_data_type", "seq_parallel_communication_data_type", "data_efficiency", "curriculum_learning",
 	"sparse_gradients", "disable_allgather", "load_universal_checkpoint", "use_node_local_storage", "timers",
-	"graph_harvesting", "use_data_before_expert_parallelism", "nebula", "weight_quantization")
+	"graph_harvesting", "use_data_before_expert_parallelism", "nebula", "weight_quantization"}}
 
 // dsNotModelled are DeepSpeed keys that change memory in ways the model
 // does not cover.
-var dsNotModelled = setOf("activation_checkpointing", "pipeline", "sparse_attention", "tensor_parallel",
+var dsNotModelled = &keySet{keys: []string{"activation_checkpointing", "pipeline", "sparse_attention", "tensor_parallel",
 	"compression_training", "amp", "torch_autocast", "hybrid_engine", "sequence_parallel_size", "fp8",
-	"quantize_training")
+	"quantize_training"}}
 
 // deepspeed reads a DeepSpeed config object; prefix is its key path when
 // nested (TrainingArguments "deepspeed").
@@ -163,8 +163,8 @@ var dsOptimizers = map[string]string{
 // builds any other optimizer type with getattr(torch.optim, type)
 // (runtime/engine.py _configure_basic_optimizer). They are valid but not
 // mapped onto an optimizer of the memory model.
-var torchOptimizers = setOf("adadelta", "adafactor", "adamax", "asgd", "lbfgs", "muon", "nadam", "radam", "rmsprop",
-	"rprop", "sgd", "sparseadam")
+var torchOptimizers = &keySet{keys: []string{"adadelta", "adafactor", "adamax", "asgd", "lbfgs", "muon", "nadam", "radam", "rmsprop",
+	"rprop", "sgd", "sparseadam"}}
 
 // dsOptimizer reads the optimizer section.
 func (r *reader) dsOptimizer(key string, v any) {
@@ -229,18 +229,18 @@ var dsZeROSizes = map[string]struct{ job, auto string }{
 }
 
 // dsZeRONoEffect are zero_optimization keys without a memory effect here.
-var dsZeRONoEffect = setOf("allgather_partitions", "reduce_scatter", "round_robin_gradients",
+var dsZeRONoEffect = &keySet{keys: []string{"allgather_partitions", "reduce_scatter", "round_robin_gradients",
 	"load_from_fp32_weights", "elastic_checkpoint", "ignore_unused_parameters", "legacy_stage1",
 	"stage3_gather_16bit_weights_on_model_save", "stage3_gather_fp16_weights_on_model_save",
 	"gather_16bit_weights_on_model_save", "use_multi_rank_bucket_allreduce", "log_trace_cache_warnings",
 	"cpu_offload_use_pin_memory", "memory_efficient_linear", "override_module_apply",
-	"pipeline_loading_checkpoint")
+	"pipeline_loading_checkpoint"}}
 
 // dsZeRONotModelled are zero_optimization keys whose effect is not modelled.
-var dsZeRONotModelled = setOf("stage3_max_reuse_distance", "max_reuse_distance", "zero_hpz_partition_size",
+var dsZeRONotModelled = &keySet{keys: []string{"stage3_max_reuse_distance", "max_reuse_distance", "zero_hpz_partition_size",
 	"zero_quantized_weights", "zero_quantized_gradients", "zero_quantized_nontrainable_weights",
 	"mics_shard_size", "mics_hierarchical_params_gather", "model_persistence_threshold",
-	"stage3_module_granularity_threshold", "offload_optimizer_ratio")
+	"stage3_module_granularity_threshold", "offload_optimizer_ratio"}}
 
 // dsZeROSection reads zero_optimization: a mapping, or the deprecated
 // boolean, which DeepSpeed reads as stage 1 (true) or 0 (false)

@@ -23,7 +23,7 @@ func ParseTrainingArgs(data []byte, name string) (*Config, error) {
 
 // hfNoEffect are TrainingArguments / TRL keys that do not change GPU
 // memory during training.
-var hfNoEffect = setOf("output_dir", "overwrite_output_dir", "do_train", "do_eval", "do_predict", "eval_strategy",
+var hfNoEffect = &keySet{keys: []string{"output_dir", "overwrite_output_dir", "do_train", "do_eval", "do_predict", "eval_strategy",
 	"evaluation_strategy", "prediction_loss_only", "per_device_eval_batch_size", "per_gpu_eval_batch_size",
 	"eval_accumulation_steps", "eval_delay", "learning_rate", "weight_decay", "adam_beta1", "adam_beta2",
 	"adam_epsilon", "max_grad_norm", "num_train_epochs", "max_steps", "lr_scheduler_type", "lr_scheduler_kwargs",
@@ -50,32 +50,33 @@ var hfNoEffect = setOf("output_dir", "overwrite_output_dir", "do_train", "do_eva
 	"model_revision", "tokenizer_name_or_path", "use_fast_tokenizer", "lora_task_type",
 	"use_rslora", "bnb_4bit_compute_dtype", "dataset_streaming", "shuffle_dataset", "logging_dir",
 	"model_init_kwargs", "print_info", "save_strategy_steps", "project", "trackio_space_id", "liger_kernel_config",
-	"torch_empty_cache_steps", "ddp_static_graph", "use_liger", "use_liger_kernel", "padding_free")
+	"torch_empty_cache_steps", "ddp_static_graph", "use_liger", "use_liger_kernel", "padding_free"}}
 
 // hfNotModelled are keys whose memory effect is not modelled.
-var hfNotModelled = setOf("optim_target_modules", "fsdp_min_num_params", "fsdp_transformer_layer_cls_to_wrap",
-	"torch_empty_cache_steps", "activation_offloading", "lora_bias", "use_vllm")
+var hfNotModelled = &keySet{keys: []string{"optim_target_modules", "fsdp_min_num_params", "fsdp_transformer_layer_cls_to_wrap",
+	"torch_empty_cache_steps", "activation_offloading", "lora_bias", "use_vllm"}}
 
-// keySet is a set of config keys. Its map is built on first use, not
-// when the program starts: most runs read no training config.
+// keySet is a set of config keys. The keys are static data; the map is
+// built on first use, not when the program starts (most runs read no
+// training config).
 type keySet struct {
-	set func() map[string]bool
-}
-
-// setOf returns the set of keys.
-func setOf(keys ...string) *keySet {
-	return &keySet{set: sync.OnceValue(func() map[string]bool {
-		m := make(map[string]bool, len(keys))
-		for _, k := range keys {
-			m[k] = true
-		}
-		return m
-	})}
+	keys []string
+	once sync.Once
+	set  map[string]bool
 }
 
 // has reports whether k is in s; a nil set has no keys.
 func (s *keySet) has(k string) bool {
-	return s != nil && s.set()[k]
+	if s == nil {
+		return false
+	}
+	s.once.Do(func() {
+		s.set = make(map[string]bool, len(s.keys))
+		for _, k := range s.keys {
+			s.set[k] = true
+		}
+	})
+	return s.set[k]
 }
 
 // hfPrecision is what the bf16/fp16 flags and the load dtype say.

@@ -17,20 +17,20 @@ func ParseLLaMAFactory(data []byte, name string) (*Config, error) {
 }
 
 // lfNoEffect are LLaMA-Factory keys without a memory effect.
-var lfNoEffect = setOf("dataset", "dataset_dir", "eval_dataset", "template", "max_samples", "overwrite_cache",
+var lfNoEffect = &keySet{keys: []string{"dataset", "dataset_dir", "eval_dataset", "template", "max_samples", "overwrite_cache",
 	"preprocessing_num_workers", "val_size", "tokenized_path", "mix_strategy", "interleave_probs", "streaming",
 	"buffer_size", "train_on_prompt", "mask_history", "plot_loss", "do_train", "trust_remote_code", "adapter_name_or_path",
 	"export_dir", "export_size", "cache_dir", "model_revision", "hf_hub_token", "ms_hub_token", "image_max_pixels",
 	"video_max_pixels", "use_rslora", "pissa_init", "pissa_iter", "pissa_convert", "create_new_adapter",
 	"loraplus_lr_ratio", "lora_bf16_mode", "tool_format", "default_system", "enable_thinking", "flash_attn_kwargs",
 	"print_param_status", "include_effective_tokens_per_second", "upcast_layernorm", "upcast_lmhead_output",
-	"compute_accuracy", "predict_with_generate", "dataloader_num_workers", "image_min_pixels", "video_min_pixels")
+	"compute_accuracy", "predict_with_generate", "dataloader_num_workers", "image_min_pixels", "video_min_pixels"}}
 
 // lfNotModelled are LLaMA-Factory keys whose memory effect is not modelled.
-var lfNotModelled = setOf("use_galore", "galore_rank", "galore_target", "use_badam", "use_apollo", "use_unsloth_gc",
+var lfNotModelled = &keySet{keys: []string{"use_galore", "galore_rank", "galore_target", "use_badam", "use_apollo", "use_unsloth_gc",
 	"shift_attn", "rope_scaling", "moe_aux_loss_coef", "freeze_vision_tower", "freeze_multi_modal_projector",
 	"train_mm_proj_only", "use_llama_pro", "freeze_extra_modules", "neat_packing", "ref_model", "reward_model",
-	"pref_beta", "pref_loss", "offload_folder", "quantization_device_map", "disable_shuffling", "use_adam_mini")
+	"pref_beta", "pref_loss", "offload_folder", "quantization_device_map", "disable_shuffling", "use_adam_mini"}}
 
 // llamaFactory reads a LLaMA-Factory object.
 func (r *reader) llamaFactory(obj map[string]any) {
@@ -222,7 +222,7 @@ func ParseAxolotl(data []byte, name string) (*Config, error) {
 }
 
 // axolotlNoEffect are axolotl keys without a memory effect.
-var axolotlNoEffect = setOf("base_model_config", "model_type", "tokenizer_type", "tokenizer_config", "trust_remote_code",
+var axolotlNoEffect = &keySet{keys: []string{"base_model_config", "model_type", "tokenizer_type", "tokenizer_config", "trust_remote_code",
 	"strict", "datasets", "test_datasets", "dataset_prepared_path", "val_set_size", "output_dir", "num_epochs",
 	"learning_rate", "lr_scheduler", "warmup_steps", "warmup_ratio", "weight_decay", "logging_steps",
 	"saves_per_epoch", "evals_per_epoch", "eval_steps", "save_steps", "wandb_project", "wandb_entity",
@@ -235,13 +235,13 @@ var axolotlNoEffect = setOf("base_model_config", "model_type", "tokenizer_type",
 	"plugins", "default_system_message", "is_llama_derived_model", "is_mistral_derived_model",
 	"is_qwen_derived_model", "save_safetensors", "remove_unused_columns", "dataloader_num_workers",
 	"dataloader_pin_memory", "dataloader_prefetch_factor", "ddp_timeout", "pretraining_dataset", "mlflow_tracking_uri",
-	"use_wandb", "use_mlflow", "auto_resume_from_checkpoints", "save_first_step", "profiler_steps", "chat_template_jinja")
+	"use_wandb", "use_mlflow", "auto_resume_from_checkpoints", "save_first_step", "profiler_steps", "chat_template_jinja"}}
 
 // axolotlNotModelled are axolotl keys whose memory effect is not modelled.
-var axolotlNotModelled = setOf("gptq", "xformers_attention", "s2_attention", "flex_attention", "cut_cross_entropy",
+var axolotlNotModelled = &keySet{keys: []string{"gptq", "xformers_attention", "s2_attention", "flex_attention", "cut_cross_entropy",
 	"unsloth_lora_mlp", "unsloth_lora_qkv", "unsloth_lora_o", "unsloth_cross_entropy_loss", "rl", "relora_steps",
 	"lora_on_cpu", "peft_layers_to_transform", "sequence_parallel_degree", "context_parallel_size", "tensor_parallel_size",
-	"relora_warmup_steps", "unfrozen_parameters", "fsdp_final_state_dict_type", "float16", "llama4_linearized_experts")
+	"relora_warmup_steps", "unfrozen_parameters", "fsdp_final_state_dict_type", "float16", "llama4_linearized_experts"}}
 
 // axolotl reads an axolotl object.
 func (r *reader) axolotl(obj map[string]any) {

@@ -14,12 +14,12 @@ func ParseTorchtune(data []byte, name string) (*Config, error) {
 }
 
 // ttNoEffect are torchtune keys without a memory effect.
-var ttNoEffect = setOf("output_dir", "tokenizer", "checkpointer", "resume_from_checkpoint", "seed", "shuffle",
+var ttNoEffect = &keySet{keys: []string{"output_dir", "tokenizer", "checkpointer", "resume_from_checkpoint", "seed", "shuffle",
 	"lr_scheduler", "epochs", "max_steps_per_epoch", "clip_grad_norm", "device", "metric_logger",
 	"log_every_n_steps", "log_peak_memory_stats", "profiler", "save_adapter_weights_only", "run_val_every_n_steps",
 	"dataset_val", "batch_size_val", "log_level", "custom_sharded_layers", "fsdp_reshard_after_forward",
 	"enable_kv_cache", "cudnn_deterministic_mode", "teacher_checkpointer", "clip_grad_norm", "tensor_parallel_plan",
-	"quantizer", "inference", "parallelize_plan", "save_last_epoch_only", "keep_last_n_checkpoints")
+	"quantizer", "inference", "parallelize_plan", "save_last_epoch_only", "keep_last_n_checkpoints"}}
 
 // torchtune reads a torchtune config object.
 func (r *reader) torchtune(obj map[string]any) {
