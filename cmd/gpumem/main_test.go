@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 // maxInitBytes bounds what package initialisation may allocate. Every
 // command pays for it before doing anything, so tables, regexps, fonts
 // and catalogs are built on first use instead. The program's initialisers
-// allocate about 190 KB; when the chart library parsed its fonts at
+// allocate about 180 KB; when the chart library parsed its fonts at
 // start-up they allocated 550 KB.
 const maxInitBytes = 320 << 10
 
