@@ -206,7 +206,7 @@ func (s *setup) streamCache(t *trainParts) (cache float64, pools fsdpPools, ok b
 // communication-stream pools as the stream_cache row (and the training
 // fragmentation for the compute stream).
 func (s *setup) trainOverheads(t *trainParts) Overheads {
-	o := runtimeOverheads(&s.job, &s.c)
+	o := runtimeOverheads(s.job, &s.c)
 	if cache, p, ok := s.streamCache(t); ok {
 		o.setStreamCache(cache, p.gather, p.reduce, &s.c)
 	}

@@ -97,7 +97,7 @@ func TestFSDPPoolsHandComputed(t *testing.T) {
 	// The cache is the compute stream's largest phase plus the pools,
 	// less the allocated peak; the result's phase totals give both.
 	cache, _, _ := s.streamCache(tp)
-	r := estimateOK(t, s.m, s.job)
+	r := estimateOK(t, s.m, *s.job)
 	var peak, compute float64
 	for i, ph := range r.PerGPU.Phases {
 		peak = max(peak, float64(ph.Bytes))

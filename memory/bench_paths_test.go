@@ -164,9 +164,10 @@ func TestOptimizerNamesUnambiguous(t *testing.T) {
 }
 
 // TestTrainingAllocations pins the allocation budget of a plain
-// training estimate: the model's inventory table, the breakdown, and one
-// block for the phases and the band (an [Estimator] reuses all three; see
-// TestEstimatorAllocations). The breakdown is allocated at its exact size for every golden
+// training estimate: the job (the setup points to it, and escape analysis
+// moves it to the heap), the model's inventory table, the breakdown, and
+// one block for the phases and the band (an [Estimator] reuses the last
+// three and reads the caller's job; see TestEstimatorAllocations). The breakdown is allocated at its exact size for every golden
 // training job (no regrowth while the rows are appended).
 func TestTrainingAllocations(t *testing.T) {
 	m := catalogModel(t, "meta-llama/Llama-2-7b-hf")
@@ -175,8 +176,8 @@ func TestTrainingAllocations(t *testing.T) {
 		if _, err := Estimate(m, job); err != nil {
 			t.Fatal(err)
 		}
-	}); n > 3 {
-		t.Errorf("training estimate: %v allocations, want at most 3", n)
+	}); n > 4 {
+		t.Errorf("training estimate: %v allocations, want at most 4", n)
 	}
 	for _, id := range []string{"meta-llama/Llama-2-7b-hf", "Qwen/Qwen3-30B-A3B", "google-t5/t5-base", "Qwen/Qwen2-VL-7B-Instruct"} {
 		m := catalogModel(t, id)

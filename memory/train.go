@@ -364,7 +364,7 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 	}
 	res.TrainableParams = int64(s.trained + 0.5)
 	res.ActiveParams = s.tab.active
-	res.Job = s.job
+	res.Job = *s.job
 	pg := &res.PerGPU
 	pg.AllocatedPeakBytes, pg.ReservedPeakBytes, pg.DevicePeakBytes = alloc, reserved, device
 	pg.PeakPhase = phaseNames[peak]

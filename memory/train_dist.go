@@ -50,7 +50,7 @@ const (
 // resolveDist reads the parallel layout. A job without engine and with
 // one GPU is a single process.
 func (s *setup) resolveDist() error {
-	j := &s.job
+	j := s.job
 	d := distSpec{tp: max(j.TP, 1), pp: max(j.PP, 1), cp: max(j.CP, 1), ep: max(j.EP, 1), nodes: max(j.Nodes, 1)}
 	sizes := [len(distFlags)]int{j.NumGPUs, j.DP, j.TP, j.PP, j.CP, j.EP, j.Nodes, j.ZeRO, j.VirtualStages}
 	for i, n := range sizes {
@@ -125,7 +125,7 @@ func (d *distSpec) resolveWorld(j *Job) error {
 
 // resolveEngine sets the sharding stage and group of the engine.
 func (s *setup) resolveEngine(d *distSpec) error {
-	j := &s.job
+	j := s.job
 	e, err := normalizeEngine(j.Engine, d.world)
 	if err != nil {
 		return err
@@ -199,7 +199,7 @@ func normalizeEngine(name string, world int) (string, error) {
 // resolveFSDP maps the FSDP sharding strategy onto a ZeRO stage and a
 // sharding group (MODEL.md §3.5, §3.6). --zero, when given, must agree.
 func (s *setup) resolveFSDP(d *distSpec) error {
-	j := &s.job
+	j := s.job
 	d.zero = 3
 	strategy := fold(j.FSDPStrategy)
 	switch strategy {
@@ -261,7 +261,7 @@ func (s *setup) checkDivisible(d *distSpec) error {
 
 // resolveSchedule reads the pipeline schedule and virtual stages.
 func (s *setup) resolveSchedule(d *distSpec) error {
-	j := &s.job
+	j := s.job
 	L := s.m.Text.Layers
 	d.virtual = max(j.VirtualStages, 1)
 	sch := fold(j.PipelineSchedule)

@@ -30,7 +30,7 @@ type dsKnobs struct {
 // the HF Trainer's "auto" values under the HF framework, else DeepSpeed's
 // defaults. overlap_comm defaults to true for ZeRO-3 only.
 func (s *setup) deepspeedKnobs() dsKnobs {
-	j := &s.job
+	j := s.job
 	h := float64(s.m.Text.Hidden)
 	hf := s.framework == FrameworkHF
 	pick := func(v int64, auto, def float64) float64 {

@@ -18,7 +18,7 @@ import (
 //   - pure fp32 (ComputeDtype fp32): everything fp32, no autocast;
 //   - quantized base (QLoRA, 8-bit LoRA): frozen quantized Linears.
 func (s *setup) resolvePrecision() error {
-	j := &s.job
+	j := s.job
 	name := j.Dtype
 	if name == "" {
 		name = "bf16"

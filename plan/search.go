@@ -26,8 +26,10 @@ func For(m *model.Model) EstimateFunc {
 // safe for concurrent use; [SearchModel] gives one to each worker.
 func ForWorker(m *model.Model) EstimateFunc {
 	e := memory.NewEstimator(m)
+	var job memory.Job // the estimator reads the job through a pointer: one copy, reused
 	return func(j memory.Job) (memory.Result, error) {
-		r, err := e.Estimate(&j)
+		job = j
+		r, err := e.Estimate(&job)
 		if err != nil {
 			return memory.Result{}, err
 		}
