@@ -23,9 +23,14 @@ type modTab struct {
 	// headParams and embParams are the parameters of the output head and
 	// final norm, and of the text embedding (gradient phases, modelStates).
 	headParams, embParams float64
-	n                     int                // modules
-	inline                [inlineRows]modRow // the rows of a model of at most inlineRows modules
-	more                  []modRow           // the rows of a larger model
+	// oneLayerType says every text layer has one layer type (attention
+	// kind, cross-attention, MoE), so any layer range is uniform
+	// (setup.uniformLayers); extraNorms is extraNormsOf(m).
+	oneLayerType bool
+	extraNorms   float64
+	n            int                // modules
+	inline       [inlineRows]modRow // the rows of a model of at most inlineRows modules
+	more         []modRow           // the rows of a larger model
 	// frac and fracMore are scratch memory for the per-module rank
 	// fractions of the stage being estimated (setup.fracs): a modTab
 	// belongs to one estimate at a time.
@@ -79,7 +84,7 @@ const inlineRows = 32
 
 // init tabulates m into t.
 func (t *modTab) init(m *model.Model) {
-	*t = modTab{active: activeParams(m), n: len(m.Modules)}
+	*t = modTab{active: activeParams(m), n: len(m.Modules), extraNorms: extraNormsOf(m), oneLayerType: oneLayerType(&m.Text)}
 	if t.n > inlineRows {
 		t.more = make([]modRow, t.n)
 	}
@@ -118,4 +123,16 @@ func (t *modTab) init(m *model.Model) {
 			}
 		}
 	}
+}
+
+// oneLayerType reports whether the stack's layers all have one layer
+// type, as uniformLayers compares them.
+func oneLayerType(st *model.Stack) bool {
+	lts := st.LayerTypes[:min(len(st.LayerTypes), st.Layers)]
+	for _, l := range lts {
+		if l.CrossAttention != lts[0].CrossAttention || l.MoE != lts[0].MoE || !sameAttn(l.Attention, lts[0].Attention) {
+			return false
+		}
+	}
+	return true
 }

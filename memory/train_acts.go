@@ -288,6 +288,9 @@ func (s *setup) uniformLayers(from, to int) bool {
 	if from >= to {
 		return true
 	}
+	if s.tab.oneLayerType {
+		return true // every range of one layer type is uniform
+	}
 	lts := st.LayerTypes[max(from, 0):min(to, st.Layers)]
 	a := lts[0]
 	for _, l := range lts[1:] {
@@ -494,14 +497,17 @@ func (s *setup) maskBytes() float64 {
 // extraNorms counts the hidden-width norms per text layer beyond two
 // (Gemma 2/3: pre/post feed-forward norms and a post-attention norm on
 // the attention output).
-func (s *setup) extraNorms() float64 {
-	st := &s.m.Text
+func (s *setup) extraNorms() float64 { return s.tab.extraNorms }
+
+// extraNormsOf is extraNorms of model m, tabulated once per model.
+func extraNormsOf(m *model.Model) float64 {
+	st := &m.Text
 	if st.Layers == 0 || st.Hidden == 0 {
 		return 0
 	}
 	var n float64
-	for i := range s.m.Modules {
-		mod := &s.m.Modules[i]
+	for i := range m.Modules {
+		mod := &m.Modules[i]
 		if mod.Stack != stackText || mod.Layer < 0 || mod.Component != "norm" || mod.In > 0 {
 			continue
 		}
