@@ -26,12 +26,7 @@ type globalOptions struct {
 // and returns the process exit code. Errors are printed to f.IO.ErrOut as
 // one line, "gpumem: <message>", never as a stack trace.
 func Main(ctx context.Context, args []string, f *Factory) int {
-	root := newRootCmd(f, commandsFor(args))
-	if cmds := root.Commands(); len(cmds) == 1 {
-		if c, _, err := root.Find(args); err != nil || c != cmds[0] {
-			root = NewRootCmd(f)
-		}
-	}
+	root := rootFor(f, args)
 	root.SetArgs(rewriteBoolArgs(root, args))
 	err := classifyCobraError(root.ExecuteContext(ctx))
 	if err != nil {
@@ -113,6 +108,19 @@ func commandsFor(args []string) []command {
 		}
 	}
 	return commands
+}
+
+// rootFor builds the command tree a run with args needs: the tree of
+// [commandsFor], or the whole tree when cobra would resolve args to
+// another command in it than the one it holds.
+func rootFor(f *Factory, args []string) *cobra.Command {
+	root := newRootCmd(f, commandsFor(args))
+	if cmds := root.Commands(); len(cmds) == 1 {
+		if c, _, err := root.Find(args); err != nil || c != cmds[0] {
+			return NewRootCmd(f)
+		}
+	}
+	return root
 }
 
 // newRootCmd builds the root command with the subcommands cmds.

@@ -82,6 +82,28 @@ func TestCommandsForResolvesLikeFullTree(t *testing.T) {
 	}
 }
 
+// FuzzRootFor checks, for any command line, that the tree Main builds
+// resolves it as the whole tree does: to the same command, failing or not
+// alike.
+func FuzzRootFor(f *testing.F) {
+	for _, seed := range []string{"estimate --model gpt2", "--format json params gpt2", "-f json fit", "--version",
+		"--version estimate", "help estimate", "completion bash", "-- estimate", "accuracy -v", "estimat",
+		"--units=si gpus h100", "-v -h", "serve-plan --gpu h100 llama3-8b", "--seq-len 5 estimate", "- estimate", ""} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		args := strings.Fields(line)
+		if len(args) > 16 {
+			return
+		}
+		got, _, err := rootFor(testFactory(), args).Find(args)
+		want, _, wantErr := NewRootCmd(testFactory()).Find(args)
+		if got.CommandPath() != want.CommandPath() || (err == nil) != (wantErr == nil) {
+			t.Errorf("%q resolves to %q (error %v), with the whole tree to %q (error %v)", args, got.CommandPath(), err, want.CommandPath(), wantErr)
+		}
+	})
+}
+
 // TestVersionBuildsNoCommand checks that --version runs without building
 // any subcommand and prints what the whole tree prints.
 func TestVersionBuildsNoCommand(t *testing.T) {
