@@ -298,27 +298,25 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 	// A row is listed when it is ever alive in the step (or always
 	// shown), with its size at the peak and, if larger elsewhere, its
 	// largest size and phase.
-	var atPeak [numRows]units.Bytes
-	n := 0
-	for i := range rows {
-		atPeak[i] = rounded[i][peak]
-		if rows[i].always || most[i] > 0 {
-			n++
-		}
-	}
 	nccl := s.ncclBytes()
 	var comps []Component
 	var box *trainBox
 	if s.out != nil {
 		comps, box = s.out.comps[:0], &s.out.box
 	} else {
+		n := 0
+		for i := range rows {
+			if rows[i].always || most[i] > 0 {
+				n++
+			}
+		}
 		comps, box = make([]Component, 0, n+s.extraRows(t, nccl)), new(trainBox)
 	}
 	for i := range rows {
-		b := atPeak[i]
 		if most[i] == 0 && !rows[i].always {
 			continue
 		}
+		b := rounded[i][peak]
 		info := &rowInfo[i]
 		comps = append(comps, Component{Name: info.name, Bytes: b, Level: "allocated", Phase: info.phase,
 			Formula: info.formula, Source: info.source})
