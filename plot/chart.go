@@ -417,8 +417,14 @@ func linearTicks(lo, hi float64) []tick {
 		step = f * mag
 	}
 	decimals := max(0, -int(math.Floor(math.Log10(step))))
+	k0, k1 := math.Ceil(lo/step), math.Floor(hi*(1+1e-9)/step)
+	if k1-k0 > 20 || k0+1 == k0 {
+		// A range narrow for its magnitude (2^62 to 2^62+1000) has no
+		// round steps a float can count: label its ends.
+		return []tick{{Value: lo, Label: strconv.FormatFloat(lo, 'g', 6, 64)}, {Value: hi, Label: strconv.FormatFloat(hi, 'g', 6, 64)}}
+	}
 	var ts []tick
-	for k := math.Ceil(lo / step); k*step <= hi*(1+1e-9); k++ {
+	for k := k0; k <= k1; k++ {
 		v := k * step
 		ts = append(ts, tick{Value: v, Label: strconv.FormatFloat(v, 'f', decimals, 64)})
 	}

@@ -23,6 +23,7 @@ func TestLinearTicks(t *testing.T) {
 		{0, 0.0042, "0.000 0.001 0.002 0.003 0.004"},
 		{1, 32, "5 10 15 20 25 30"},
 		{3, 3, "3"},
+		{1 << 62, 1<<62 + 1024, "4.61169e+18 4.61169e+18"},
 	}
 	for _, tt := range tests {
 		var labels []string
@@ -141,4 +142,25 @@ func abs(n int) int {
 		return -n
 	}
 	return n
+}
+
+// FuzzChart draws charts of arbitrary points and limits: Write returns an
+// error or a chart, never panics or loops, and the SVG holds no NaN or
+// infinity.
+func FuzzChart(f *testing.F) {
+	f.Add(512, 131072, int64(14<<30), int64(80<<30), int64(24<<30), true)
+	f.Add(0, 0, int64(0), int64(0), int64(1), false)
+	f.Add(1<<62, 1<<62+1000, int64(1), int64(2), int64(3), false)
+	f.Fuzz(func(t *testing.T, x1, x2 int, b1, b2, limit int64, logX bool) {
+		c := Chart{Title: "t", XLabel: "x", LogX: logX,
+			Series: []Series{{Name: "s", X: []int{x1, x2}, Bytes: []units.Bytes{units.Bytes(b1), units.Bytes(b2)}}},
+			Limits: []Limit{{"gpu", units.Bytes(limit)}}}
+		var buf bytes.Buffer
+		if err := Write(&buf, SVG, c); err != nil {
+			return
+		}
+		if s := buf.String(); strings.Contains(s, "NaN") || strings.Contains(s, "Inf") {
+			t.Errorf("chart of %+v holds NaN or Inf", c)
+		}
+	})
 }
