@@ -27,6 +27,10 @@ const (
 	numPhases
 )
 
+// assemble writes the five phases out by hand: this fails to compile
+// when a phase is added or removed.
+var _ = [1]struct{}{}[numPhases-5]
+
 // phaseNames are the names of the phase indexes.
 var phaseNames = [numPhases]string{PhaseForward, PhaseLoss, PhaseBackward, PhaseBackwardEnd, PhaseStep}
 
@@ -279,14 +283,26 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 		if v[0] == 0 && v[1] == 0 && v[2] == 0 && v[3] == 0 && v[4] == 0 {
 			continue
 		}
-		for ph := range numPhases {
-			b := units.FromFloat(v[ph])
-			rounded[i][ph] = b
-			totals[ph] = units.Add(totals[ph], b)
-			if b > most[i] {
-				most[i], mostPh[i] = b, ph
-			}
+		r := &rounded[i]
+		// The five phases written out: this loop runs for every row of
+		// every estimate.
+		r[0], r[1], r[2], r[3], r[4] = units.FromFloat(v[0]), units.FromFloat(v[1]), units.FromFloat(v[2]), units.FromFloat(v[3]), units.FromFloat(v[4])
+		totals[0], totals[1], totals[2] = units.Add(totals[0], r[0]), units.Add(totals[1], r[1]), units.Add(totals[2], r[2])
+		totals[3], totals[4] = units.Add(totals[3], r[3]), units.Add(totals[4], r[4])
+		mx, ph := r[0], 0
+		if r[1] > mx {
+			mx, ph = r[1], 1
 		}
+		if r[2] > mx {
+			mx, ph = r[2], 2
+		}
+		if r[3] > mx {
+			mx, ph = r[3], 3
+		}
+		if r[4] > mx {
+			mx, ph = r[4], 4
+		}
+		most[i], mostPh[i] = mx, ph
 	}
 	peak := 0
 	for ph := 1; ph < numPhases; ph++ {
