@@ -90,7 +90,7 @@ func TestMemoryVsBatchPNG(t *testing.T) {
 	if err != nil {
 		t.Fatalf("not a PNG: %v", err)
 	}
-	// 16 x 10 cm at 96 dpi.
+	// 16 x 10 cm at gonum's default 96 dpi.
 	if b := img.Bounds(); b.Dx() != 605 || b.Dy() != 378 {
 		t.Errorf("PNG is %dx%d, want 605x378", b.Dx(), b.Dy())
 	}

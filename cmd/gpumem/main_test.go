@@ -17,11 +17,14 @@ func TestMain(m *testing.M) {
 }
 
 // maxInitBytes bounds what package initialisation may allocate. Every
-// command pays for it before doing anything, so tables, regexps, fonts
-// and catalogs are built on first use instead. The program's initialisers
-// allocate about 180 KB; when the chart library parsed its fonts at
-// start-up they allocated 550 KB.
-const maxInitBytes = 320 << 10
+// command pays for it before doing anything, so our tables, regexps and
+// catalogs are built on first use instead. The program's initialisers
+// allocate about 460 KB, of which about 250 KB is gonum/plot's (it parses
+// its fonts in its package initialiser; the issue asks for a well-kept
+// plotting library rather than hand-drawn charts, so that cost stays); our
+// own packages built their tables at start-up before and allocated 90 KB
+// more.
+const maxInitBytes = 520 << 10
 
 // TestInitAllocations guards start-up: a package-level table or parse that
 // moves work to initialisation shows up here as allocated bytes, which,
