@@ -104,7 +104,7 @@ func (s *setup) scanAdapters() error {
 	l.lowest = s.m.Text.Layers
 	var found bool
 	var err error
-	rows := s.tab.rows()
+	rows := s.tab.named(s.m)
 	for _, h := range l.hits {
 		mod, in, out, short := &s.m.Modules[h.mod], h.in, h.out, rows[h.mod].short
 		found = true
@@ -172,7 +172,7 @@ func isFused(short string) bool {
 
 // forEachTarget calls fn for every (module, in, out) an adapter wraps.
 func (s *setup) forEachTarget(fn func(mod *model.Module, in, out int, short string)) {
-	rows := s.tab.rows()
+	rows := s.tab.named(s.m)
 	for _, h := range s.lora.hits {
 		fn(&s.m.Modules[h.mod], h.in, h.out, rows[h.mod].short)
 	}
@@ -186,7 +186,7 @@ func (s *setup) matchTargets() {
 	if s.buf != nil {
 		hits = s.buf.hits[:0]
 	}
-	rows := s.tab.rows()
+	rows := s.tab.named(s.m)
 	for i := range s.m.Modules {
 		mod := &s.m.Modules[i]
 		if mod.In <= 0 || mod.Out <= 0 {

@@ -28,6 +28,7 @@ type modTab struct {
 	// (setup.uniformLayers); extraNorms is extraNormsOf(m).
 	oneLayerType bool
 	extraNorms   float64
+	haveNames    bool               // the rows' LoRA fields are filled (named)
 	n            int                // modules
 	inline       [inlineRows]modRow // the rows of a model of at most inlineRows modules
 	more         []modRow           // the rows of a larger model
@@ -62,13 +63,14 @@ func (t *modTab) rows() []modRow {
 // modRow is one module's tensor groups with all its instances (count
 // Instances): moduleGroups at fraction 1.
 type modRow struct {
-	gs    [2]tensorGroup
-	k     int
-	lname string // the module name in lower case (LoRA target matching)
-	short string // the last dotted element of the name
-	// firstLayer is the first layer of the text stack's first Linear
-	// group with the same short name (setup.firstLayerOf).
-	firstLayer int
+	gs [2]tensorGroup
+	k  int
+	// lname is the module name in lower case and short its last dotted
+	// element (LoRA target matching); firstLayer is the first layer of
+	// the text stack's first Linear group with the same short name
+	// (per-layer adapter geometry). All three are filled by named.
+	lname, short string
+	firstLayer   int
 }
 
 // newModTab tabulates m.
@@ -113,16 +115,31 @@ func (t *modTab) init(m *model.Model) {
 		case mod.Component == compEmbedding && mod.Stack == stackText:
 			t.embParams += float64(mod.Params)
 		}
-		r.lname, r.short = strings.ToLower(mod.Name), lastElem(mod.Name)
-		r.firstLayer = mod.Layer
+	}
+}
+
+// named returns the module rows with their LoRA matching fields (lname,
+// short, firstLayer), filled on first use: only LoRA jobs read them.
+func (t *modTab) named(m *model.Model) []modRow {
+	rows := t.rows()
+	if t.haveNames {
+		return rows
+	}
+	for i := range m.Modules {
+		rows[i].lname, rows[i].short = strings.ToLower(m.Modules[i].Name), lastElem(m.Modules[i].Name)
+	}
+	for i := range rows {
+		rows[i].firstLayer = m.Modules[i].Layer
 		for j := range m.Modules {
 			o := &m.Modules[j]
-			if o.Stack == stackText && o.Layer >= 0 && o.In > 0 && lastElem(o.Name) == r.short {
-				r.firstLayer = o.Layer
+			if o.Stack == stackText && o.Layer >= 0 && o.In > 0 && rows[j].short == rows[i].short {
+				rows[i].firstLayer = o.Layer
 				break
 			}
 		}
 	}
+	t.haveNames = true
+	return rows
 }
 
 // oneLayerType reports whether the stack's layers all have one layer

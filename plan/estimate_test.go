@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"reflect"
+	"sync"
 	"testing"
 
 	"github.com/gpumem/gpumem/gpu"
@@ -222,4 +224,48 @@ func benchSearch(b *testing.B, m *model.Model, base memory.Job, g gpu.GPU, space
 	b.ReportMetric(float64(p.Evaluated), "layouts/op")
 	b.ReportMetric(float64(p.Evaluated+p.Pruned), "decided/op")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(max(p.Evaluated, 1)), "ns/layout")
+}
+
+// TestForMatchesEstimate checks that For's pooled estimators give
+// exactly memory.Estimate's results, from several goroutines at once,
+// and that a returned result is not changed by later calls.
+func TestForMatchesEstimate(t *testing.T) {
+	m, err := model.Load("meta-llama/Llama-3.2-1B-Instruct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []memory.Job{
+		{SeqLen: 2048},
+		{SeqLen: 1024, Method: "lora", LoRATargets: []string{"all-linear"}},
+		{SeqLen: 4096, Engine: "deepspeed", ZeRO: 3, NumGPUs: 8},
+		{SeqLen: 1024, Engine: "megatron", NumGPUs: 4, PP: 2, TP: 2, GradAccum: 4},
+		{Mode: memory.Inference, Batch: 4, PromptLen: 512, GenLen: 128},
+	}
+	want := make([]memory.Result, len(jobs))
+	for i, j := range jobs {
+		if want[i], err = memory.Estimate(m, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	est := For(m)
+	first, _ := est(jobs[0])
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 20 {
+				i := (w + k) % len(jobs)
+				got, err := est(jobs[i])
+				if err != nil || !reflect.DeepEqual(got, want[i]) {
+					t.Errorf("job %d: For differs from Estimate (err %v)", i, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if !reflect.DeepEqual(first, want[0]) {
+		t.Error("a result changed after later calls")
+	}
 }

@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/memory"
@@ -14,9 +15,21 @@ import (
 // variations of a base job; it must be a pure function of the job.
 type EstimateFunc func(memory.Job) (memory.Result, error)
 
-// For returns the estimator of model m: [memory.Estimate] bound to m.
+// For returns the estimator of model m: [memory.Estimate] bound to m. It
+// is safe for concurrent use, and its results are the caller's. It keeps
+// a pool of [memory.Estimator]s, so the model's inventory is tabulated
+// once rather than on every call (the searches call it many times).
 func For(m *model.Model) EstimateFunc {
-	return func(j memory.Job) (memory.Result, error) { return memory.Estimate(m, j) }
+	pool := &sync.Pool{New: func() any { return memory.NewEstimator(m) }}
+	return func(j memory.Job) (memory.Result, error) {
+		e := pool.Get().(*memory.Estimator)
+		defer pool.Put(e)
+		r, err := e.Estimate(&j)
+		if err != nil {
+			return memory.Result{}, err
+		}
+		return r.Clone(), nil
+	}
 }
 
 // ForWorker returns an estimator of model m for one goroutine: a
