@@ -277,8 +277,10 @@ func ParseGradCheckpoint(s string) (string, bool) {
 		return "", true
 	case "true", "yes", "1", "on", "full":
 		return "full", true
-	case "selective":
-		return "selective", true
+	case "selective", "op", "sac":
+		// op: torchtitan's per-op selective policy with framework
+		// torchtitan, Megatron-style selective recompute otherwise.
+		return v, true
 	}
 	if n, ok := strings.CutPrefix(v, "every-"); ok {
 		if k, err := strconv.Atoi(n); err == nil && k > 0 {
@@ -300,7 +302,7 @@ func (r *reader) checkJob(j *memory.Job, keys map[string]bool) {
 	if keys["grad_checkpoint"] {
 		gc, ok := ParseGradCheckpoint(j.GradCheckpoint)
 		if !ok {
-			r.add("grad_checkpoint", "unknown mode %q (want none, full, selective, every-N or true/false)", j.GradCheckpoint)
+			r.add("grad_checkpoint", "unknown mode %q (want none, full, selective, op, every-N or true/false)", j.GradCheckpoint)
 		}
 		j.GradCheckpoint = gc
 	}

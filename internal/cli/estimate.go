@@ -258,7 +258,7 @@ func addEstimateFlags(fs *pflag.FlagSet, o *estimateOptions) {
 	// Activations.
 	fs.StringVar(&j.Attention, "attn", "", "attention implementation: eager, sdpa or flash (default sdpa)")
 	fs.BoolVar(&o.FlashAttn, "flashattn", false, "same as --attn flash")
-	fs.StringVar(&o.GradCheckpoint, "grad-checkpoint", "", "gradient checkpointing: none, full, selective or every-N (true = full)")
+	fs.StringVar(&o.GradCheckpoint, "grad-checkpoint", "", "gradient checkpointing: none, full, selective, every-N (true = full), or op (torchtitan's per-op selective policy, with --framework torchtitan)")
 	fs.StringVar(&j.FusedLoss, "fused-loss", "", "loss implementation: none, liger, chunked or chunked-compiled (bare or true: liger, a fused linear cross-entropy)")
 	fs.BoolVar(&o.Liger, "liger", false, "Liger kernels (fused linear cross-entropy, fused norms and SwiGLU)")
 	fs.BoolVar(&j.Compile, "compile", false, "torch.compile the model")
@@ -452,11 +452,11 @@ func (o *estimateOptions) finishMethod(fs *pflag.FlagSet) error {
 }
 
 // parseGradCheckpoint accepts the spellings users bring: true/false,
-// none/full/selective and every-N.
+// none/full/selective/op and every-N.
 func parseGradCheckpoint(s string) (string, error) {
 	gc, ok := jobfile.ParseGradCheckpoint(s)
 	if !ok {
-		return "", usageErrorf("--grad-checkpoint: unknown mode %q (want none, full, selective, every-N or true/false)", s)
+		return "", usageErrorf("--grad-checkpoint: unknown mode %q (want none, full, selective, op, every-N or true/false)", s)
 	}
 	return gc, nil
 }
