@@ -61,6 +61,10 @@ type Assessment struct {
 	// MinGPUs is the fewest GPUs of this kind that fit: more data-parallel
 	// GPUs for training, a larger tensor-parallel size for inference.
 	MinGPUs *Answer `json:"min_gpus"`
+	// Suggestions are single changes that lower the peak of a training
+	// job that does not fit comfortably (verdict tight or does not fit),
+	// lowest peak first ([Suggest]).
+	Suggestions []Suggestion `json:"suggestions,omitempty"`
 	// Warning notes a format the GPU does not compute in natively.
 	Warning string `json:"warning,omitempty"`
 }
@@ -81,6 +85,9 @@ func Assess(est EstimateFunc, job memory.Job, g gpu.GPU, maxGPUs int) (Assessmen
 		a.MinGPUs = NewAnswer(MinTP(est, job, g, maxGPUs))
 	} else {
 		a.MinGPUs = NewAnswer(MinGPUs(est, job, g, maxGPUs))
+	}
+	if a.Fit.Verdict != Fits {
+		a.Suggestions = Suggest(est, job, g)
 	}
 	return a, nil
 }

@@ -229,6 +229,13 @@ func writeFitOne(w io.Writer, ro report.Options, o *fitOptions, m *model.Model, 
 	if (job.Mode == "" || job.Mode == memory.Train) && !plan.Shards(job) && rep.Fit.Verdict != plan.Fits {
 		b.WriteString("  (this job keeps a full copy of the model states on every GPU; --engine deepspeed --zero 3 or --engine fsdp shards them)\n")
 	}
+	if len(rep.Suggestions) > 0 {
+		need := plan.Need(rep.Result)
+		b.WriteString("changes that lower the peak (one at a time):\n")
+		for _, sg := range rep.Suggestions {
+			fmt.Fprintf(&b, "  %-31s %s per GPU (%s, saves %s): %s\n", sg.Change, ro.Bytes(sg.NeedBytes), strings.ReplaceAll(string(sg.Verdict), "_", " "), ro.Bytes(sg.Savings(need)), sg.Why)
+		}
+	}
 	if s := rep.Result.Serving; s != nil {
 		fmt.Fprintf(&b, "KV cache pool: %s = %d tokens, %d concurrent sequences of %d tokens\n", ro.Bytes(s.KVPoolBytes), s.KVTokens, s.MaxConcurrentSeqs, s.SeqLen)
 	}

@@ -1,0 +1,114 @@
+package plan
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/gpumem/gpumem/gpu"
+	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/units"
+)
+
+// Suggestion is one change to a training job and what it does to the
+// per-GPU peak on a GPU: the answer to "what do I change so it fits?".
+type Suggestion struct {
+	// Change is the change as command-line flags, e.g.
+	// "--grad-checkpoint full".
+	Change string `json:"change"`
+	// Why says what the change trades for the memory.
+	Why string `json:"why"`
+	// Fit is the changed job on the GPU.
+	Fit
+}
+
+// knob is a change Suggest tries: it applies to a job (false when the
+// job already has it or it does not apply).
+type knob struct {
+	change, why string
+	apply       func(j *memory.Job) bool
+}
+
+// knobs are the single changes Suggest tries, each one a flag a user can
+// add; sharding and the batch are the GPU-count and batch searches'.
+var knobs = []knob{
+	{"--grad-checkpoint full", "recomputes each layer's forward in backward (about a third more compute)", func(j *memory.Job) bool {
+		if norm(j.GradCheckpoint) == "full" || norm(j.GradCheckpoint) == "true" {
+			return false
+		}
+		j.GradCheckpoint = "full"
+		return true
+	}},
+	{"--attn flash", "FlashAttention keeps no attention matrix (needs an Ampere or newer GPU)", func(j *memory.Job) bool {
+		if norm(j.Attention) == "flash" {
+			return false
+		}
+		j.Attention = "flash"
+		return true
+	}},
+	{"--fused-loss liger", "computes the loss in chunks without materialising fp32 logits (Liger kernel)", func(j *memory.Job) bool {
+		if f := norm(j.Framework); (f != "" && f != memory.FrameworkHF) || norm(j.FusedLoss) != "" {
+			return false
+		}
+		j.FusedLoss = "liger"
+		return true
+	}},
+	{"--optimizer paged_adamw_8bit", "8-bit optimizer states (bitsandbytes), paged to host memory when the GPU is full", func(j *memory.Job) bool {
+		switch norm(j.Optimizer) {
+		case "", "adamw", "adamw_torch", "adamw_torch_fused", "adam", "adamw_hf":
+			j.Optimizer = "paged_adamw_8bit"
+			return true
+		}
+		return false
+	}},
+	{"--method lora", "trains low-rank adapters instead of every weight: no gradients or optimizer states for the base", func(j *memory.Job) bool {
+		if m := norm(j.Method); m != "" && m != memory.MethodFull {
+			return false
+		}
+		j.Method = memory.MethodLoRA
+		return true
+	}},
+	{"--method qlora", "LoRA on a 4-bit (NF4) base model", func(j *memory.Job) bool {
+		if m := norm(j.Method); m == memory.MethodQLoRA || m == memory.MethodFrozen {
+			return false
+		}
+		j.Method = memory.MethodQLoRA
+		return true
+	}},
+}
+
+// norm is a job option as the estimator compares it.
+func norm(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+// Suggest estimates a training job on g with each single change a user
+// can make to its memory (checkpointing, attention, loss, optimizer,
+// fine-tuning method) and returns those that lower the peak, lowest
+// first. Changes the job already has, and changes the estimator rejects
+// for this job, are left out. Inference and serving jobs get none.
+func Suggest(est EstimateFunc, job memory.Job, g gpu.GPU) []Suggestion {
+	if job.Mode != "" && job.Mode != memory.Train {
+		return nil
+	}
+	job = OnGPU(job, g)
+	base, err := est(job)
+	if err != nil {
+		return nil
+	}
+	need := Need(base)
+	var out []Suggestion
+	for _, k := range knobs {
+		j := job
+		if !k.apply(&j) {
+			continue
+		}
+		r, err := est(j)
+		if err != nil || Need(r) >= need {
+			continue
+		}
+		out = append(out, Suggestion{Change: k.change, Why: k.why, Fit: Check(r, g)})
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].NeedBytes < out[b].NeedBytes })
+	return out
+}
+
+// Savings is how much a suggestion saves against need.
+func (s Suggestion) Savings(need units.Bytes) units.Bytes { return max(need-s.NeedBytes, 0) }
