@@ -188,7 +188,10 @@ func TestPlanMatchesFit(t *testing.T) {
 				if len(got.GPUs) != 1 {
 					t.Fatalf("got %d GPU entries, want 1", len(got.GPUs))
 				}
-				for _, k := range []string{"gpu", "fit", "max_batch", "max_seq_len", "min_gpus", "warning"} {
+				if tc.name == "full on L4" && len(got.GPUs[0]["suggestions"]) == 0 {
+					t.Error("a full fine-tune of an 8B model on one GPU: want suggestions")
+				}
+				for _, k := range []string{"gpu", "fit", "max_batch", "max_seq_len", "min_gpus", "suggestions", "warning"} {
 					g, w := got.GPUs[0][k], want[k]
 					if k == "gpu" {
 						// The API names its own key as the memory's source.

@@ -45,6 +45,10 @@ type GPUPlan struct {
 	// MinGPUs is the fewest GPUs of this kind that fit (tensor parallel
 	// for inference and serving).
 	MinGPUs *plan.Answer `json:"min_gpus"`
+	// Suggestions are single changes that lower a tight or failing
+	// training job's peak on this GPU, lowest first (gpumem fit lists
+	// them too).
+	Suggestions []plan.Suggestion `json:"suggestions,omitempty"`
 	// Warning notes a format the GPU does not compute in natively.
 	Warning string `json:"warning,omitempty"`
 	// Error is the estimator's error on this GPU kind, if any.
@@ -102,7 +106,8 @@ func planOne(est plan.EstimateFunc, job memory.Job, g gpu.GPU) (GPUPlan, error) 
 	if err != nil {
 		return GPUPlan{GPU: g, Error: err.Error()}, err
 	}
-	return GPUPlan{GPU: a.GPU, Fit: a.Fit, MaxBatch: a.MaxBatch, MaxSeqLen: a.MaxSeqLen, MinGPUs: a.MinGPUs, Warning: a.Warning}, nil
+	return GPUPlan{GPU: a.GPU, Fit: a.Fit, MaxBatch: a.MaxBatch, MaxSeqLen: a.MaxSeqLen, MinGPUs: a.MinGPUs,
+		Suggestions: a.Suggestions, Warning: a.Warning}, nil
 }
 
 // selectGPUs looks up names in the catalog; none means every GPU. A GPU

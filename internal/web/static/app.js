@@ -441,6 +441,10 @@ function renderGPUs(plan, gpuName) {
   }));
   const sum = $('#fit-summary');
   const largest = $('#fits-largest');
+  const sugg = $('#fit-suggestions');
+  sugg.replaceChildren(...((sel && sel.suggestions) || []).map((s) => el('li', {
+    text: `${s.change}: ${formatIEC(s.need_bytes)} per GPU (${s.verdict.replaceAll('_', ' ')}) — ${s.why}`,
+  })));
   if (!sel) {
     sum.className = 'verdict';
     sum.textContent = '';
