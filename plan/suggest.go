@@ -17,6 +17,9 @@ type Suggestion struct {
 	Change string `json:"change"`
 	// Why says what the change trades for the memory.
 	Why string `json:"why"`
+	// Combined is true for the set of changes that fits together when
+	// no single one does (Change lists them all).
+	Combined bool `json:"combined,omitempty"`
 	// Fit is the changed job on the GPU.
 	Fit
 }
@@ -83,7 +86,9 @@ func norm(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
 // can make to its memory (checkpointing, attention, loss, optimizer,
 // fine-tuning method) and returns those that lower the peak, lowest
 // first. Changes the job already has, and changes the estimator rejects
-// for this job, are left out. Inference and serving jobs get none.
+// for this job, are left out. When no single change fits, the last
+// suggestion is a set of them that fits together (see combine), if any
+// does. Inference and serving jobs get none.
 func Suggest(est EstimateFunc, job memory.Job, g gpu.GPU) []Suggestion {
 	if job.Mode != "" && job.Mode != memory.Train {
 		return nil
@@ -95,6 +100,7 @@ func Suggest(est EstimateFunc, job memory.Job, g gpu.GPU) []Suggestion {
 	}
 	need := Need(base)
 	var out []Suggestion
+	var helps []knob
 	for _, k := range knobs {
 		j := job
 		if !k.apply(&j) {
@@ -105,9 +111,75 @@ func Suggest(est EstimateFunc, job memory.Job, g gpu.GPU) []Suggestion {
 			continue
 		}
 		out = append(out, Suggestion{Change: k.change, Why: k.why, Fit: Check(r, g)})
+		helps = append(helps, k)
 	}
 	sort.SliceStable(out, func(a, b int) bool { return out[a].NeedBytes < out[b].NeedBytes })
+	if c, ok := combine(est, job, g, out, helps); ok {
+		out = append(out, c)
+	}
 	return out
+}
+
+// combine adds the helpful changes to the job one by one, largest single
+// saving first, until it fits, then drops every change the others do not
+// need (a minimal set, not necessarily the smallest). It returns false
+// when a single change fits already, or even all of them together do
+// not.
+func combine(est EstimateFunc, job memory.Job, g gpu.GPU, singles []Suggestion, helps []knob) (Suggestion, bool) {
+	if len(singles) < 2 || singles[0].Verdict == Fits {
+		return Suggestion{}, false
+	}
+	byChange := make(map[string]knob, len(helps))
+	for _, k := range helps {
+		byChange[k.change] = k
+	}
+	// with estimates job with the changes set; ok is false when one of
+	// them does not apply on top of the others (lora after qlora).
+	with := func(set []knob) (Fit, bool) {
+		j := job
+		for _, k := range set {
+			if !k.apply(&j) {
+				return Fit{}, false
+			}
+		}
+		r, err := est(j)
+		if err != nil {
+			return Fit{}, false
+		}
+		return Check(r, g), true
+	}
+	var set []knob
+	var fit Fit
+	for _, s := range singles {
+		trial := append(append([]knob(nil), set...), byChange[s.Change])
+		f, ok := with(trial)
+		if !ok {
+			continue
+		}
+		set, fit = trial, f
+		if fit.Verdict == Fits {
+			break
+		}
+	}
+	if fit.Verdict != Fits {
+		return Suggestion{}, false
+	}
+	for i := 0; i < len(set) && len(set) > 1; {
+		rest := append(append([]knob(nil), set[:i]...), set[i+1:]...)
+		if f, ok := with(rest); ok && f.Verdict == Fits {
+			set, fit = rest, f
+			continue
+		}
+		i++
+	}
+	if len(set) < 2 {
+		return Suggestion{}, false
+	}
+	changes := make([]string, len(set))
+	for i, k := range set {
+		changes[i] = k.change
+	}
+	return Suggestion{Change: strings.Join(changes, " "), Why: "these changes together", Combined: true, Fit: fit}, true
 }
 
 // Savings is how much a suggestion saves against need.

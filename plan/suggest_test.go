@@ -37,6 +37,9 @@ func TestSuggest(t *testing.T) {
 		"--method qlora":               func(j *memory.Job) { j.Method = "qlora" },
 	}
 	for i, s := range got {
+		if s.Combined {
+			continue // TestSuggestCombined
+		}
 		set, ok := direct[s.Change]
 		if !ok {
 			t.Fatalf("unexpected change %q", s.Change)
@@ -53,7 +56,7 @@ func TestSuggest(t *testing.T) {
 		if s.NeedBytes >= Need(base) {
 			t.Errorf("%s does not lower the peak (%s vs %s)", s.Change, s.NeedBytes, Need(base))
 		}
-		if i > 0 && s.NeedBytes < got[i-1].NeedBytes {
+		if i > 0 && !got[i-1].Combined && s.NeedBytes < got[i-1].NeedBytes {
 			t.Errorf("suggestions not lowest first at %d", i)
 		}
 		if s.Why == "" {
@@ -93,5 +96,61 @@ func TestAssessSuggestsOnlyWhenNeeded(t *testing.T) {
 	}
 	if a.Fit.Verdict == Fits || len(a.Suggestions) == 0 {
 		t.Errorf("a 16k-token full fine-tune on an L4: verdict %s, %d suggestions; want some", a.Fit.Verdict, len(a.Suggestions))
+	}
+}
+
+// TestSuggestCombined checks the combined suggestion of a job no single
+// change fits: it fits when applied directly, comes last, and needs each
+// of its changes (without any one of them it does not fit).
+func TestSuggestCombined(t *testing.T) {
+	m, err := model.Load("meta-llama/Llama-3.1-8B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := gpu.Lookup("l4")
+	est := For(m)
+	job := memory.Job{SeqLen: 4096}
+	got := Suggest(est, job, g)
+	if len(got) == 0 || !got[len(got)-1].Combined {
+		t.Fatalf("want a combined suggestion last, got %+v", got)
+	}
+	for _, s := range got[:len(got)-1] {
+		if s.Combined || s.Verdict == Fits {
+			t.Fatalf("a single change fits or a second combination: %+v", s)
+		}
+	}
+	c := got[len(got)-1]
+	apply := func(changes []string) Fit {
+		j := OnGPU(job, g)
+		for _, ch := range changes {
+			for _, k := range knobs {
+				if k.change == ch {
+					k.apply(&j)
+				}
+			}
+		}
+		r, err := est(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Check(r, g)
+	}
+	var changes []string
+	for _, k := range knobs {
+		if strings.Contains(c.Change, k.change) {
+			changes = append(changes, k.change)
+		}
+	}
+	if len(changes) < 2 {
+		t.Fatalf("combined %q: want at least two changes", c.Change)
+	}
+	if f := apply(changes); f.Verdict != Fits || f.NeedBytes != c.NeedBytes {
+		t.Errorf("combined %q applied directly: %s %s, suggestion says %s", c.Change, f.Verdict, f.NeedBytes, c.NeedBytes)
+	}
+	for i := range changes {
+		rest := append(append([]string(nil), changes[:i]...), changes[i+1:]...)
+		if f := apply(rest); f.Verdict == Fits {
+			t.Errorf("combined %q: fits without %s too", c.Change, changes[i])
+		}
 	}
 }

@@ -233,7 +233,12 @@ func writeFitOne(w io.Writer, ro report.Options, o *fitOptions, m *model.Model, 
 		need := plan.Need(rep.Result)
 		b.WriteString("changes that lower the peak (one at a time):\n")
 		for _, sg := range rep.Suggestions {
-			fmt.Fprintf(&b, "  %-31s %s per GPU (%s, saves %s): %s\n", sg.Change, ro.Bytes(sg.NeedBytes), strings.ReplaceAll(string(sg.Verdict), "_", " "), ro.Bytes(sg.Savings(need)), sg.Why)
+			verdict := strings.ReplaceAll(string(sg.Verdict), "_", " ")
+			if sg.Combined {
+				fmt.Fprintf(&b, "together, these fit: %s → %s per GPU (%s)\n", sg.Change, ro.Bytes(sg.NeedBytes), verdict)
+				continue
+			}
+			fmt.Fprintf(&b, "  %-31s %s per GPU (%s, saves %s): %s\n", sg.Change, ro.Bytes(sg.NeedBytes), verdict, ro.Bytes(sg.Savings(need)), sg.Why)
 		}
 	}
 	if s := rep.Result.Serving; s != nil {

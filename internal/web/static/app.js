@@ -443,7 +443,7 @@ function renderGPUs(plan, gpuName) {
   const largest = $('#fits-largest');
   const sugg = $('#fit-suggestions');
   sugg.replaceChildren(...((sel && sel.suggestions) || []).map((s) => el('li', {
-    text: `${s.change}: ${formatIEC(s.need_bytes)} per GPU (${s.verdict.replaceAll('_', ' ')}) — ${s.why}`,
+    text: `${s.combined ? 'together: ' : ''}${s.change}: ${formatIEC(s.need_bytes)} per GPU (${s.verdict.replaceAll('_', ' ')})${s.combined ? '' : ' — ' + s.why}`,
   })));
   if (!sel) {
     sum.className = 'verdict';
