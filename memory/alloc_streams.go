@@ -166,7 +166,7 @@ func (s *setup) zero3Pools(t *trainParts) (fsdpPools, bool) {
 	var p fsdpPools
 	fwd, bwd := s.zero3Gathered(&k), s.zero3GatheredBackward(&k)
 	p.gather = max(fwd, bwd)
-	p.reduce = min(k.reduce, t.p.trainable) * s.gradElemBytes(false)
+	p.reduce = min(k.reduce, t.p.trainable) * s.zero3BucketBytes()
 	p.live[phForward], p.live[phLoss] = fwd, fwd
 	p.live[phBackward], p.live[phBackwardEnd] = bwd, bwd
 	return p, true

@@ -113,6 +113,7 @@ type Job struct {
 	AllgatherBucketSize       int64   `json:"allgather_bucket_size,omitempty"`              // DeepSpeed allgather_bucket_size (default 5e8)
 	PrefetchBucketSize        int64   `json:"stage3_prefetch_bucket_size,omitempty"`        // DeepSpeed stage3_prefetch_bucket_size (default 5e7; HF auto 0.9·hidden²)
 	MaxLiveParameters         int64   `json:"stage3_max_live_parameters,omitempty"`         // DeepSpeed stage3_max_live_parameters (default 1e9)
+	MaxReuseDistance          int64   `json:"stage3_max_reuse_distance,omitempty"`          // DeepSpeed stage3_max_reuse_distance (default 1e9): a released module's parameters met again within this many elements stay gathered
 	ParamPersistenceThreshold int64   `json:"stage3_param_persistence_threshold,omitempty"` // DeepSpeed stage3_param_persistence_threshold (default 1e5; HF auto 10·hidden)
 	SubGroupSize              int64   `json:"sub_group_size,omitempty"`                     // DeepSpeed sub_group_size (default 1e9)
 	DDPBucketCapMB            float64 `json:"ddp_bucket_cap_mb,omitempty"`                  // torch DDP bucket_cap_mb (default 25)

@@ -238,13 +238,20 @@ func (s *setup) gradPhases(t *trainParts) [numPhases]float64 {
 
 // gradsPersist reports whether the engine allocates the gradients once
 // and keeps them: Megatron's contiguous main_grad buffer, DDP buckets
-// that are the gradients (gradient_as_bucket_view).
+// that are the gradients (gradient_as_bucket_view), DeepSpeed ZeRO-3's
+// gradient partitions — one flat buffer of every trainable parameter's
+// partition, zero-filled when the optimizer is built (stage3.py
+// _setup_for_real_optimizer: grad_partitions_flat_buffer, cut into
+// __param_id_to_grad_partition) and never freed; zero_grad drops only
+// the parameters' .grad references (MODEL.md §3.3).
 func (s *setup) gradsPersist() bool {
 	switch s.dist.engine {
 	case engineMegatron:
 		return true
 	case engineDDP:
 		return s.job.GradientAsBucketView
+	case engineDeepSpeed:
+		return s.dist.zero == 3
 	}
 	return false
 }

@@ -22,8 +22,8 @@ const (
 
 // dsKnobs are the DeepSpeed buffer sizes of the job, in elements.
 type dsKnobs struct {
-	reduce, allgather, prefetch, maxLive, persist, subGroup float64
-	overlap, contiguous                                     bool
+	reduce, allgather, prefetch, maxLive, persist, subGroup, maxReuse float64
+	overlap, contiguous                                               bool
 }
 
 // deepspeedKnobs resolves the DeepSpeed settings: the job's values, else
@@ -49,6 +49,7 @@ func (s *setup) deepspeedKnobs() dsKnobs {
 		maxLive:    pick(j.MaxLiveParameters, 0, dsMaxLive),
 		persist:    pick(j.ParamPersistenceThreshold, 10*h, dsPersistence),
 		subGroup:   pick(j.SubGroupSize, 0, dsSubGroup),
+		maxReuse:   pick(j.MaxReuseDistance, 0, dsMaxReuse),
 		overlap:    s.dist.zero == 3,
 		contiguous: true,
 	}
@@ -205,7 +206,7 @@ func (s *setup) ddpBuckets(r *rankStates) [numPhases]float64 {
 //   - stage 3: the gathered working set — the module in use plus the
 //     prefetch bucket, capped by stage3_max_live_parameters — the
 //     persistent parameters below stage3_param_persistence_threshold kept
-//     whole on every rank, and one reduce bucket (__ipg_bucket_flat_buffer).
+//     whole on every rank, and the reduce (IPG) bucket (zero3ReduceBucket).
 //     In backward under layer checkpointing the working set is at least
 //     what is kept for reuse (zero3KeptForReuse) plus what may still be
 //     prefetched.
@@ -229,10 +230,46 @@ func (s *setup) deepspeedBuffers(r *rankStates, p *trParams) [numPhases]float64 
 	}
 	gathered := s.zero3Gathered(&k)
 	persist := s.persistentParams(k.persist) * c
-	reduce := min(k.reduce, p.trainable) * g
+	bucket := s.zero3ReduceBucket(&k, p)
 	fwd := gathered + persist
-	bwd := s.zero3GatheredBackward(&k) + persist + reduce
-	return [numPhases]float64{fwd, fwd, bwd, bwd, persist}
+	bwd := s.zero3GatheredBackward(&k) + persist
+	return [numPhases]float64{fwd + bucket[phForward], fwd + bucket[phLoss], bwd + bucket[phBackward],
+		bwd + bucket[phBackwardEnd], persist + bucket[phStep]}
+}
+
+// zero3ReduceBucket is the per-phase memory of ZeRO-3's reduce (IPG)
+// bucket. With contiguous_gradients (the default) the optimizer
+// allocates __ipg_bucket_flat_buffer once, when it is built
+// (stage3.py _setup_for_real_optimizer: torch.empty(reduce_bucket_size,
+// dtype=self.dtype) on the device, also with the optimizer offloaded),
+// and frees it only in destroy(): reduce_bucket_size elements whatever
+// the trainable parameter count, in every phase. Its dtype is that of
+// the optimizer's first parameter, which the engine has cast to the
+// config's fp16/bf16 (engine.py _configure_distributed_model) —
+// zero3BucketBytes. Without contiguous_gradients the bucket is the
+// autograd gradients themselves, held in backward until the bucket
+// would overflow: at most reduce_bucket_size elements and no more than
+// are trainable (MODEL.md §3.3).
+func (s *setup) zero3ReduceBucket(k *dsKnobs, p *trParams) [numPhases]float64 {
+	b := s.zero3BucketBytes()
+	if k.contiguous {
+		return allPhases(k.reduce * b)
+	}
+	held := min(k.reduce, p.trainable) * b
+	return [numPhases]float64{0, 0, held, held, 0}
+}
+
+// zero3BucketBytes is the element size of ZeRO-3's reduce bucket and of
+// the gradients copied into it: the dtype of the trainable parameters
+// after the engine's cast to the config's fp16/bf16 (stage3.py
+// self.dtype = param_groups[0]['params'][0].dtype). That is the weight
+// dtype, or the compute dtype when the frozen base weights are quantized
+// (QLoRA: the trainable parameters are the adapters).
+func (s *setup) zero3BucketBytes() float64 {
+	if s.weight.Quantized {
+		return s.compute.BytesPerElement()
+	}
+	return s.gradElemBytes(false)
 }
 
 // zero3GatheredBackward is the gathered working set of ZeRO-3 in
@@ -254,7 +291,7 @@ func (s *setup) zero3GatheredBackward(k *dsKnobs) float64 {
 // After a module runs, __params_to_release (partitioned_param_coordinator.py)
 // walks the recorded module trace forward and keeps the module's
 // parameters gathered when it meets them again before
-// stage3_max_reuse_distance elements (1e9 by default) of parameters;
+// stage3_max_reuse_distance elements (1e9 by default; Job.MaxReuseDistance) of parameters;
 // stage3_max_live_parameters bounds prefetching only, not this. A
 // checkpointed layer's trace is its forward, recomputed, then its
 // backward in reverse order, so the Linear j of n is met again after
@@ -266,6 +303,7 @@ func (s *setup) zero3KeptForReuse() float64 {
 	if s.ckpt != ckptFull || s.m.Text.MoE != nil {
 		return 0
 	}
+	maxReuse := s.deepspeedKnobs().maxReuse
 	top := min(s.dist.stageHi, s.m.Text.Layers) - 1
 	var sizes [16]float64
 	n := 0
@@ -280,7 +318,7 @@ func (s *setup) zero3KeptForReuse() float64 {
 	}
 	kept, after := 0.0, 0.0
 	for j := n - 1; j >= 0; j-- {
-		if 2*after < dsMaxReuse {
+		if 2*after < maxReuse {
 			kept += sizes[j]
 		}
 		after += sizes[j]

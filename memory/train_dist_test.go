@@ -266,3 +266,123 @@ func TestMegatronImpliesItsFramework(t *testing.T) {
 		t.Errorf("model states %.3f B/param, want 18", got)
 	}
 }
+
+// TestZeRO3ReduceBucket pins ZeRO-3's reduce (IPG) bucket on the tiny
+// 2-layer decoder over 2 ranks with DeepSpeed's own defaults. With
+// contiguous_gradients the optimizer allocates reduce_bucket_size
+// elements once and keeps them (stage3.py __ipg_bucket_flat_buffer), in
+// every phase and whatever the trainable parameter count (about 0.2 M
+// here, against 5e8), in the dtype the engine cast the parameters to;
+// without it the bucket is the autograd gradients, in backward only and
+// capped by the trainable parameters.
+func TestZeRO3ReduceBucket(t *testing.T) {
+	m := testModel(denseShape{id: "tiny", layers: 2, hidden: 64, heads: 4, kvHeads: 4, ffn: 128, vocab: 1000, maxPos: 512})
+	const params = 2*(4*64*64+3*64*128+2*64) + 2*1000*64 + 64
+	off := false
+	all := func(v float64) [numPhases]float64 { return [numPhases]float64{v, v, v, v, v} }
+	tests := []struct {
+		name string
+		job  Job
+		want [numPhases]float64
+	}{
+		{"default bf16", Job{}, all(5e8 * 2)},
+		{"reduce_bucket_size 5000", Job{ReduceBucketSize: 5000}, all(5000 * 2)},
+		{"fp32", Job{Dtype: "fp32", ComputeDtype: "fp32"}, all(5e8 * 4)},
+		{"LoRA: not capped by the adapters", Job{Method: "lora", LoRATargets: []string{"all-linear"}}, all(5e8 * 2)},
+		{"QLoRA: the compute dtype, not nf4", Job{Method: "qlora", LoRATargets: []string{"all-linear"}}, all(5e8 * 2)},
+		{"optimizer offloaded: the bucket stays on the GPU", Job{OffloadOptimizer: "cpu"}, all(5e8 * 2)},
+		{"no contiguous_gradients", Job{ContiguousGradients: &off}, [numPhases]float64{0, 0, params * 2, params * 2, 0}},
+		{"no contiguous_gradients, bucket 5000", Job{ContiguousGradients: &off, ReduceBucketSize: 5000},
+			[numPhases]float64{0, 0, 5000 * 2, 5000 * 2, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			job := tt.job
+			job.Engine, job.ZeRO, job.NumGPUs, job.SeqLen, job.Framework = "deepspeed", 3, 2, 16, "deepspeed"
+			var s setup
+			if err := s.init(m, job); err != nil {
+				t.Fatal(err)
+			}
+			var tp trainParts
+			s.stageParts(&tp)
+			k := s.deepspeedKnobs()
+			if got := s.zero3ReduceBucket(&k, &tp.p); got != tt.want {
+				t.Errorf("bucket %v, want %v", got, tt.want)
+			}
+			// The comm_buffers row carries it: at the step, where nothing
+			// is gathered, it is the persistent parameters plus the bucket.
+			persist := s.persistentParams(k.persist) * s.compute.BytesPerElement()
+			if got := s.deepspeedBuffers(&tp.st, &tp.p)[phStep]; got != persist+tt.want[phStep] {
+				t.Errorf("comm buffers at the step %v, want persistent %v + bucket %v", got, persist, tt.want[phStep])
+			}
+		})
+	}
+}
+
+// TestZeRO3GradientsPersist: ZeRO-3's gradient partitions are one flat
+// buffer allocated with the optimizer and never freed (stage3.py
+// grad_partitions_flat_buffer), so the gradients row is the same in
+// every phase even without gradient accumulation; ZeRO-2's gradients
+// still appear during backward.
+func TestZeRO3GradientsPersist(t *testing.T) {
+	m := catalogModel(t, "meta-llama/Llama-2-7b-hf")
+	for _, zero := range []int{2, 3} {
+		var s setup
+		if err := s.init(m, Job{Engine: "deepspeed", ZeRO: zero, NumGPUs: 8, SeqLen: 512, Optimizer: "adamw_torch_fused"}); err != nil {
+			t.Fatal(err)
+		}
+		var tp trainParts
+		s.stageParts(&tp)
+		g := s.gradPhases(&tp)
+		if tp.st.grads <= 0 {
+			t.Fatalf("ZeRO-%d: no gradients", zero)
+		}
+		if persist := g == allPhases(tp.st.grads); persist != (zero == 3) {
+			t.Errorf("ZeRO-%d: gradients by phase %v (sharded total %v): persistent %v, want %v", zero, g, tp.st.grads, persist, zero == 3)
+		}
+	}
+}
+
+// TestZeRO3MaxReuseDistance: stage3_max_reuse_distance decides which of
+// a checkpointed Llama-2-70B layer's Linears stay gathered from the
+// recomputation into their backward (partitioned_param_coordinator.py
+// __params_to_release): Linear j is met again after twice the elements
+// of the Linears after it (q, k, v, o: 67.1 M, 8.4 M, 8.4 M, 67.1 M;
+// gate, up, down: 234.9 M each). A smaller distance never raises the
+// estimate.
+func TestZeRO3MaxReuseDistance(t *testing.T) {
+	m := catalogModel(t, "meta-llama/Llama-2-70b-hf")
+	const big, attn = 234881024.0, 2*67108864.0 + 2*8388608.0
+	tests := []struct {
+		dist int64
+		want float64
+	}{
+		{1, big},            // down only: it is met again at once
+		{5e8, 2 * big},      // up after 2 × 234.9 M
+		{0, 3 * big},        // the default, 1e9: gate after 2 × 469.8 M
+		{1e9, 3 * big},      // the same, given
+		{14e8, 3 * big},     // o after 2 × 704.6 M = 1409 M: not yet
+		{2e9, 3*big + attn}, // the whole layer
+	}
+	// Distances 1, 5e8, 1e9 (the default) in turn: the estimate of a LoRA
+	// run that peaks in backward (the PEFT docs' ZeRO-3 example) grows.
+	var prev units.Bytes
+	for i, tt := range tests[:3] {
+		j := Job{Engine: "deepspeed", ZeRO: 3, NumGPUs: 8, SeqLen: 2048, MicroBatch: 8, GradCheckpoint: "full", Attention: "flash",
+			Method: "lora", LoRATargets: []string{"all-linear"}, MaxReuseDistance: tt.dist}
+		a := estimateOK(t, m, j).PerGPU.AllocatedPeakBytes
+		if i > 0 && a <= prev {
+			t.Errorf("reuse distance %d: allocated %.2f GiB, not above %.2f GiB at the smaller distance", tt.dist, gib(a), gib(prev))
+		}
+		prev = a
+	}
+	for _, tt := range tests {
+		var s setup
+		if err := s.init(m, Job{Engine: "deepspeed", ZeRO: 3, NumGPUs: 8, SeqLen: 512, GradCheckpoint: "full", MaxReuseDistance: tt.dist}); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.zero3KeptForReuse(); got != tt.want {
+			t.Errorf("stage3_max_reuse_distance %d: kept %v parameters, want %v", tt.dist, got, tt.want)
+		}
+	}
+}

@@ -225,6 +225,8 @@ var dsZeROSizes = map[string]struct{ job, auto string }{
 	"param_persistence_threshold":        {"stage3_param_persistence_threshold", "10·hidden"},
 	"stage3_max_live_parameters":         {"stage3_max_live_parameters", ""},
 	"max_live_parameters":                {"stage3_max_live_parameters", ""},
+	"stage3_max_reuse_distance":          {"stage3_max_reuse_distance", ""},
+	"max_reuse_distance":                 {"stage3_max_reuse_distance", ""},
 	"sub_group_size":                     {"sub_group_size", ""},
 }
 
@@ -237,7 +239,7 @@ var dsZeRONoEffect = &keySet{keys: []string{"allgather_partitions", "reduce_scat
 	"pipeline_loading_checkpoint"}}
 
 // dsZeRONotModelled are zero_optimization keys whose effect is not modelled.
-var dsZeRONotModelled = &keySet{keys: []string{"stage3_max_reuse_distance", "max_reuse_distance", "zero_hpz_partition_size",
+var dsZeRONotModelled = &keySet{keys: []string{"zero_hpz_partition_size",
 	"zero_quantized_weights", "zero_quantized_gradients", "zero_quantized_nontrainable_weights",
 	"mics_shard_size", "mics_hierarchical_params_gather", "model_persistence_threshold",
 	"stage3_module_granularity_threshold", "offload_optimizer_ratio"}}
@@ -353,6 +355,8 @@ func (r *reader) dsSize(key string, v any, jobKey, auto string) {
 		j.ParamPersistenceThreshold = n
 	case "stage3_max_live_parameters":
 		j.MaxLiveParameters = n
+	case "stage3_max_reuse_distance":
+		j.MaxReuseDistance = n
 	case "sub_group_size":
 		j.SubGroupSize = n
 	}

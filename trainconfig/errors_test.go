@@ -28,6 +28,8 @@ func TestBadValues(t *testing.T) {
 		{"negative allgather bucket", DeepSpeed, `{"zero_optimization": {"allgather_bucket_size": -1}}`, "zero_optimization.allgather_bucket_size", "-1", "from 0"},
 		{"negative prefetch bucket", DeepSpeed, `{"zero_optimization": {"stage3_prefetch_bucket_size": -1}}`, "zero_optimization.stage3_prefetch_bucket_size", "-1", "from 0"},
 		{"negative max live", DeepSpeed, `{"zero_optimization": {"stage3_max_live_parameters": -1e9}}`, "zero_optimization.stage3_max_live_parameters", "-1e+09", "from 0"},
+		{"negative reuse distance", DeepSpeed, `{"zero_optimization": {"stage3_max_reuse_distance": -1}}`, "zero_optimization.stage3_max_reuse_distance", "-1", "from 0"},
+		{"reuse distance auto", DeepSpeed, `{"zero_optimization": {"stage3_max_reuse_distance": "auto"}}`, "zero_optimization.stage3_max_reuse_distance", `"auto"`, "reduce_bucket_size, stage3_prefetch_bucket_size"},
 		{"negative persistence", DeepSpeed, `{"zero_optimization": {"stage3_param_persistence_threshold": -10}}`, "zero_optimization.stage3_param_persistence_threshold", "-10", "from 0"},
 		{"fractional sub group", DeepSpeed, `{"zero_optimization": {"sub_group_size": 1.5}}`, "zero_optimization.sub_group_size", "1.5", "whole number"},
 		{"auto where HF does not resolve it", DeepSpeed, `{"zero_optimization": {"allgather_bucket_size": "auto"}}`, "zero_optimization.allgather_bucket_size", `"auto"`, "reduce_bucket_size, stage3_prefetch_bucket_size"},

@@ -48,10 +48,10 @@ func TestParseFiles(t *testing.T) {
 		{
 			file: "ds_zero3_auto.json", format: DeepSpeed,
 			want: memory.Job{Engine: "deepspeed", ZeRO: 3, Optimizer: "adamw_torch_fused", OffloadOptimizer: "cpu", OffloadParams: "none",
-				OverlapComm: &yes, ContiguousGradients: &yes, SubGroupSize: 1e9, MaxLiveParameters: 1e9},
+				OverlapComm: &yes, ContiguousGradients: &yes, SubGroupSize: 1e9, MaxLiveParameters: 1e9, MaxReuseDistance: 1e9},
 			keys: []string{"contiguous_gradients", "engine", "offload_optimizer", "offload_params", "optimizer", "overlap_comm",
-				"stage3_max_live_parameters", "sub_group_size", "zero"},
-			ignored: []string{"zero_optimisation_typo", "zero_optimization.stage3_max_reuse_distance"},
+				"stage3_max_live_parameters", "stage3_max_reuse_distance", "sub_group_size", "zero"},
+			ignored: []string{"zero_optimisation_typo", "zero_optimization.zero_hpz_partition_size"},
 			notes: []string{"zero_optimization.reduce_bucket_size → hidden²", "zero_optimization.stage3_prefetch_bucket_size → 0.9·hidden²",
 				"stage3_param_persistence_threshold → 10·hidden", "train_micro_batch_size_per_gpu → the Trainer's per_device_train_batch_size",
 				"bf16.enabled → the Trainer's --bf16"},
@@ -193,7 +193,7 @@ func TestWarningsNameKeys(t *testing.T) {
 	}
 	w := strings.Join(c.Warnings(), "\n")
 	for _, want := range []string{"ds_config.json: ignored unknown keys: zero_optimisation_typo",
-		"ignored settings not modelled: zero_optimization.stage3_max_reuse_distance"} {
+		"ignored settings not modelled: zero_optimization.zero_hpz_partition_size"} {
 		if !strings.Contains(w, want) {
 			t.Errorf("warnings lack %q:\n%s", want, w)
 		}
@@ -239,6 +239,19 @@ func TestDeepSpeedValues(t *testing.T) {
 			if c.Has("reduce_bucket_size") || c.Has("stage3_param_persistence_threshold") || c.Job.MaxLiveParameters != 2e8 ||
 				!slices.Contains(ignoredKeys(c), "zero_optimization.stage3_param_persistence_threshold") {
 				return "want auto left to the HF framework, 0 reported as not modelled, 2e8 read"
+			}
+			return ""
+		}},
+		{"max reuse distance and its alias", `{"zero_optimization": {"stage": 3, "max_reuse_distance": 5e8}}`, func(c *Config) string {
+			if !c.Has("stage3_max_reuse_distance") || c.Job.MaxReuseDistance != 5e8 {
+				return "want the stage3_-less alias read as stage3_max_reuse_distance 5e8"
+			}
+			return ""
+		}},
+		{"max reuse distance 0", `{"zero_optimization": {"stage": 3, "stage3_max_reuse_distance": 0}}`, func(c *Config) string {
+			if c.Has("stage3_max_reuse_distance") || c.Job.MaxReuseDistance != 0 ||
+				!slices.Contains(ignoredKeys(c), "zero_optimization.stage3_max_reuse_distance") {
+				return "want 0 (release at once) reported as not modelled, the default kept"
 			}
 			return ""
 		}},

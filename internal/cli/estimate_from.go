@@ -25,7 +25,7 @@ type trainConfigOptions struct {
 
 	OverlapComm         bool
 	ContiguousGradients bool
-	sizes               [6]elemCount
+	sizes               [7]elemCount
 
 	// warnings are added to the result: keys the files left unused,
 	// settings two files disagree on.
@@ -34,11 +34,12 @@ type trainConfigOptions struct {
 
 // elemSizeFlags are the DeepSpeed buffer-size flags, in elements, each
 // the memory.Job key with dashes.
-var elemSizeFlags = [6]struct{ name, usage string }{
+var elemSizeFlags = [7]struct{ name, usage string }{
 	{"reduce-bucket-size", "DeepSpeed reduce_bucket_size in elements (default 5e8; hidden² under the HF Trainer's auto)"},
 	{"allgather-bucket-size", "DeepSpeed allgather_bucket_size in elements (default 5e8)"},
 	{"stage3-prefetch-bucket-size", "DeepSpeed stage3_prefetch_bucket_size in elements (default 5e7; 0.9·hidden² under auto)"},
 	{"stage3-max-live-parameters", "DeepSpeed stage3_max_live_parameters in elements (default 1e9)"},
+	{"stage3-max-reuse-distance", "DeepSpeed stage3_max_reuse_distance in elements (default 1e9): a ZeRO-3 module's parameters met again within this many stay gathered"},
 	{"stage3-param-persistence-threshold", "DeepSpeed stage3_param_persistence_threshold in elements (default 1e5; 10·hidden under auto)"},
 	{"sub-group-size", "DeepSpeed sub_group_size in elements (default 1e9)"},
 }
@@ -136,8 +137,8 @@ func (o *estimateOptions) applyBufferFlags(fs *pflag.FlagSet) {
 		v := t.ContiguousGradients
 		o.Job.ContiguousGradients = &v
 	}
-	dst := [6]*int64{&o.Job.ReduceBucketSize, &o.Job.AllgatherBucketSize, &o.Job.PrefetchBucketSize,
-		&o.Job.MaxLiveParameters, &o.Job.ParamPersistenceThreshold, &o.Job.SubGroupSize}
+	dst := [len(elemSizeFlags)]*int64{&o.Job.ReduceBucketSize, &o.Job.AllgatherBucketSize, &o.Job.PrefetchBucketSize,
+		&o.Job.MaxLiveParameters, &o.Job.MaxReuseDistance, &o.Job.ParamPersistenceThreshold, &o.Job.SubGroupSize}
 	for i, f := range elemSizeFlags {
 		if fs.Changed(f.name) {
 			*dst[i] = int64(t.sizes[i])

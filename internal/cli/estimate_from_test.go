@@ -32,7 +32,7 @@ const testDSConfig = `{
   "gradient_accumulation_steps": 4,
   "bf16": {"enabled": true},
   "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}, "reduce_bucket_size": "auto",
-    "stage3_max_reuse_distance": 1e9},
+    "stage3_max_reuse_distance": 5e8, "zero_hpz_partition_size": 1},
   "zero_optimisation": {"stage": 2}
 }`
 
@@ -83,8 +83,11 @@ func TestEstimateFromConfigs(t *testing.T) {
 				return "want ZeRO-3, accumulation 4, bf16, the optimizer offloaded to the host"
 			}
 			w := strings.Join(r.Warnings, "\n")
-			if !strings.Contains(w, "zero_optimisation") || !strings.Contains(w, "zero_optimization.stage3_max_reuse_distance") {
+			if !strings.Contains(w, "zero_optimisation") || !strings.Contains(w, "zero_optimization.zero_hpz_partition_size") {
 				return "want the unknown and the unmodelled keys named in the warnings"
+			}
+			if j.MaxReuseDistance != 5e8 || strings.Contains(w, "stage3_max_reuse_distance") {
+				return "want stage3_max_reuse_distance read, not warned about"
 			}
 			return ""
 		}},
@@ -128,9 +131,11 @@ func TestEstimateFromConfigs(t *testing.T) {
 			return ""
 		}},
 		{"buffer flags", []string{"llama2-7b", "--seq-len", "512", "--num-gpus", "8", "--engine", "deepspeed", "--zero", "2",
-			"--reduce-bucket-size", "5e7", "--overlap-comm", "--stage3-max-live-parameters", "100000000"}, func(r memory.Result) string {
+			"--reduce-bucket-size", "5e7", "--overlap-comm", "--stage3-max-live-parameters", "100000000",
+			"--stage3-max-reuse-distance", "2e8"}, func(r memory.Result) string {
 			j := r.Job
-			if j.ReduceBucketSize != 5e7 || j.OverlapComm == nil || !*j.OverlapComm || j.MaxLiveParameters != 1e8 {
+			if j.ReduceBucketSize != 5e7 || j.OverlapComm == nil || !*j.OverlapComm || j.MaxLiveParameters != 1e8 ||
+				j.MaxReuseDistance != 2e8 || j.ParamPersistenceThreshold != 0 || j.SubGroupSize != 0 {
 				return "want the bucket sizes and overlap_comm from the flags"
 			}
 			return ""
