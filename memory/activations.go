@@ -60,37 +60,76 @@ type actRegime struct {
 	// constants attn_act_factor_fa / attn_act_factor_no_fa and
 	// mlp_act_factor (× hidden × bytes of a compute-dtype element).
 	attnOver, mlpOver float64
-	// noGradIn is true for the lowest adapted layer of a LoRA job, whose
-	// input (the frozen embedding's output, or a frozen layer's) does not
-	// require grad (see [gradFlow]).
+	// noGradIn is true for the lowest trainable layer of a LoRA or
+	// frozen/partial job, whose input (the frozen embedding's output, or
+	// a frozen layer's) does not require grad (see [gradFlow]).
 	noGradIn bool
+	// tw lists the base weights of each text layer that train when only
+	// some of its modules do (--trainable module names, PEFT
+	// modules_to_save); the zero value when none do. trainW (the whole
+	// layer trains) overrides it.
+	tw layerTrain
 }
 
-// gradFlow says which tensors of an adapted layer require grad when its
-// input does not. Autograd saves a tensor for an op only when some input
-// of the op requires grad (derivatives.yaml formulas are recorded only
-// then; a custom Function's ctx is dropped with no graph to attach it
-// to), and a frozen weight makes nothing require grad: only an adapter's
-// output does, and what is computed from it.
+// layerTrain lists the base weights of one text layer that train:
+// whether the norm feeding attention, a norm inside attention (QK norms,
+// latent norms) and another norm of the layer train, and the trainable
+// Linears counted by the tensor they read, as loraLayer counts adapters.
+type layerTrain struct {
+	attnNorm, qkNorm, mlpNorm bool
+	qkvIn, oIn, mlpIn, downIn int
+}
+
+// wholeLayer is a layer all of whose weights train: three consumers of
+// the attention norm's output (q, k, v; one autocast cast each under
+// AMP), o, two of the MLP norm's output (gate, up), down.
+var wholeLayer = layerTrain{attnNorm: true, qkNorm: true, mlpNorm: true, qkvIn: 3, oIn: 1, mlpIn: 2, downIn: 1}
+
+// weights returns the layer's trainable base weights.
+func (r *actRegime) weights() layerTrain {
+	if r.trainW {
+		return wholeLayer
+	}
+	return r.tw
+}
+
+// gradFlow says which tensors of a layer require grad when its input
+// does not (the lowest trainable layer of a LoRA or frozen/partial job).
+// Autograd saves a tensor for an op only when some input of the op
+// requires grad (derivatives.yaml formulas are recorded only then; a
+// custom Function's ctx is dropped with no graph to attach it to), and a
+// frozen weight makes nothing require grad: only the output of a
+// trainable weight (a norm's, a Linear's or an adapter's) does, and what
+// is computed from it.
 type gradFlow struct {
-	attn bool // q/k/v: an adapter on q, k, v or the fused qkv
-	out  bool // the attention block's output: attn, or an adapter on o
-	mlp  bool // the MLP block's input: out, unless the block reads the layer input (parallel residual)
-	hid  bool // the MLP hidden state: mlp, or an adapter on gate/up
+	attnIn bool // the attention norm's output: its weight trains
+	attn   bool // q/k/v: attnIn, a trainable q/k/v/qkv Linear or an adapter on one
+	out    bool // the attention block's output: attn, or a trainable o or an adapter on it
+	mlpIn  bool // the MLP norm's input: out, unless the block reads the layer input (parallel residual)
+	mlp    bool // the MLP norm's output: mlpIn, or the norm's weight trains
+	hid    bool // the MLP hidden state: mlp, or a trainable gate/up or an adapter on one
+	mlpOut bool // the MLP block's output: hid, or a trainable down or an adapter on it
 }
 
 // flow returns the layer's gradFlow: everything requires grad unless
 // r.noGradIn.
 func (r *actRegime) flow(st *model.Stack) gradFlow {
-	if !r.noGradIn || r.lora == nil {
-		return gradFlow{true, true, true, true}
+	if !r.noGradIn {
+		return gradFlow{true, true, true, true, true, true, true}
 	}
-	g := r.lora
+	w := r.weights()
+	var g loraLayer
+	if r.lora != nil {
+		g = *r.lora
+	}
 	var f gradFlow
-	f.attn = g.attnIn+g.qkvIn > 0
-	f.out = f.attn || g.oIn > 0
-	f.mlp = f.out && !st.ParallelBlock
-	f.hid = f.mlp || g.mlpIn > 0
+	f.attnIn = w.attnNorm
+	f.attn = f.attnIn || w.qkNorm || w.qkvIn > 0 || g.attnIn+g.qkvIn > 0
+	f.out = f.attn || w.oIn > 0 || g.oIn > 0
+	f.mlpIn = f.out && !st.ParallelBlock
+	f.mlp = f.mlpIn || w.mlpNorm
+	f.hid = f.mlp || w.mlpIn > 0 || g.mlpIn > 0
+	f.mlpOut = f.hid || w.downIn > 0 || g.downIn > 0
 	return f
 }
 
@@ -99,25 +138,44 @@ func (r *actRegime) flow(st *model.Stack) gradFlow {
 // when its weight trains, and its output is saved by consumer Linears that
 // train (one shared tensor, or one autocast cast per consumer under AMP).
 func normAct(st *model.Stack, r *actRegime, width float64, consumers int, trainLinears bool) float64 {
-	in := 4 * width // x.to(float32) in LlamaRMSNorm
-	if st.Norm == model.LayerNorm || r.fused {
-		in = r.resid * width // F.layer_norm / fused kernels save the input as is
+	if !trainLinears {
+		consumers = 0
 	}
-	out := 0.0
-	if r.trainW {
+	return normSaves(st, r, width, true, r.trainW, consumers)
+}
+
+// normSaves is what one normalisation saves when its input requires grad
+// (inGrad) or not, its weight trains (weight) or not, and linears
+// trainable Linears read its output. By the autograd rule of [gradFlow]:
+// the HF Python RMSNorm's fp32 input copy is saved by pow and mul, whose
+// inputs require grad only when the norm's input does; the weight
+// multiply saves the normalised tensor for the weight's gradient
+// (derivatives.yaml mul: other is saved when self requires grad);
+// F.layer_norm and fused norm kernels save their input for either
+// gradient (native_layer_norm_backward recomputes the normalised tensor
+// from it); a trainable Linear saves its input for its weight gradient
+// whether or not that input requires grad.
+func normSaves(st *model.Stack, r *actRegime, width float64, inGrad, weight bool, linears int) float64 {
+	keepsIn := st.Norm == model.LayerNorm || r.fused
+	b := 0.0
+	switch {
+	case keepsIn && (inGrad || weight):
+		b = r.resid * width // F.layer_norm / fused kernels save the input as is
+	case !keepsIn && inGrad:
+		b = 4 * width // x.to(float32) in LlamaRMSNorm
+	}
+	if weight && !keepsIn {
 		// weight * x̂: x̂ saved in the input dtype of the multiply.
-		if st.Norm != model.LayerNorm && !r.fused {
-			out += max(r.c, r.resid) * width
-		}
+		b += max(r.c, r.resid) * width
 	}
-	if trainLinears {
+	if linears > 0 {
 		if r.amp {
-			out += float64(consumers) * 2 * width
+			b += float64(linears) * 2 * width
 		} else {
-			out += r.c * width
+			b += r.c * width
 		}
 	}
-	return in + out
+	return b
 }
 
 // layerSplit is one layer's saved inventory split by block, the split
@@ -191,31 +249,37 @@ func splitDecoderLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerS
 	h := float64(st.Hidden)
 	var p layerSplit
 	fl := r.flow(st)
-	p.attnNorm = normAct(st, r, h, 3, r.trainW)
-	p.mlpNorm = normAct(st, r, h, 2, r.trainW)
+	w := r.weights()
+	// The attention norm reads the layer input; the MLP norm reads it too
+	// with parallel residual, else the residual after attention.
+	p.attnNorm = normSaves(st, r, h, !r.noGradIn, w.attnNorm, w.qkvIn)
 	if st.ParallelBlock {
+		p.mlpNorm = normSaves(st, r, h, !r.noGradIn, w.mlpNorm, w.mlpIn)
 		// Attention and MLP read the same normalised input (GPT-NeoX,
 		// parallel residual): two norms saving the same input tensor.
-		p.mlpNorm -= r.resid * h
-	}
-	if r.noGradIn {
-		// A frozen norm whose input does not require grad saves nothing
-		// (its output is saved by the adapters that read it, in loraAct).
-		p.attnNorm = 0
-		if !fl.mlp {
-			p.mlpNorm = 0
+		if !r.noGradIn || (w.attnNorm && w.mlpNorm && (st.Norm == model.LayerNorm || r.fused)) {
+			p.mlpNorm -= r.resid * h
 		}
+	} else {
+		p.mlpNorm = normSaves(st, r, h, fl.mlpIn, w.mlpNorm, w.mlpIn)
 	}
 	if r.extraNorms > 0 {
 		// Post-norms feed the residual add, not a Linear; each saves
 		// only when its block's output requires grad.
 		post := r.extraNorms * normAct(st, r, h, 0, false)
 		switch {
-		case fl.out && (fl.hid || r.lora == nil || r.lora.downIn > 0):
+		case fl.out && fl.mlpOut:
 			p.postNorms = post
-		case fl.out || fl.hid || r.lora.downIn > 0:
+		case fl.out || fl.mlpOut:
 			p.postNorms = post / 2
 		}
+	}
+	q := float64(st.Heads) * float64(st.HeadDim)
+	f := float64(st.Intermediate)
+	if st.MoE != nil && (lt.MoE || f == 0) {
+		// A trainable expert down projection reads one hidden state per
+		// routed copy.
+		f = float64(st.MoE.ExpertsPerToken * st.MoE.ExpertFFN)
 	}
 	if fl.attn {
 		if lt.Attention != model.NoSelfAttention {
@@ -224,14 +288,27 @@ func splitDecoderLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerS
 		if lt.CrossAttention {
 			p.attn = p.attn.add(crossAttnAct(st, r))
 		}
+		if w.oIn > 0 && !r.trainW && r.attn == trAttnEager && !r.selectiv {
+			p.attn.lin += r.c * q // o_proj keeps its contiguous input copy
+		}
+	} else if w.oIn > 0 {
+		// A trainable o_proj keeps its input; no kernel keeps it here.
+		p.attn.lin += r.c * q
 	}
 	switch {
 	case !fl.hid:
-		// Nothing in the MLP requires grad before the down projection.
+		// Nothing in the MLP requires grad before the down projection,
+		// which keeps its input only when its weight trains.
+		if w.downIn > 0 {
+			p.mlp += r.c * f
+		}
 	case lt.MoE && st.MoE != nil:
 		p.mlp += moeAct(st, r)
 	default:
 		p.mlp += mlpAct(st, r, float64(st.Intermediate))
+	}
+	if fl.hid && w.downIn > 0 && !r.trainW {
+		p.mlp += r.c * f // a trainable down projection keeps its input
 	}
 	if r.lora != nil {
 		attn, mlp := loraAct(st, r)
@@ -263,7 +340,7 @@ func bnbInputs(st *model.Stack, r *actRegime) (attn, mlp float64) {
 	// in a layer whose input does not require grad, only the inputs
 	// computed from an adapter's output.
 	fl := r.flow(st)
-	inAttn, inO, inMLP, inDown := !r.noGradIn, fl.attn, fl.mlp, fl.hid
+	inAttn, inO, inMLP, inDown := fl.attnIn, fl.attn, fl.mlp, fl.hid
 	if inAttn {
 		attn = r.c * h
 	}
@@ -551,7 +628,7 @@ func loraAct(st *model.Stack, r *actRegime) (attn, mlp float64) {
 			return 0
 		}
 		if per > 0 {
-			attn += (per+maskOf(!r.noGradIn))*qkvIn*h + (per+maskOf(fl.attn))*float64(g.oIn)*q
+			attn += (per+maskOf(fl.attnIn))*qkvIn*h + (per+maskOf(fl.attn))*float64(g.oIn)*q
 			mlp += (per+maskOf(fl.mlp))*float64(g.mlpIn)*h + (per+maskOf(fl.hid))*float64(g.downIn)*f
 		} else {
 			// Shared inputs: the frozen inventory lacks the norm outputs and

@@ -260,7 +260,7 @@ func TestLoRAFirstAdaptedLayer(t *testing.T) {
 			if err := s.init(m, tt.job); err != nil {
 				t.Fatal(err)
 			}
-			if !s.loraInputNoGrad(0) {
+			if !s.inputNoGrad(0) {
 				t.Fatal("layer 0's input should not require grad")
 			}
 			rg := s.regime()
@@ -306,7 +306,7 @@ func TestLoRAInputRequiresGrad(t *testing.T) {
 			if err := s.init(m, job); err != nil {
 				t.Fatal(err)
 			}
-			if got := s.loraInputNoGrad(0); got != tt.want {
+			if got := s.inputNoGrad(0); got != tt.want {
 				t.Errorf("layer 0 input without grad: %v, want %v", got, tt.want)
 			}
 		})

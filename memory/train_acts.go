@@ -65,7 +65,56 @@ func (s *setup) regime() actRegime {
 	r.vView = s.framework == FrameworkLitGPT && st.KVHeads == st.Heads
 	r.extraNorms = s.extraNorms()
 	r.attnOver, r.mlpOver = s.actOverrides(st, r.c)
+	if len(s.trainable.patterns) > 0 {
+		r.tw = s.layerWeights()
+	}
 	return r
+}
+
+// layerWeights lists the base weights of the lowest trainable text layer
+// that --trainable module names (or PEFT modules_to_save) select; every
+// recording layer is taken to train the same modules. Linears are
+// grouped by the tensor they read with the short names addLayerGeometry
+// groups adapters by; the first hidden-width norm of a layer in module
+// order is the one feeding attention, narrower ones sit inside attention
+// (QK norms, latent norms), the others feed or follow the MLP.
+func (s *setup) layerWeights() layerTrain {
+	var w layerTrain
+	st := &s.m.Text
+	lo := s.trainable.lowest
+	rows := s.tab.named(s.m)
+	firstNorm := true
+	for i := range s.m.Modules {
+		mod := &s.m.Modules[i]
+		if mod.Stack != stackText || mod.Layer < 0 || lo < mod.Layer || lo >= mod.Layer+max(mod.Layers, 1) {
+			continue
+		}
+		isNorm := mod.Kind == "norm" || mod.Component == "norm"
+		hiddenNorm := isNorm && (mod.Each == int64(st.Hidden) || mod.Each == 2*int64(st.Hidden))
+		trains := s.trainable.matches(mod)
+		switch {
+		case hiddenNorm && firstNorm:
+			firstNorm = false
+			w.attnNorm = trains
+		case !trains:
+		case hiddenNorm:
+			w.mlpNorm = true
+		case isNorm:
+			w.qkNorm = true
+		case mod.In > 0 && mod.Out > 0:
+			switch short := rows[i].short; {
+			case short == "q_proj" || short == "k_proj" || short == "v_proj" || short == "query" || short == "key" || short == "value" || short == "q" || short == "k" || short == "v" || isFused(short):
+				w.qkvIn++
+			case short == "o_proj" || short == "dense" || short == "out_proj" || short == "o" || short == "proj" || short == "c_proj":
+				w.oIn++
+			case short == "gate_proj" || short == "up_proj" || short == "fc1" || short == "w1" || short == "w3" || short == "dense_h_to_4h" || short == "fc_1" || short == "fc_2" || short == "wi" || short == "wi_0" || short == "wi_1" || short == "gate_up_proj":
+				w.mlpIn++
+			default:
+				w.downIn++
+			}
+		}
+	}
+	return w
 }
 
 // actOverrides converts the activation factors a job sets (constants
@@ -132,9 +181,9 @@ func (s *setup) activations() actTotals {
 	t.nrec = max(hi-lo, 0)
 	// Per-layer inventories by layer type, summed over recording layers.
 	encoderOnly := !st.Causal && s.m.Encoder == nil && st.Norm == model.LayerNorm
-	// The lowest adapted layer, when its input does not require grad,
+	// The lowest trainable layer, when its input does not require grad,
 	// saves less than the layers above it (gradFlow).
-	noGradLo := t.nrec > 0 && !encoderOnly && s.loraInputNoGrad(lo)
+	noGradLo := t.nrec > 0 && !encoderOnly && s.inputNoGrad(lo)
 	var sum, first, last layerAct
 	if s.uniformLayers(lo, hi) {
 		// Fast path: every recording layer has the same type and trains
@@ -206,20 +255,41 @@ func (s *setup) activations() actTotals {
 	return s.finishActs(&t, &r, sum, first, last, n, kvLen, scale)
 }
 
-// loraInputNoGrad reports whether layer lo, the lowest recording layer
-// of this rank, is the lowest adapted layer of a LoRA job and its input
-// does not require grad: nothing below it trains (no trainable
-// embedding, vision tower, projector or layer), it is not a pipeline
-// stage's first layer fed by another stage (received activations
-// require grad), and HF's checkpointing does not make the embedding
-// output require grad (enable_input_require_grads, MODEL.md §5.2).
-func (s *setup) loraInputNoGrad(lo int) bool {
-	if s.method != MethodLoRA && s.method != MethodQLoRA {
+// inputNoGrad reports whether layer lo, the lowest recording layer of
+// this rank, is the lowest trainable layer of a LoRA or frozen/partial
+// job and its input does not require grad, so that it saves only what
+// the outputs of its trainable weights reach (gradFlow): nothing below
+// it trains (no trainable embedding, vision tower, projector, encoder
+// module or layer), it is not a pipeline stage's first layer fed by another stage
+// (received activations require grad; a trained encoder's output feeds
+// cross-attention), and HF's checkpointing does not
+// make the embedding output require grad. The last holds for HF with
+// layer checkpointing, LoRA or frozen alike: with reentrant checkpointing
+// (HF's default use_reentrant=True) a checkpointed layer none of whose
+// inputs requires grad gives its parameters no gradient, so PEFT and
+// gradient_checkpointing_enable call enable_input_require_grads, a
+// forward hook that sets requires_grad on the embedding output
+// (huggingface/transformers src/transformers/modeling_utils.py,
+// huggingface/peft src/peft/utils/other.py; MODEL.md §4.3.5, §5.2), and
+// every layer then keeps its full inventory. A frozen job known only by
+// a trainable-parameter count keeps it too: which modules train is
+// unknown.
+func (s *setup) inputNoGrad(lo int) bool {
+	t := &s.trainable
+	switch s.method {
+	case MethodLoRA, MethodQLoRA:
+		if s.lora.lowest != lo || (t.lo <= t.hi && t.lo <= lo) {
+			return false
+		}
+	case MethodFrozen:
+		if s.countOnly() {
+			return false
+		}
+	default:
 		return false
 	}
-	t := &s.trainable
 	switch {
-	case s.lora.lowest != lo || t.lowest != lo:
+	case t.lowest != lo:
 		return false
 	case lo == s.dist.stageLo && !s.dist.first:
 		return false
@@ -227,12 +297,10 @@ func (s *setup) loraInputNoGrad(lo int) bool {
 		return false
 	case t.vision || t.projector || s.lora.vision:
 		return false
-	case t.lo <= t.hi && t.lo <= lo:
-		return false
 	}
 	for i := range s.m.Modules {
 		mod := &s.m.Modules[i]
-		if mod.Component == compEmbedding && mod.Stack == stackText && t.fraction(mod) > 0 {
+		if (mod.Component == compEmbedding && mod.Stack == stackText || mod.Stack == "encoder") && t.fraction(mod) > 0 {
 			return false
 		}
 	}
@@ -437,6 +505,7 @@ func (s *setup) visionActs(r *actRegime) float64 {
 	if s.trainable.vision || s.lora.vision {
 		vr := *r
 		vr.lora = nil
+		vr.tw = layerTrain{} // the trainable names are the text layers'
 		vr.gqaWide = false
 		vr.attnOver, vr.mlpOver = 0, 0 // the factors are the text layers'
 		a := decoderLayer(&v.Stack, model.LayerType{Attention: model.FullAttention}, &vr)
@@ -467,6 +536,7 @@ func (s *setup) encoderActs(r *actRegime) float64 {
 	}
 	n := s.tokens
 	er := *r
+	er.tw = layerTrain{}           // the trainable names are the text layers'
 	er.attnOver, er.mlpOver = 0, 0 // the factors are the text layers'
 	a := decoderLayer(e, model.LayerType{Attention: model.FullAttention}, &er)
 	per := a.bytes(n, float64(s.seqTotal))

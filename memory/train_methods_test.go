@@ -353,3 +353,142 @@ func TestGemma2SoftcapLoss(t *testing.T) {
 		t.Errorf("soft-capping adds %.0f B, want 2·N·V = %.0f", d, 2*NV)
 	}
 }
+
+// tinyFrozenJob is a pure-bf16 frozen/partial job on trainable names.
+func tinyFrozenJob(framework string, trainable ...string) Job {
+	return Job{Method: "frozen", Trainable: trainable, Framework: framework,
+		Dtype: "bf16", MasterWeights: "none", SeqLen: 64, Optimizer: "adamw_torch"}
+}
+
+// TestFrozenFirstTrainableLayer pins what the lowest trainable layer of a
+// frozen/partial job saves when its input (the frozen embedding's output)
+// does not require grad, per token, on the 2-layer tiny models in bf16
+// with a fused attention kernel (h = 64, 4 heads of 16, FFN f = 256).
+// Autograd saves for an op only when one of its inputs requires grad,
+// and a trainable Linear keeps its input for its weight gradient:
+//
+//   - HF Llama, whole layers: the input RMSNorm keeps no fp32 input copy
+//     (4h) but keeps x̂ for its weight (2h) and its output for q/k/v
+//     (2h); everything after it requires grad. 20h + 8f + 16 against the
+//     24h + 8f + 16 of MODEL.md §4.3.1 above it (fp32 logsumexp 4 B × 4).
+//   - GPT-NeoX, whole layers: F.layer_norm keeps its input for the
+//     weight gradient, so the lowest layer saves what the others save.
+//   - mlp.down_proj: nothing before the down projection requires grad;
+//     it keeps its input 2f. Above, the frozen inventory of §4.3.5
+//     (16h + 6f + 16) plus the down input 2f.
+//   - input_layernorm (LN-tuning of the attention norm): x̂ 2h, then q,
+//     k, v, the kernel output and logsumexp 8h + 16, the MLP norm's fp32
+//     input 4h and the frozen MLP 6f. Above, + the fp32 input 4h.
+//   - self_attn.o_proj: o keeps its input 2h (no kernel output is kept),
+//     then the MLP norm's fp32 input 4h and the frozen MLP 6f. Above, the
+//     frozen inventory: o's input is the kernel output it keeps anyway.
+func TestFrozenFirstTrainableLayer(t *testing.T) {
+	const h, f = 64.0, 256.0
+	tests := []struct {
+		name         string
+		cfg          string
+		job          Job
+		first, above float64
+	}{
+		{"hf llama whole layers", tinyLlama, tinyFrozenJob("hf", "layers:0-1"), 20*h + 8*f + 16, 24*h + 8*f + 16},
+		{"hf llama top layer", tinyLlama, tinyFrozenJob("hf", "top:1"), 20*h + 8*f + 16, 0},
+		{"litgpt neox whole layers", tinyNeoX, tinyFrozenJob("litgpt", "layers:0-1"), 0, 0},
+		{"hf llama down_proj", tinyLlama, tinyFrozenJob("hf", "mlp.down_proj"), 2 * f, 16*h + 8*f + 16},
+		{"hf llama input norm", tinyLlama, tinyFrozenJob("hf", "input_layernorm"), 14*h + 6*f + 16, 18*h + 6*f + 16},
+		{"hf llama o_proj", tinyLlama, tinyFrozenJob("hf", "self_attn.o_proj"), 6*h + 6*f, 16*h + 6*f + 16},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := parseTiny(t, tt.cfg)
+			var s setup
+			if err := s.init(m, tt.job); err != nil {
+				t.Fatal(err)
+			}
+			lo := s.trainable.lowest
+			if !s.inputNoGrad(lo) {
+				t.Fatalf("layer %d's input should not require grad", lo)
+			}
+			rg := s.regime()
+			rg.trainW = s.trainable.lo <= lo && lo <= s.trainable.hi
+			above := decoderLayer(&m.Text, layerTypeAt(&m.Text, lo), &rg)
+			rg.noGradIn = true
+			first := decoderLayer(&m.Text, layerTypeAt(&m.Text, lo), &rg)
+			want := tt.first
+			if want == 0 {
+				want = above.lin // F.layer_norm keeps its input either way
+			}
+			if first.lin != want || first.quad != 0 {
+				t.Errorf("lowest trainable layer saves %v B/token (+%v per key), want %v", first.lin, first.quad, want)
+			}
+			if tt.above > 0 && above.lin != tt.above {
+				t.Errorf("layers above save %v B/token, want %v", above.lin, tt.above)
+			}
+			// The stack's total counts the lowest layer once.
+			a := s.activations()
+			wantSum := first.lin
+			if lo == 0 {
+				wantSum += above.lin
+			}
+			if a.perTok.lin != wantSum {
+				t.Errorf("recording layers save %v B/token, want %v", a.perTok.lin, wantSum)
+			}
+		})
+	}
+}
+
+// TestFrozenInputRequiresGrad lists the frozen jobs whose lowest
+// trainable layer has an input that requires grad (or may have), so it
+// keeps the full inventory of the layers above.
+func TestFrozenInputRequiresGrad(t *testing.T) {
+	tied := strings.Replace(tinyLlama, `"vocab_size"`, `"tie_word_embeddings": true, "vocab_size"`, 1)
+	tests := []struct {
+		name string
+		cfg  string
+		job  Job
+		want bool // input does not require grad
+	}{
+		{"hf without checkpointing", tinyLlama, tinyFrozenJob("hf", "top:1"), true},
+		{"hf checkpointing: enable_input_require_grads", tinyLlama, func() Job {
+			j := tinyFrozenJob("hf", "top:1")
+			j.GradCheckpoint = "full"
+			return j
+		}(), false},
+		{"litgpt checkpointing", tinyLlama, func() Job {
+			j := tinyFrozenJob("litgpt", "top:1")
+			j.GradCheckpoint = "full"
+			return j
+		}(), true},
+		{"trainable embedding", tinyLlama, tinyFrozenJob("hf", "embedding", "top:1"), false},
+		{"tied lm_head trains the embedding", tied, tinyFrozenJob("hf", "lm_head", "top:1"), false},
+		{"count only: modules unknown", tinyLlama, Job{Method: "frozen", TrainableParams: 1000, Dtype: "bf16", MasterWeights: "none", SeqLen: 64}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := parseTiny(t, tt.cfg)
+			var s setup
+			if err := s.init(m, tt.job); err != nil {
+				t.Fatal(err)
+			}
+			lo := s.trainable.lowest
+			if got := s.inputNoGrad(lo); got != tt.want {
+				t.Errorf("layer %d input without grad: %v, want %v", lo, got, tt.want)
+			}
+		})
+	}
+	// With HF checkpointing every layer of a frozen job keeps its
+	// checkpoint and the recomputed layer in backward its full inventory.
+	m := parseTiny(t, tinyLlama)
+	ck := tinyFrozenJob("hf", "top:1")
+	ck.GradCheckpoint = "full"
+	var s setup
+	if err := s.init(m, ck); err != nil {
+		t.Fatal(err)
+	}
+	rg := s.regime()
+	rg.trainW = true
+	full := decoderLayer(&m.Text, layerTypeAt(&m.Text, 1), &rg)
+	a := s.activations()
+	if a.perTok.lin != full.lin || a.nckpt != 2 {
+		t.Errorf("hf checkpointing: layer saves %v B/token with %d checkpoints, want %v with 2", a.perTok.lin, a.nckpt, full.lin)
+	}
+}
