@@ -149,8 +149,11 @@ func normAct(st *model.Stack, r *actRegime, width float64, consumers int, trainL
 // trainable Linears read its output. By the autograd rule of [gradFlow]:
 // the HF Python RMSNorm's fp32 input copy is saved by pow and mul, whose
 // inputs require grad only when the norm's input does; the weight
-// multiply saves the normalised tensor for the weight's gradient
-// (derivatives.yaml mul: other is saved when self requires grad);
+// multiply weight * x̂ saves x̂ for the weight's gradient and nothing
+// for x̂'s (the generated MulBackward0 saves each input only when the
+// other input's gradient is computed: pytorch/pytorch
+// tools/autograd/gen_variable_type.py guards saved inputs with
+// should_compute_output);
 // F.layer_norm and fused norm kernels save their input for either
 // gradient (native_layer_norm_backward recomputes the normalised tensor
 // from it); a trainable Linear saves its input for its weight gradient
