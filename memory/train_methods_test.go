@@ -492,3 +492,39 @@ func TestFrozenInputRequiresGrad(t *testing.T) {
 		t.Errorf("hf checkpointing: layer saves %v B/token with %d checkpoints, want %v with 2", a.perTok.lin, a.nckpt, full.lin)
 	}
 }
+
+// TestLowestTrainableLayerSavesLess checks on catalog models of several
+// layouts (RMSNorm and LayerNorm, parallel residual, sandwich norms, QK
+// norms, MLA with MoE, fused qkv) that the lowest trainable layer, whose
+// input does not require grad, never saves more than the same layer with
+// an input that does, and saves something when a weight in it trains.
+func TestLowestTrainableLayerSavesLess(t *testing.T) {
+	ids := []string{"meta-llama/Llama-2-7b-hf", "EleutherAI/pythia-160m", "google/gemma-2-2b", "Qwen/Qwen3-0.6B",
+		"deepseek-ai/DeepSeek-V2-Lite", "microsoft/Phi-3-mini-4k-instruct"}
+	sets := [][]string{{"layers:0-1"}, {"top:2"}, {"norm"}, {"layers:1-1", "norm"}}
+	for _, id := range ids {
+		m := catalogModel(t, id)
+		for _, set := range sets {
+			for _, framework := range []string{"hf", "litgpt"} {
+				job := Job{Method: "frozen", Trainable: set, Framework: framework, SeqLen: 256, AllowLong: true}
+				var s setup
+				if err := s.init(m, job); err != nil {
+					t.Fatalf("%s %v: %v", id, set, err)
+				}
+				lo := s.trainable.lowest
+				if !s.inputNoGrad(lo) {
+					t.Errorf("%s %v %s: layer %d's input should not require grad", id, set, framework, lo)
+					continue
+				}
+				rg := s.regime()
+				rg.trainW = s.trainable.lo <= lo && lo <= s.trainable.hi
+				above := decoderLayer(&m.Text, layerTypeAt(&m.Text, lo), &rg)
+				rg.noGradIn = true
+				first := decoderLayer(&m.Text, layerTypeAt(&m.Text, lo), &rg)
+				if first.lin <= 0 || first.lin > above.lin || first.quad > above.quad {
+					t.Errorf("%s %v %s: lowest trainable layer saves %v B/token, the same layer with a grad input %v", id, set, framework, first.lin, above.lin)
+				}
+			}
+		}
+	}
+}
