@@ -347,7 +347,9 @@ func (s *setup) finishActs(t *actTotals, r *actRegime, sum, first, last layerAct
 // type and one trainability.
 func (s *setup) uniformLayers(from, to int) bool {
 	st := &s.m.Text
-	if s.method == MethodFrozen && s.trainable.lo <= s.trainable.hi {
+	if !s.trainable.all && s.trainable.lo <= s.trainable.hi {
+		// A trained layer range (frozen/partial training, or LoRA's
+		// modules_to_save layers) records unlike the layers around it.
 		return false
 	}
 	if len(st.LayerTypes) < st.Layers {

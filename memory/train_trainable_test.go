@@ -45,3 +45,31 @@ func TestTrainableErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestLoRAModulesToSaveLayerRange checks that layers PEFT trains in full
+// next to the adapters (--trainable layers:A-B) record the full-training
+// inventory: the activations grow with the number of such layers, the
+// same amount per layer.
+func TestLoRAModulesToSaveLayerRange(t *testing.T) {
+	m := catalogModel(t, "meta-llama/Llama-2-7b-hf")
+	acts := func(trainable ...string) float64 {
+		t.Helper()
+		r := estimateOK(t, m, Job{Method: "lora", SeqLen: 2048, Trainable: trainable})
+		for _, c := range r.PerGPU.Components {
+			if c.Name == "activations" {
+				return float64(max(c.Bytes, c.MaxBytes))
+			}
+		}
+		t.Fatal("no activations row")
+		return 0
+	}
+	// Ranges above layer 0, so the lowest recording layer stays the same.
+	base, two, four := acts(), acts("layers:8-9"), acts("layers:8-11")
+	d2, d4 := two-base, four-base
+	if d2 <= 0 {
+		t.Fatalf("two fully trained layers add %.0f B of activations, want more", d2)
+	}
+	if r := d4 / d2; r < 1.99 || r > 2.01 {
+		t.Errorf("four fully trained layers add %.0f B, two add %.0f B: want twice as much", d4, d2)
+	}
+}
