@@ -139,25 +139,54 @@ func (s *setup) scanAdapters() error {
 func (s *setup) addLayerGeometry(short string, in, out int) {
 	g := &s.lora.perLayer
 	rank := float64(s.lora.rank)
-	switch {
-	case short == "q_proj" || short == "k_proj" || short == "v_proj" || short == "query" || short == "key" || short == "value" || short == "q" || short == "k" || short == "v":
+	switch linearRoleOf(short) {
+	case roleQKV:
 		g.attnIn++
 		g.attnRank, g.attnOut = g.attnRank+rank, g.attnOut+float64(out)
-	case isFused(short):
+	case roleFusedQKV:
 		// q and v adapters on one fused qkv Linear share its input and
 		// its dropout (litgpt LoRAQKVLinear).
 		g.qkvIn = 1
 		g.attnRank, g.attnOut = g.attnRank+rank, g.attnOut+float64(out)
-	case short == "o_proj" || short == "dense" || short == "out_proj" || short == "o" || short == "proj" || short == "c_proj":
+	case roleO:
 		g.oIn++
 		g.attnRank, g.attnOut = g.attnRank+rank, g.attnOut+float64(out)
-	case short == "gate_proj" || short == "up_proj" || short == "fc1" || short == "w1" || short == "w3" || short == "dense_h_to_4h" || short == "fc_1" || short == "fc_2" || short == "wi" || short == "wi_0" || short == "wi_1" || short == "gate_up_proj":
+	case roleMLPIn:
 		g.mlpIn++
 	default:
 		g.downIn++
 	}
 	g.rankOut += float64(s.lora.rank)
 	g.outSum += float64(out)
+}
+
+// linearRole is which input of a decoder layer a Linear reads.
+type linearRole int
+
+const (
+	roleQKV      linearRole = iota // a query, key or value projection: the attention norm's output
+	roleFusedQKV                   // a fused q/k/v projection: the same input, once
+	roleO                          // the attention output projection: the attention output
+	roleMLPIn                      // a gate or up projection: the MLP norm's output
+	roleDown                       // the MLP down projection: the MLP hidden state
+)
+
+// linearRoleOf classifies a Linear of a decoder layer by its short name
+// (HF, GPT-NeoX, GPT-2, T5, Megatron and litgpt spellings); anything
+// unknown is taken as reading the MLP hidden state.
+func linearRoleOf(short string) linearRole {
+	switch short {
+	case "q_proj", "k_proj", "v_proj", "query", "key", "value", "q", "k", "v":
+		return roleQKV
+	case "o_proj", "dense", "out_proj", "o", "proj", "c_proj":
+		return roleO
+	case "gate_proj", "up_proj", "fc1", "w1", "w3", "dense_h_to_4h", "fc_1", "fc_2", "wi", "wi_0", "wi_1", "gate_up_proj":
+		return roleMLPIn
+	}
+	if isFused(short) {
+		return roleFusedQKV
+	}
+	return roleDown
 }
 
 // isFused reports whether a short name is a fused qkv projection.

@@ -102,12 +102,12 @@ func (s *setup) layerWeights() layerTrain {
 		case isNorm:
 			w.qkNorm = true
 		case mod.In > 0 && mod.Out > 0:
-			switch short := rows[i].short; {
-			case short == "q_proj" || short == "k_proj" || short == "v_proj" || short == "query" || short == "key" || short == "value" || short == "q" || short == "k" || short == "v" || isFused(short):
+			switch linearRoleOf(rows[i].short) {
+			case roleQKV, roleFusedQKV:
 				w.qkvIn++
-			case short == "o_proj" || short == "dense" || short == "out_proj" || short == "o" || short == "proj" || short == "c_proj":
+			case roleO:
 				w.oIn++
-			case short == "gate_proj" || short == "up_proj" || short == "fc1" || short == "w1" || short == "w3" || short == "dense_h_to_4h" || short == "fc_1" || short == "fc_2" || short == "wi" || short == "wi_0" || short == "wi_1" || short == "gate_up_proj":
+			case roleMLPIn:
 				w.mlpIn++
 			default:
 				w.downIn++
