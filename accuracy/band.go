@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/gpumem/gpumem/memory"
-	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/units"
 )
 
@@ -59,14 +58,10 @@ type BandReport struct {
 // (allocated, reserved or device). The band is the estimator's own; no
 // record changes it.
 func CheckBand(recs []Record, opt Options) BandReport {
-	resolve := opt.Models
-	if resolve == nil {
-		resolve = catalogModel
-	}
-	cache := map[string]*model.Model{}
+	models := newModels(opt)
 	var rep BandReport
 	for _, r := range recs {
-		if row, ok := bandRow(r, opt, resolve, cache); ok {
+		if row, ok := bandRow(r, opt, models); ok {
 			rep.Rows = append(rep.Rows, row)
 		}
 	}
@@ -93,7 +88,7 @@ func CheckBand(recs []Record, opt Options) BandReport {
 }
 
 // bandRow estimates one record; ok is false when it cannot be compared.
-func bandRow(r Record, opt Options, resolve func(string) (*model.Model, error), cache map[string]*model.Model) (BandRow, bool) {
+func bandRow(r Record, opt Options, ms *models) (BandRow, bool) {
 	j := r.Job
 	mode := j.Mode
 	if j.Serving {
@@ -104,7 +99,7 @@ func bandRow(r Record, opt Options, resolve func(string) (*model.Model, error), 
 	if !ok || !mapped || j.ValueBytes <= 0 {
 		return BandRow{}, false
 	}
-	m, err := recordModel(r, resolve, cache)
+	m, err := ms.of(r)
 	if err != nil {
 		return BandRow{}, false
 	}

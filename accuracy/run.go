@@ -71,24 +71,33 @@ type Report struct {
 
 // Run estimates every record and compares it with its measurement.
 func Run(recs []Record, opt Options) Report {
-	resolve := opt.Models
-	if resolve == nil {
-		resolve = catalogModel
-	}
-	cache := map[string]*model.Model{}
+	models := newModels(opt)
 	var rep Report
 	for _, r := range recs {
-		rep.Rows = append(rep.Rows, runOne(r, opt, resolve, cache))
+		rep.Rows = append(rep.Rows, runOne(r, opt, models))
 	}
 	rep.Summaries = summarize(rep.Rows)
 	return rep
 }
 
-// catalogModel resolves a record's config id in the built-in catalog.
-func catalogModel(id string) (*model.Model, error) { return model.Lookup(id) }
+// models resolves records' models (Options.Models, else the built-in
+// catalog), each config id once per run.
+type models struct {
+	resolve func(string) (*model.Model, error)
+	cache   map[string]*model.Model
+}
+
+// newModels returns the model resolver of a run with opt.
+func newModels(opt Options) *models {
+	resolve := opt.Models
+	if resolve == nil {
+		resolve = model.Lookup
+	}
+	return &models{resolve: resolve, cache: map[string]*model.Model{}}
+}
 
 // runOne estimates one record.
-func runOne(r Record, opt Options, resolve func(string) (*model.Model, error), cache map[string]*model.Model) Row {
+func runOne(r Record, opt Options, ms *models) Row {
 	j := r.Job
 	row := Row{ID: r.ID, Mode: j.Mode, Kind: r.Mode, Metric: j.MetricKind, Measured: units.Bytes(j.ValueBytes),
 		SingleGPU: j.NumGPUs <= 1, Scoreable: j.Scoreable, Reliability: j.Reliability}
@@ -105,7 +114,7 @@ func runOne(r Record, opt Options, resolve func(string) (*model.Model, error), c
 		row.Note = "no mapper for mode " + row.Mode
 		return row
 	}
-	m, err := recordModel(r, resolve, cache)
+	m, err := ms.of(r)
 	if err != nil {
 		row.Note = err.Error()
 		return row
@@ -146,9 +155,9 @@ func metricPicker(kind string) (func(memory.PerGPU) units.Bytes, bool) {
 	return nil, false
 }
 
-// recordModel resolves a record's model: its config id, else the catalog
-// file its config_path names (org__name.json).
-func recordModel(r Record, resolve func(string) (*model.Model, error), cache map[string]*model.Model) (*model.Model, error) {
+// of resolves a record's model: its config id, else the catalog file its
+// config_path names (org__name.json).
+func (ms *models) of(r Record) (*model.Model, error) {
 	id := r.Job.ConfigID
 	if id == "" && r.Job.ConfigPath != "" {
 		id = strings.Replace(strings.TrimSuffix(path.Base(r.Job.ConfigPath), ".json"), "__", "/", 1)
@@ -156,14 +165,14 @@ func recordModel(r Record, resolve func(string) (*model.Model, error), cache map
 	if id == "" {
 		return nil, fmt.Errorf("%s: no config_id or config_path", r.ID)
 	}
-	if m, ok := cache[id]; ok {
+	if m, ok := ms.cache[id]; ok {
 		return m, nil
 	}
-	m, err := resolve(id)
+	m, err := ms.resolve(id)
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", id, err)
 	}
-	cache[id] = m
+	ms.cache[id] = m
 	return m, nil
 }
 

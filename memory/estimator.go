@@ -25,9 +25,6 @@ func NewEstimator(m *model.Model) *Estimator {
 	return &Estimator{m: m}
 }
 
-// Model returns the model e estimates.
-func (e *Estimator) Model() *model.Model { return e.m }
-
 // Estimate returns the per-GPU memory of job on e's model, like
 // [Estimate]. The result and the slices it holds belong to e and are
 // overwritten by the next call; use [Result.Clone] to keep one. Job is

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gpumem/gpumem/gpu"
+	"github.com/gpumem/gpumem/jobfile"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/units"
 )
@@ -35,7 +36,7 @@ type knob struct {
 // add; sharding and the batch are the GPU-count and batch searches'.
 var knobs = []knob{
 	{"--grad-checkpoint full", "recomputes each layer's forward in backward (about a third more compute)", func(j *memory.Job) bool {
-		if norm(j.GradCheckpoint) == "full" || norm(j.GradCheckpoint) == "true" {
+		if gc, _ := jobfile.ParseGradCheckpoint(j.GradCheckpoint); gc == "full" {
 			return false
 		}
 		j.GradCheckpoint = "full"

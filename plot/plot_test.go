@@ -5,12 +5,11 @@ import (
 	"errors"
 	"flag"
 	"image/png"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	goldenfile "github.com/gpumem/gpumem/internal/golden"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/units"
 )
@@ -19,19 +18,7 @@ var update = flag.Bool("update", false, "update .golden files")
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./plot -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from %s (run go test ./plot -update and read the diff)", name, path)
-	}
+	goldenfile.Check(t, name, got, *update)
 }
 
 // kvResults are estimates of a 7B model whose memory grows linearly in x:

@@ -21,8 +21,16 @@ import (
 	"github.com/gpumem/gpumem/plan"
 )
 
-// runCLI runs the gpumem command line with args and returns stdout.
+// runCLI runs the gpumem command line with args, which must succeed, and
+// returns stdout.
 func runCLI(t *testing.T, args ...string) []byte {
+	t.Helper()
+	return runCLIExit(t, 0, args...)
+}
+
+// runCLIExit runs the gpumem command line, which must exit with code
+// want, and returns stdout.
+func runCLIExit(t *testing.T, want int, args ...string) []byte {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	f := &cli.Factory{
@@ -31,8 +39,8 @@ func runCLI(t *testing.T, args ...string) []byte {
 		HTTPClient: &http.Client{Timeout: time.Second},
 		Now:        time.Now,
 	}
-	if code := cli.Main(context.Background(), args, f); code != 0 {
-		t.Fatalf("gpumem %s: exit code %d, stderr: %s", strings.Join(args, " "), code, errOut.String())
+	if code := cli.Main(context.Background(), args, f); code != want {
+		t.Fatalf("gpumem %s: exit code %d, want %d; stderr: %s", strings.Join(args, " "), code, want, errOut.String())
 	}
 	return out.Bytes()
 }

@@ -8,11 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gpumem/gpumem/internal/cli"
 	"github.com/gpumem/gpumem/internal/web"
 	"github.com/gpumem/gpumem/jobfile"
 )
@@ -75,7 +73,7 @@ func TestBodyProblemsEqualValidate(t *testing.T) {
 				Valid    bool              `json:"valid"`
 				Problems []jobfile.Problem `json:"problems"`
 			}
-			out := runCLIFailing(t, "validate", file, "--format", "json")
+			out := runCLIExit(t, 1, "validate", file, "--format", "json")
 			if err := json.Unmarshal(out, &v); err != nil {
 				t.Fatalf("validate output: %v\n%s", err, out)
 			}
@@ -141,21 +139,4 @@ func TestBodyAsJobFile(t *testing.T) {
 			}
 		})
 	}
-}
-
-// runCLIFailing runs the gpumem command line, which must exit with code
-// 1, and returns stdout.
-func runCLIFailing(t *testing.T, args ...string) []byte {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	f := &cli.Factory{
-		IO:         &cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
-		Getenv:     func(string) string { return "" },
-		HTTPClient: &http.Client{Timeout: time.Second},
-		Now:        time.Now,
-	}
-	if code := cli.Main(t.Context(), args, f); code != 1 {
-		t.Fatalf("gpumem %s: exit code %d, want 1; stderr: %s", strings.Join(args, " "), code, errOut.String())
-	}
-	return out.Bytes()
 }
