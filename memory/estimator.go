@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/units"
 )
 
 // An Estimator estimates many jobs on one model and reuses its memory
@@ -57,6 +58,57 @@ func (e *Estimator) Estimate(job *Job) (*Result, error) {
 	return &e.res, nil
 }
 
+// Peaks is the per-GPU peaks of a job without the breakdown: what a
+// search needs to tell whether a job fits.
+type Peaks struct {
+	// AllocatedBytes, ReservedBytes and DeviceBytes are
+	// PerGPU.AllocatedPeakBytes, ReservedPeakBytes and DevicePeakBytes.
+	AllocatedBytes units.Bytes `json:"allocated_peak_bytes"`
+	ReservedBytes  units.Bytes `json:"reserved_peak_bytes"`
+	DeviceBytes    units.Bytes `json:"device_peak_bytes"`
+	// Phase is PerGPU.PeakPhase.
+	Phase string `json:"peak_phase"`
+	// Stage is the most loaded pipeline stage (Parallel.PeakStage): 0
+	// without pipeline parallelism.
+	Stage int `json:"peak_stage"`
+}
+
+// Peak returns the per-GPU peaks of job on e's model: the figures
+// [Estimator.Estimate] reports, computed without the breakdown rows, the
+// band, the explanations and the stage table, so a training estimate
+// costs a fraction as much. Pipeline stages that provably peak no higher
+// than one already estimated are skipped. Searches use it to decide
+// which jobs fit; estimate the chosen ones in full.
+func (e *Estimator) Peak(job *Job) (Peaks, error) {
+	if e == nil || e.m == nil {
+		return Peaks{}, fmt.Errorf("estimate: no model")
+	}
+	if job.Mode != "" && job.Mode != Train {
+		r, err := e.Estimate(job)
+		if err != nil {
+			return Peaks{}, err
+		}
+		return peaksOfResult(r), nil
+	}
+	if err := checkGPU(job.GPUComputeCapability); err != nil {
+		return Peaks{}, err
+	}
+	if e.tab == nil {
+		e.tab = newModTab(e.m)
+	}
+	return peakTraining(e.m, job, &e.buf, e.tab)
+}
+
+// peaksOfResult is the Peaks of a full result.
+func peaksOfResult(r *Result) Peaks {
+	p := Peaks{AllocatedBytes: r.PerGPU.AllocatedPeakBytes, ReservedBytes: r.PerGPU.ReservedPeakBytes,
+		DeviceBytes: r.PerGPU.DevicePeakBytes, Phase: r.PerGPU.PeakPhase}
+	if r.Parallel != nil {
+		p.Stage = r.Parallel.PeakStage
+	}
+	return p
+}
+
 // trainBuf is the memory a training estimate writes its result into:
 // the phase totals, the band, the breakdown rows, the layout and host
 // figures and the warnings. [Estimate] allocates one per call; an
@@ -67,6 +119,7 @@ type trainBuf struct {
 	results  []StageResult // Result.Stages
 	warnings []string
 	hits     []loraHit // the LoRA targets of the job
+	shape    []float64 // stagePeaks' copy of a stage's module shares
 }
 
 // outBuf is the memory of one assembled result (of the job, or of one

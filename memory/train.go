@@ -164,6 +164,139 @@ func (s *setup) estimateStages(res *Result) *bandBox {
 	return bestBox
 }
 
+// peakTraining is estimateTrainingBuf without the breakdown: the job's
+// per-GPU peaks (see [Estimator.Peak]).
+func peakTraining(m *model.Model, job *Job, buf *trainBuf, tab *modTab) (Peaks, error) {
+	var s setup
+	s.tab, s.buf = tab, buf
+	s.warnings = buf.warnings[:0]
+	if err := s.initJob(m, job); err != nil {
+		return Peaks{}, err
+	}
+	var p Peaks
+	if s.dist.pp > 1 {
+		p = s.stagePeaks()
+	} else {
+		var t trainParts
+		s.stageParts(&t)
+		p = s.peaksOf(&t)
+	}
+	buf.warnings = s.warnings[:0] // keep their memory for the next call
+	return p, nil
+}
+
+// peaksOf is assemble without the breakdown: the current stage's peaks,
+// summed from the same rounded rows.
+func (s *setup) peaksOf(t *trainParts) Peaks {
+	var rows [numRows]comp
+	s.rows(t, &rows)
+	var totals [numPhases]units.Bytes
+	for i := range rows {
+		v := &rows[i].v
+		totals[0], totals[1], totals[2] = units.Add(totals[0], units.FromFloat(v[0])), units.Add(totals[1], units.FromFloat(v[1])), units.Add(totals[2], units.FromFloat(v[2]))
+		totals[3], totals[4] = units.Add(totals[3], units.FromFloat(v[3])), units.Add(totals[4], units.FromFloat(v[4]))
+	}
+	peak := 0
+	for ph := 1; ph < numPhases; ph++ {
+		if totals[ph] > totals[peak] {
+			peak = ph
+		}
+	}
+	u := s.upperPeaks(t, totals[peak], s.ncclBytes())
+	return Peaks{AllocatedBytes: totals[peak], ReservedBytes: u.reserved, DeviceBytes: u.device, Phase: phaseNames[peak], Stage: s.dist.stage}
+}
+
+// stagePeaks is estimateStages without the breakdown: the peaks of the
+// most loaded pipeline stage. It skips a middle stage that repeats the
+// last middle stage estimated with no more micro-batches in flight
+// (sameStage): all its parts but the activations are the same, and
+// those scale with the micro-batches in flight, so its peaks are no
+// larger. Estimate lists every stage, so its answer is the same.
+func (s *setup) stagePeaks() Peaks {
+	d := &s.dist
+	var best Peaks
+	var rep stageShape
+	warnings := len(s.warnings)
+	for i := range d.pp {
+		s.setStage(i)
+		if rep.same(s) {
+			continue
+		}
+		s.warnings = s.warnings[:warnings]
+		var t trainParts
+		s.stageParts(&t)
+		p := s.peaksOf(&t)
+		if i == 0 || p.DeviceBytes > best.DeviceBytes {
+			best = p
+		}
+		rep.set(s)
+	}
+	return best
+}
+
+// stageShape is what makes two middle pipeline stages the same apart
+// from the micro-batches in flight: their layer count, the share of each
+// module they hold, and where the recording layers start.
+type stageShape struct {
+	ok       bool // a middle stage of a stack with one layer type
+	lo       int
+	layers   int
+	inFlight float64
+	trained  int8 // trainedLayers of the stage
+	fracs    []float64
+}
+
+// trainedLayers tells how the trained layer range of a job (--trainable
+// layers:A-B or top:N, PEFT modules_to_save) meets the current stage:
+// 0 misses it, 1 covers all of it, -1 covers part of it.
+func (s *setup) trainedLayers() int8 {
+	t, d := &s.trainable, &s.dist
+	switch {
+	case t.lo > t.hi || t.hi < d.stageLo || t.lo >= d.stageHi:
+		return 0
+	case t.lo <= d.stageLo && t.hi >= d.stageHi-1:
+		return 1
+	}
+	return -1
+}
+
+// set records the current stage as the one to compare the next with.
+func (r *stageShape) set(s *setup) {
+	d := &s.dist
+	r.ok = !d.first && !d.last && s.tab.oneLayerType
+	if !r.ok {
+		return
+	}
+	r.lo, r.layers, r.inFlight, r.trained = d.stageLo, d.stageLayers, d.inFlight, s.trainedLayers()
+	if s.buf != nil {
+		r.fracs = append(s.buf.shape[:0], s.fracs...)
+		s.buf.shape = r.fracs
+	} else {
+		r.fracs = append(r.fracs[:0], s.fracs...)
+	}
+}
+
+// same reports whether the current stage is a middle stage that repeats
+// r with no more micro-batches in flight: the layer stack has one layer
+// type, so equal layer counts and module shares give equal parameters,
+// states, buffers and per-micro-batch activations, provided every
+// layer of both stages records (the lowest trainable layer is below r,
+// so neither holds it — it saves less, and only where it is) and a
+// trained layer range covers all of both stages or none of either.
+func (r *stageShape) same(s *setup) bool {
+	d := &s.dist
+	if !r.ok || d.first || d.last || d.stageLayers != r.layers || d.inFlight > r.inFlight ||
+		s.trainable.lowest >= r.lo || len(s.fracs) != len(r.fracs) || r.trained < 0 || s.trainedLayers() != r.trained {
+		return false
+	}
+	for i, f := range s.fracs {
+		if f != r.fracs[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // rows builds the allocated-level rows with their per-phase bytes.
 func (s *setup) rows(t *trainParts, out *[numRows]comp) {
 	st, a, l := &t.st, &t.act, &t.loss
@@ -349,28 +482,23 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 		}
 	}
 	alloc := totals[peak]
-	reserved := t.ov.Reserved(alloc)
+	u := s.upperPeaks(t, alloc, nccl)
+	reserved, device := u.reserved, u.device
 	comps = t.ov.appendRows(comps, alloc, s.job.Explain)
-	device := t.ov.Device(reserved)
 	if t.st.optim.paged {
-		// Paged states live in CUDA unified memory: resident on the GPU
-		// while there is room, evicted to host memory beyond it.
-		pb := units.FromFloat(t.st.optim.states)
-		if limit := s.gpuMemory(t); limit > 0 {
-			pb = max(0, min(pb, limit-device))
-		}
-		device = units.Add(device, pb)
-		comps = append(comps, Component{Name: "optimizer_states", Bytes: pb, Level: "device", Phase: "persistent",
+		comps = append(comps, Component{Name: "optimizer_states", Bytes: u.paged, Level: "device", Phase: "persistent",
 			Formula: rowInfo[rowOptim].formula + " (paged: CUDA unified memory outside torch's allocator, resident up to the GPU's free memory)",
 			Source:  "bitsandbytes optim/optimizer.py get_state_buffer, functional.py get_paged (MODEL.md §2.4, §10)"})
 	}
 	if nccl > 0 {
-		nb := units.FromFloat(nccl)
-		device = units.Add(device, nb)
-		comps = append(comps, Component{Name: "nccl", Bytes: nb, Level: "device", Phase: "persistent",
+		comps = append(comps, Component{Name: "nccl", Bytes: u.nccl, Level: "device", Phase: "persistent",
 			Formula: "communicators × nccl_mib", Source: "NVIDIA/nccl src/init.cc buffer defaults (MODEL.md §10)"})
 	}
-	reserved, device = s.capReserved(t, comps, alloc, reserved, device)
+	if u.cut > 0 {
+		releaseCached(comps, u.cut)
+		s.warn(fmt.Sprintf("reserved peak held to the GPU's %s (cached blocks %s instead of %s): the caching allocator frees cached blocks and retries before it runs out; expect allocator retries, and out-of-memory errors if the free memory is too fragmented",
+			units.FormatIEC(u.limit), units.FormatIEC(reserved-alloc), units.FormatIEC(u.uncapped-alloc)))
+	}
 	for ph := range numPhases {
 		box.phases[ph] = Phase{Name: phaseNames[ph], Bytes: totals[ph]}
 	}
@@ -435,27 +563,56 @@ func (s *setup) extraRows(t *trainParts, nccl float64) int {
 	return n
 }
 
-// capReserved bounds the reserved peak by the GPU: when the caching
-// allocator cannot grow its cache it frees the unused cached blocks and
-// retries the allocation (num_alloc_retries; pytorch/pytorch
+// upper is what lies above an allocated peak: the reserved and device
+// peaks, and the device-level rows assemble lists.
+type upper struct {
+	reserved, device units.Bytes
+	paged            units.Bytes // paged optimizer states resident on the GPU
+	nccl             units.Bytes // NCCL communicator buffers
+	// cut is the cached memory released to stay within the GPU (0 when
+	// the reserved peak fits); uncapped is the reserved peak before
+	// that and limit the GPU's memory.
+	cut, uncapped, limit units.Bytes
+}
+
+// upperPeaks is the reserved and device peaks over the allocated peak
+// alloc, with nccl bytes of NCCL buffers per GPU.
+//
+// Paged optimizer states live in CUDA unified memory: resident on the
+// GPU while there is room, evicted to host memory beyond it.
+//
+// The reserved peak is bounded by the GPU: when the caching allocator
+// cannot grow its cache it frees the unused cached blocks and retries
+// the allocation (num_alloc_retries; pytorch/pytorch
 // c10/cuda/CUDACachingAllocator.cpp release_cached_blocks) before it
 // reports out of memory, so reserved never exceeds the GPU memory left
-// after the context, workspaces and NCCL. The reserved rows shrink: idle
-// communication-stream pools first, then fragmentation (releaseCached).
-func (s *setup) capReserved(t *trainParts, comps []Component, alloc, reserved, device units.Bytes) (units.Bytes, units.Bytes) {
-	limit := s.gpuMemory(t)
-	if limit <= 0 {
-		return reserved, device
+// after the context, workspaces and NCCL. assemble shrinks the reserved
+// rows by cut: idle communication-stream pools first, then
+// fragmentation (releaseCached).
+func (s *setup) upperPeaks(t *trainParts, alloc units.Bytes, nccl float64) upper {
+	reserved := t.ov.Reserved(alloc)
+	u := upper{reserved: reserved, device: t.ov.Device(reserved), uncapped: reserved, limit: s.gpuMemory(t)}
+	if t.st.optim.paged {
+		u.paged = units.FromFloat(t.st.optim.states)
+		if u.limit > 0 {
+			u.paged = max(0, min(u.paged, u.limit-u.device))
+		}
+		u.device = units.Add(u.device, u.paged)
 	}
-	avail := limit - (device - reserved)
-	if reserved <= avail || alloc > avail {
-		return reserved, device
+	if nccl > 0 {
+		u.nccl = units.FromFloat(nccl)
+		u.device = units.Add(u.device, u.nccl)
 	}
-	cut := reserved - avail
-	releaseCached(comps, cut)
-	s.warn(fmt.Sprintf("reserved peak held to the GPU's %s (cached blocks %s instead of %s): the caching allocator frees cached blocks and retries before it runs out; expect allocator retries, and out-of-memory errors if the free memory is too fragmented",
-		units.FormatIEC(limit), units.FormatIEC(avail-alloc), units.FormatIEC(reserved-alloc)))
-	return avail, device - cut
+	if u.limit <= 0 {
+		return u
+	}
+	avail := u.limit - (u.device - u.reserved)
+	if u.reserved <= avail || alloc > avail {
+		return u
+	}
+	u.cut = u.reserved - avail
+	u.reserved, u.device = avail, u.device-u.cut
+	return u
 }
 
 // activeParams is the parameter count one token uses: routed experts

@@ -1,0 +1,132 @@
+package memory
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gpumem/gpumem/model"
+)
+
+// peakCases are pipeline-parallel jobs for Estimator.Peak, which skips
+// the middle stages that repeat one already estimated: every schedule,
+// stage counts that do and do not divide the layers, micro-batches in
+// flight capped by the accumulation steps, and trainable ranges that
+// start inside the stack.
+func peakCases(rng *rand.Rand, n int) []Job {
+	pick := func(xs ...int) int { return xs[rng.IntN(len(xs))] }
+	ckpts := []string{"", "full", "selective", "every-2"}
+	methods := []string{"full", "lora", "qlora", "frozen"}
+	trainables := [][]string{nil, {"top:3"}, {"layers:5-9"}, {"layers:20-30"}}
+	jobs := make([]Job, 0, n)
+	for range n {
+		j := Job{SeqLen: pick(256, 1024, 4096), MicroBatch: pick(1, 2, 4), GradAccum: pick(1, 2, 3, 8, 32),
+			PP: pick(2, 3, 4, 5, 7, 8, 16), GradCheckpoint: ckpts[rng.IntN(len(ckpts))], AllowLong: true}
+		switch rng.IntN(3) {
+		case 0:
+			j.Engine, j.TP = "megatron", pick(1, 2)
+			j.SP = j.TP > 1 && rng.IntN(2) == 0
+			switch rng.IntN(3) {
+			case 1:
+				j.PipelineSchedule, j.VirtualStages = "interleaved", pick(2, 3)
+			case 2:
+				j.PipelineSchedule = "gpipe"
+			}
+		case 1:
+			j.Engine, j.ZeRO = "deepspeed", pick(0, 1)
+		default:
+			j.Engine = "megatron"
+		}
+		j.NumGPUs = j.PP * max(j.TP, 1) * pick(1, 2)
+		switch m := methods[rng.IntN(len(methods))]; m {
+		case "lora", "qlora":
+			j.Method, j.LoRATargets = m, []string{"all-linear"}
+			if rng.IntN(2) == 0 {
+				j.Trainable = trainables[1+rng.IntN(len(trainables)-1)]
+			}
+		case "frozen":
+			j.Method, j.Trainable = m, trainables[1+rng.IntN(len(trainables)-1)]
+		}
+		if rng.IntN(4) == 0 {
+			j.GPUMemory = 24 << 30 // the reserved peak capped by the GPU
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs
+}
+
+// TestPeakMatchesEstimate checks that Estimator.Peak reports exactly the
+// peaks, phase and peak stage of Estimator.Estimate (or its error), on
+// the golden cases of every catalog model and on pipeline-parallel jobs
+// of models with one layer type and with several.
+func TestPeakMatchesEstimate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 7))
+	pp := peakCases(rng, 300)
+	ppModels := map[string]bool{
+		"meta-llama/Llama-3.1-8B": true, "mistralai/Mixtral-8x7B-v0.1": true, "google/gemma-3-4b-it": true,
+		"meta-llama/Llama-3.2-11B-Vision": true, "deepseek-ai/DeepSeek-V2-Lite": true, "Qwen/Qwen2-VL-7B-Instruct": true,
+	}
+	seen, skipped := 0, 0
+	for _, entry := range model.Catalog() {
+		m := catalogModel(t, entry.ID)
+		full, lean := NewEstimator(m), NewEstimator(m)
+		var jobs []Job
+		for _, c := range goldenCases() {
+			jobs = append(jobs, c.job)
+		}
+		if ppModels[entry.ID] {
+			seen++
+			jobs = append(jobs, pp...)
+		}
+		for i := range jobs {
+			j := &jobs[i]
+			r, err := full.Estimate(j)
+			p, perr := lean.Peak(j)
+			if (err == nil) != (perr == nil) || (err != nil && err.Error() != perr.Error()) {
+				t.Fatalf("%s job %d %+v: Estimate error %v, Peak error %v", entry.ID, i, *j, err, perr)
+			}
+			if err != nil {
+				continue
+			}
+			if want := peaksOfResult(r); p != want {
+				t.Fatalf("%s job %d %+v:\nPeak     %+v\nEstimate %+v", entry.ID, i, *j, p, want)
+			}
+			skipped += checkSkippedStages(t, entry.ID, m, full.tab, j)
+		}
+	}
+	if skipped < 500 {
+		t.Errorf("Peak skipped only %d pipeline stages over the test jobs; the check needs more", skipped)
+	}
+	if seen != len(ppModels) {
+		t.Errorf("%d of the %d pipeline test models are in the catalog", seen, len(ppModels))
+	}
+}
+
+// checkSkippedStages checks what Peak's stage skipping rests on: every
+// stage it skips, estimated after all, peaks no higher than the stage it
+// repeats. It returns how many stages Peak skips.
+func checkSkippedStages(t *testing.T, id string, m *model.Model, tab *modTab, job *Job) (skipped int) {
+	t.Helper()
+	s := setup{tab: tab, buf: new(trainBuf)}
+	if err := s.initJob(m, job); err != nil || s.dist.pp < 2 {
+		return 0
+	}
+	var rep stageShape
+	var repStage int
+	var repPeaks Peaks
+	for i := range s.dist.pp {
+		s.setStage(i)
+		var parts trainParts
+		s.stageParts(&parts)
+		p := s.peaksOf(&parts)
+		if !rep.same(&s) {
+			rep.set(&s)
+			repStage, repPeaks = i, p
+			continue
+		}
+		skipped++
+		if p.AllocatedBytes > repPeaks.AllocatedBytes || p.ReservedBytes > repPeaks.ReservedBytes || p.DeviceBytes > repPeaks.DeviceBytes {
+			t.Errorf("%s %s pp%d sched %s ckpt %q trainable %v mb %d acc %d: skipped stage %d peaks above stage %d: %+v > %+v", id, job.Method, job.PP, job.PipelineSchedule, job.GradCheckpoint, job.Trainable, job.MicroBatch, job.GradAccum, i, repStage, p, repPeaks)
+		}
+	}
+	return skipped
+}
