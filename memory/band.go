@@ -103,10 +103,57 @@ const (
 	// settings (MODEL.md §14 item 2: 1–2 GB at DeepSpeed defaults); ±50 %.
 	commDown, commUp = 0.50, 0.50
 
-	bandTermsPerEstimate = 7
-	mib                  = float64(units.MiB)
-	fragPrefix           = "fragmentation"
+	mib        = float64(units.MiB)
+	fragPrefix = "fragmentation"
 )
+
+// The band terms, in the order they are computed; terms of equal size
+// keep this order in [Band.Terms].
+const (
+	termAllocator = iota
+	termRuntime
+	termResidual
+	termActivations
+	termSeqCap
+	termComm
+	termOptimizerDefault
+	bandTermsPerEstimate
+)
+
+// bandTermText holds what each term says about itself: its name, level,
+// reason and source. A term whose reason depends on the job gives it
+// with its widths ([termWidth]).
+var bandTermText = [bandTermsPerEstimate]struct{ name, level, reason, source string }{
+	termAllocator: {"allocator", "reserved",
+		"caching-allocator fragmentation (reserved − allocated) varies with the shapes a run allocates",
+		"MODEL.md §10 (2–10 % in steady training), §15.5 (0–2 % HF inference, ≈ 15 % torch 1.x), §15.11 (13–22 % sharded)"},
+	termRuntime: {"runtime", "device",
+		"CUDA context size depends on the driver, CUDA version and kernels loaded; NCCL buffers on channels and peers",
+		"MODEL.md §10 (context 300–600 MiB lazy, ~1 GiB with more kernels; NCCL 0.2–1 GiB per communicator), §15.5 (1343 MiB eager)"},
+	termResidual: {"residual", "allocated",
+		"tensors and transients the component inventories do not list",
+		"dev measurements: 80 % of the scored records are within 5 % of the estimate (accuracy.CheckBand)"},
+	termActivations: {"activations", "allocated",
+		"", // actReasons, by what the job leaves unstated
+		"MODEL.md §4.3, §14 item 1, §15.7, §15.14; dev measurements within ±5 % with the stated framework"},
+	termSeqCap: {"seq_len_cap", "allocated",
+		"packed is false: seq_len only caps variable-length samples, and the peak is set by the longest batch the run meets",
+		"MODEL.md §15.15; testdata README (unpacked datasets: the real peak depends on the longest batch)"},
+	termComm: {"comm_buffers", "allocated",
+		"bucket sizes and overlap settings of the distributed engine",
+		"MODEL.md §14 item 2 (IPG buckets 1–2 GB at defaults, FSDP unsharded units, prefetch)"},
+	termOptimizerDefault: {"optimizer_default", "allocated",
+		"optimizer not stated: foreach AdamW assumed; fused AdamW (HF default on torch >= 2.8) has no step intermediate",
+		"MODEL.md §2.1 (HF default optimizer), §2.3 (foreach +1× states at step), §15.6"},
+}
+
+// termWidth is what one term computes for an estimate: how far it can
+// move the peak down and up, and its reason when that is not the fixed
+// one of [bandTermText].
+type termWidth struct {
+	down, up units.Bytes
+	reason   string
+}
 
 // withBand attaches the band to an estimate; the hook of [Estimate]. The
 // band and its terms share one allocation.
@@ -116,8 +163,7 @@ func withBand(r *Result) {
 
 // attachBand computes the band of r into box and attaches it.
 func attachBand(r *Result, box *bandBox) {
-	n := bandTerms(&r.Job, &r.PerGPU, &box.terms)
-	box.band = bandAround(&r.PerGPU, box.terms[:n:n])
+	fillBand(&box.band, &box.terms, &r.Job, &r.PerGPU)
 	r.PerGPU.Band = &box.band
 }
 
@@ -130,59 +176,81 @@ type bandBox struct {
 // EstimateBand computes the band of an estimate from its job and
 // components. It is a pure function of the result.
 func EstimateBand(r Result) Band {
-	var buf [bandTermsPerEstimate]BandTerm
-	n := bandTerms(&r.Job, &r.PerGPU, &buf)
-	terms := make([]BandTerm, n, bandTermsPerEstimate)
-	copy(terms, buf[:n])
-	return bandAround(&r.PerGPU, terms)
+	box := new(bandBox)
+	fillBand(&box.band, &box.terms, &r.Job, &r.PerGPU)
+	return box.band
 }
 
-// bandAround is the band of the device peak made of terms, which are
-// sorted largest first.
-func bandAround(p *PerGPU, terms []BandTerm) Band {
-	lo, hi := combine(terms, levelDevice)
-	return Band{Peak: "device", LowBytes: sat(p.DevicePeakBytes - lo), ExpectedBytes: p.DevicePeakBytes,
-		HighBytes: units.Add(p.DevicePeakBytes, hi), Terms: terms}
-}
-
-// bandTerms writes the non-zero terms of an estimate into dst, largest
-// first, and returns how many there are.
-func bandTerms(j *Job, p *PerGPU, dst *[bandTermsPerEstimate]BandTerm) int {
-	rows := bandRowsOf(p)
-	var all [bandTermsPerEstimate]BandTerm
-	k := 0
-	all[k], k = allocatorTerm(j, p, &rows), k+1
-	all[k], k = runtimeTerm(j, &rows), k+1
+// fillBand writes the band of the device peak of p, for job j, to b,
+// with its non-zero terms in dst, largest first.
+func fillBand(b *Band, dst *[bandTermsPerEstimate]BandTerm, j *Job, p *PerGPU) {
+	var rows bandRows
+	rows.read(p)
+	env := bandEnvOf(j)
+	var w [bandTermsPerEstimate]termWidth
+	w[termAllocator] = allocatorTerm(j, p, &rows, env)
+	w[termRuntime] = runtimeTerm(&rows, env)
 	if j.Mode != Serving { // vLLM's KV pool absorbs these differences
-		all[k], k = residualTerm(p), k+1
-		all[k], k = activationTerm(j, &rows), k+1
-		all[k], k = seqCapTerm(j, &rows), k+1
+		w[termResidual] = residualTerm(p)
+		w[termActivations] = activationTerm(j, &rows)
+		w[termSeqCap] = seqCapTerm(j, &rows)
 	}
-	all[k], k = commTerm(&rows), k+1
-	all[k], k = optimizerDefaultTerm(j, p, &rows), k+1
+	w[termComm] = commTerm(&rows)
+	w[termOptimizerDefault] = optimizerDefaultTerm(j, p, &rows)
 	// Keep the non-zero terms and order them by their larger side,
 	// largest first; equal sizes keep their order (a stable insertion
-	// sort over indexes, so the terms themselves move once).
-	var idx [bandTermsPerEstimate]int
+	// sort of the term indexes, so each term is written once).
+	var order [bandTermsPerEstimate]uint8
 	var size [bandTermsPerEstimate]units.Bytes
 	n := 0
-	for i := range k {
-		t := &all[i]
-		if t.DownBytes <= 0 && t.UpBytes <= 0 {
+	for id := range w {
+		t := &w[id]
+		if t.down <= 0 && t.up <= 0 {
 			continue
 		}
-		idx[n], size[n] = i, max(t.DownBytes, t.UpBytes)
+		order[n], size[n] = uint8(id), max(t.down, t.up)
 		for m := n; m > 0 && size[m] > size[m-1]; m-- {
-			idx[m], idx[m-1] = idx[m-1], idx[m]
+			order[m], order[m-1] = order[m-1], order[m]
 			size[m], size[m-1] = size[m-1], size[m]
 		}
 		n++
 	}
-	for i := range n {
-		dst[i] = all[idx[i]]
+	// Every term moves the device peak: the band is their root sum of
+	// squares on each side, added in the order of the terms as combine
+	// adds them.
+	var d2, u2 float64
+	for i, id := range order[:n] {
+		t, txt := &w[id], &bandTermText[id]
+		reason := txt.reason
+		if t.reason != "" {
+			reason = t.reason
+		}
+		dst[i] = BandTerm{Name: txt.name, Level: txt.level, DownBytes: t.down, UpBytes: t.up, Reason: reason, Source: txt.source}
+		d2 += float64(t.down) * float64(t.down)
+		u2 += float64(t.up) * float64(t.up)
 	}
-	return n
+	lo, hi := units.FromFloat(math.Sqrt(d2)), units.FromFloat(math.Sqrt(u2))
+	*b = Band{Peak: "device", LowBytes: sat(p.DevicePeakBytes - lo), ExpectedBytes: p.DevicePeakBytes,
+		HighBytes: units.Add(p.DevicePeakBytes, hi), Terms: dst[:n:n]}
 }
+
+// The names of the breakdown rows the band reads.
+const (
+	rowNameFrag = "fragmentation"
+	rowNameCtx  = "cuda_context"
+	rowNameNCCL = "nccl"
+	rowNameAct  = "activations"
+	rowNameOut  = "output_activations"
+	rowNameLoss = "loss"
+	rowNameComm = "comm_buffers"
+	rowNameStep = "optimizer_step"
+)
+
+// bandRowLens has bit l set when one of the rows the band reads has a
+// name of length l (all are shorter than 64), so that most rows are
+// passed over without comparing names.
+const bandRowLens uint64 = 1<<len(rowNameFrag) | 1<<len(rowNameCtx) | 1<<len(rowNameNCCL) | 1<<len(rowNameAct) |
+	1<<len(rowNameOut) | 1<<len(rowNameLoss) | 1<<len(rowNameComm) | 1<<len(rowNameStep)
 
 // bandRows are the breakdown rows the band terms read: for each name
 // the bytes of the first row so named, 0 when there is none.
@@ -190,39 +258,37 @@ type bandRows struct {
 	frag, ctx, nccl, act, out, loss, comm, step units.Bytes
 }
 
-// bandRowsOf reads the rows the band needs in one pass over the
-// breakdown (the first row of each name counts).
-func bandRowsOf(p *PerGPU) bandRows {
-	var r bandRows
-	var seen uint8
-	take := func(bit uint8, dst *units.Bytes, b units.Bytes) {
-		if seen&bit == 0 {
-			seen |= bit
-			*dst = b
+// read reads the rows the band needs in one pass over the breakdown of
+// p. The pass runs backwards, so the first row of a name is the last
+// one written and the one that counts.
+func (r *bandRows) read(p *PerGPU) {
+	comps := p.Components
+	for i := len(comps) - 1; i >= 0; i-- {
+		c := &comps[i]
+		// A length of 64 or more wraps to a smaller one: the name is
+		// then compared and matches none.
+		if bandRowLens>>(len(c.Name)&63)&1 == 0 {
+			continue
 		}
-	}
-	for i := range p.Components {
-		c := &p.Components[i]
 		switch c.Name {
-		case "fragmentation":
-			take(1, &r.frag, c.Bytes)
-		case "cuda_context":
-			take(2, &r.ctx, c.Bytes)
-		case "nccl":
-			take(4, &r.nccl, c.Bytes)
-		case "activations":
-			take(8, &r.act, c.Bytes)
-		case "output_activations":
-			take(16, &r.out, c.Bytes)
-		case "loss":
-			take(32, &r.loss, c.Bytes)
-		case "comm_buffers":
-			take(64, &r.comm, c.Bytes)
-		case "optimizer_step":
-			take(128, &r.step, c.Bytes)
+		case rowNameFrag:
+			r.frag = c.Bytes
+		case rowNameCtx:
+			r.ctx = c.Bytes
+		case rowNameNCCL:
+			r.nccl = c.Bytes
+		case rowNameAct:
+			r.act = c.Bytes
+		case rowNameOut:
+			r.out = c.Bytes
+		case rowNameLoss:
+			r.loss = c.Bytes
+		case rowNameComm:
+			r.comm = c.Bytes
+		case rowNameStep:
+			r.step = c.Bytes
 		}
 	}
-	return r
 }
 
 // Peak levels, ordered.
@@ -277,12 +343,29 @@ func sat(b units.Bytes) units.Bytes { return max(b, 0) }
 
 func frac(b units.Bytes, f float64) units.Bytes { return units.FromFloat(float64(b) * f) }
 
+// bandEnv is what the terms read of the job's software and calibrated
+// constants, found once per estimate.
+type bandEnv struct {
+	torch1 bool // the job runs torch 1.x
+	// Calibrated constants set by the job: fragmentation (any
+	// fragmentation* constant), CUDA context and NCCL.
+	calFrag, calCtx, calNCCL bool
+}
+
+// bandEnvOf reads j's software era and calibrated constants.
+func bandEnvOf(j *Job) bandEnv {
+	e := bandEnv{torch1: hasSoftware(j.Software, "torch1")}
+	if len(j.Constants) > 0 {
+		e.calFrag = overridden(j, fragPrefix)
+		e.calCtx = overridden(j, "cuda_context")
+		e.calNCCL = overridden(j, "nccl")
+	}
+	return e
+}
+
 // overridden reports whether the job sets a constant whose name starts
 // with prefix (a calibrated value).
 func overridden(j *Job, prefix string) bool {
-	if len(j.Constants) == 0 {
-		return false
-	}
 	for k := range j.Constants {
 		if strings.HasPrefix(strings.ToLower(k), prefix) {
 			return true
@@ -292,66 +375,57 @@ func overridden(j *Job, prefix string) bool {
 }
 
 // allocatorTerm: the fragmentation fraction within its documented range.
-func allocatorTerm(j *Job, p *PerGPU, rows *bandRows) BandTerm {
+func allocatorTerm(j *Job, p *PerGPU, rows *bandRows, env bandEnv) (t termWidth) {
 	frag, alloc := rows.frag, float64(p.AllocatedPeakBytes)
-	t := BandTerm{Name: "allocator", Level: "reserved",
-		Reason: "caching-allocator fragmentation (reserved − allocated) varies with the shapes a run allocates",
-		Source: "MODEL.md §10 (2–10 % in steady training), §15.5 (0–2 % HF inference, ≈ 15 % torch 1.x), §15.11 (13–22 % sharded)"}
 	if frag <= 0 || alloc <= 0 {
 		return t
 	}
 	f := float64(frag) / alloc
 	lo, hi := fragTrainLo, fragTrainHi
 	switch {
-	case overridden(j, fragPrefix):
+	case env.calFrag:
 		lo, hi = f-fragCalibrated, f+fragCalibrated
-		t.Reason = "calibrated fragmentation fraction, trusted to ±2 points"
+		t.reason = "calibrated fragmentation fraction, trusted to ±2 points"
 	case j.Mode == Inference || j.Mode == Serving:
 		lo, hi = fragInferLo, fragInferHi
-	case hasSoftware(j.Software, "torch1"):
+	case env.torch1:
 		lo, hi = fragLegacyLo, fragLegacyHi
 	case f > fragTrainHi: // the sharded-training fraction
 		lo, hi = fragShardedLo, fragShardedHi
 	}
 	lo, hi = min(lo, f), max(hi, f)
-	t.DownBytes = units.FromFloat(max(0, f-lo) * alloc)
-	t.UpBytes = units.FromFloat(max(0, hi-f) * alloc)
+	t.down = units.FromFloat(max(0, f-lo) * alloc)
+	t.up = units.FromFloat(max(0, hi-f) * alloc)
 	return t
 }
 
 // runtimeTerm: the CUDA context and NCCL communicators.
-func runtimeTerm(j *Job, rows *bandRows) BandTerm {
-	t := BandTerm{Name: "runtime", Level: "device",
-		Reason: "CUDA context size depends on the driver, CUDA version and kernels loaded; NCCL buffers on channels and peers",
-		Source: "MODEL.md §10 (context 300–600 MiB lazy, ~1 GiB with more kernels; NCCL 0.2–1 GiB per communicator), §15.5 (1343 MiB eager)"}
+func runtimeTerm(rows *bandRows, env bandEnv) termWidth {
 	ctx := float64(rows.ctx)
 	var d, u float64
 	switch {
 	case ctx <= 0:
-	case overridden(j, "cuda_context"):
+	case env.calCtx:
 		d, u = ctx*ctxCalibrated, ctx*ctxCalibrated
-	case hasSoftware(j.Software, "torch1"):
+	case env.torch1:
 		d, u = max(0, ctx-ctxEagerLoMiB*mib), max(0, ctxEagerHiMiB*mib-ctx)
 	default:
 		d, u = max(0, ctx-ctxLazyLoMiB*mib), max(0, ctxLazyHiMiB*mib-ctx)
 	}
-	if n := float64(rows.nccl); n > 0 && !overridden(j, "nccl") {
+	if n := float64(rows.nccl); n > 0 && !env.calNCCL {
 		d, u = math.Hypot(d, n*ncclDown), math.Hypot(u, n*ncclUp)
 	}
-	t.DownBytes, t.UpBytes = units.FromFloat(d), units.FromFloat(u)
-	return t
+	return termWidth{down: units.FromFloat(d), up: units.FromFloat(u)}
 }
 
 // residualTerm: the estimator's residual error on measured runs.
-func residualTerm(p *PerGPU) BandTerm {
+func residualTerm(p *PerGPU) termWidth {
 	r := frac(p.AllocatedPeakBytes, residual)
-	return BandTerm{Name: "residual", Level: "allocated", DownBytes: r, UpBytes: r,
-		Reason: "tensors and transients the component inventories do not list",
-		Source: "dev measurements: 80 % of the scored records are within 5 % of the estimate (accuracy.CheckBand)"}
+	return termWidth{down: r, up: r}
 }
 
 // activationTerm: saved activations and the loss at the peak phase.
-func activationTerm(j *Job, rows *bandRows) BandTerm {
+func activationTerm(j *Job, rows *bandRows) termWidth {
 	act := units.Add(rows.act, units.Add(rows.out, rows.loss))
 	down := actDown
 	reason := 0
@@ -367,9 +441,7 @@ func activationTerm(j *Job, rows *bandRows) BandTerm {
 		down = max(down, actSelectiveDown)
 		reason |= actReasonSelective
 	}
-	return BandTerm{Name: "activations", Level: "allocated", DownBytes: frac(act, down), UpBytes: frac(act, actUp),
-		Reason: actReasons[reason],
-		Source: "MODEL.md §4.3, §14 item 1, §15.7, §15.14; dev measurements within ±5 % with the stated framework"}
+	return termWidth{down: frac(act, down), up: frac(act, actUp), reason: actReasons[reason]}
 }
 
 // Flags selecting the reason of the activations term.
@@ -403,47 +475,37 @@ var actReasons = func() (r [8]string) {
 }()
 
 // seqCapTerm: unpacked data, where --seq-len only caps the sample length.
-func seqCapTerm(j *Job, rows *bandRows) BandTerm {
-	t := BandTerm{Name: "seq_len_cap", Level: "allocated",
-		Reason: "packed is false: seq_len only caps variable-length samples, and the peak is set by the longest batch the run meets",
-		Source: "MODEL.md §15.15; testdata README (unpacked datasets: the real peak depends on the longest batch)"}
+func seqCapTerm(j *Job, rows *bandRows) termWidth {
 	if j.Mode == Inference || j.Packed == nil || *j.Packed {
-		return t
+		return termWidth{}
 	}
 	act := units.Add(rows.act, units.Add(rows.out, rows.loss))
-	t.DownBytes = frac(act, actSeqCapDown)
-	return t
+	return termWidth{down: frac(act, actSeqCapDown)}
 }
 
 // commTerm: data-parallel communication buffers (DDP buckets, DeepSpeed
 // IPG buckets, FSDP unsharded units).
-func commTerm(rows *bandRows) BandTerm {
+func commTerm(rows *bandRows) termWidth {
 	c := rows.comm
-	return BandTerm{Name: "comm_buffers", Level: "allocated", DownBytes: frac(c, commDown), UpBytes: frac(c, commUp),
-		Reason: "bucket sizes and overlap settings of the distributed engine",
-		Source: "MODEL.md §14 item 2 (IPG buckets 1–2 GB at defaults, FSDP unsharded units, prefetch)"}
+	return termWidth{down: frac(c, commDown), up: frac(c, commUp)}
 }
 
 // optimizerDefaultTerm: no optimizer given, so torch's foreach AdamW with
 // its step intermediate is assumed; the fused AdamW that HF Trainer picks
 // on torch >= 2.8 has none, which lowers a peak at the step.
-func optimizerDefaultTerm(j *Job, p *PerGPU, rows *bandRows) BandTerm {
-	t := BandTerm{Name: "optimizer_default", Level: "allocated",
-		Reason: "optimizer not stated: foreach AdamW assumed; fused AdamW (HF default on torch >= 2.8) has no step intermediate",
-		Source: "MODEL.md §2.1 (HF default optimizer), §2.3 (foreach +1× states at step), §15.6"}
+func optimizerDefaultTerm(j *Job, p *PerGPU, rows *bandRows) termWidth {
 	if (j.Mode != "" && j.Mode != Train) || j.Optimizer != "" || p.PeakPhase != "step" {
-		return t
+		return termWidth{}
 	}
 	step := rows.step
 	if step <= 0 {
-		return t
+		return termWidth{}
 	}
 	alt := sat(p.AllocatedPeakBytes - step)
-	for _, ph := range p.Phases {
-		if ph.Name != "step" {
+	for i := range p.Phases {
+		if ph := &p.Phases[i]; ph.Name != "step" {
 			alt = max(alt, ph.Bytes)
 		}
 	}
-	t.DownBytes = sat(p.AllocatedPeakBytes - alt)
-	return t
+	return termWidth{down: sat(p.AllocatedPeakBytes - alt)}
 }
