@@ -121,30 +121,31 @@ const (
 )
 
 // bandTermText holds what each term says about itself: its name, level,
-// reason and source. A term whose reason depends on the job gives it
-// with its widths ([termWidth]).
-var bandTermText = [bandTermsPerEstimate]struct{ name, level, reason, source string }{
-	termAllocator: {"allocator", "reserved",
-		"caching-allocator fragmentation (reserved − allocated) varies with the shapes a run allocates",
-		"MODEL.md §10 (2–10 % in steady training), §15.5 (0–2 % HF inference, ≈ 15 % torch 1.x), §15.11 (13–22 % sharded)"},
-	termRuntime: {"runtime", "device",
-		"CUDA context size depends on the driver, CUDA version and kernels loaded; NCCL buffers on channels and peers",
-		"MODEL.md §10 (context 300–600 MiB lazy, ~1 GiB with more kernels; NCCL 0.2–1 GiB per communicator), §15.5 (1343 MiB eager)"},
-	termResidual: {"residual", "allocated",
-		"tensors and transients the component inventories do not list",
-		"dev measurements: 80 % of the scored records are within 5 % of the estimate (accuracy.CheckBand)"},
-	termActivations: {"activations", "allocated",
-		"", // actReasons, by what the job leaves unstated
-		"MODEL.md §4.3, §14 item 1, §15.7, §15.14; dev measurements within ±5 % with the stated framework"},
-	termSeqCap: {"seq_len_cap", "allocated",
-		"packed is false: seq_len only caps variable-length samples, and the peak is set by the longest batch the run meets",
-		"MODEL.md §15.15; testdata README (unpacked datasets: the real peak depends on the longest batch)"},
-	termComm: {"comm_buffers", "allocated",
-		"bucket sizes and overlap settings of the distributed engine",
-		"MODEL.md §14 item 2 (IPG buckets 1–2 GB at defaults, FSDP unsharded units, prefetch)"},
-	termOptimizerDefault: {"optimizer_default", "allocated",
-		"optimizer not stated: foreach AdamW assumed; fused AdamW (HF default on torch >= 2.8) has no step intermediate",
-		"MODEL.md §2.1 (HF default optimizer), §2.3 (foreach +1× states at step), §15.6"},
+// reason and source, the fields of a [BandTerm] that do not depend on
+// the job. A term whose reason does gives it with its widths
+// ([termWidth]).
+var bandTermText = [bandTermsPerEstimate]BandTerm{
+	termAllocator: {Name: "allocator", Level: "reserved",
+		Reason: "caching-allocator fragmentation (reserved − allocated) varies with the shapes a run allocates",
+		Source: "MODEL.md §10 (2–10 % in steady training), §15.5 (0–2 % HF inference, ≈ 15 % torch 1.x), §15.11 (13–22 % sharded)"},
+	termRuntime: {Name: "runtime", Level: "device",
+		Reason: "CUDA context size depends on the driver, CUDA version and kernels loaded; NCCL buffers on channels and peers",
+		Source: "MODEL.md §10 (context 300–600 MiB lazy, ~1 GiB with more kernels; NCCL 0.2–1 GiB per communicator), §15.5 (1343 MiB eager)"},
+	termResidual: {Name: "residual", Level: "allocated",
+		Reason: "tensors and transients the component inventories do not list",
+		Source: "dev measurements: 80 % of the scored records are within 5 % of the estimate (accuracy.CheckBand)"},
+	termActivations: {Name: "activations", Level: "allocated",
+		Reason: "", // actReasons, by what the job leaves unstated
+		Source: "MODEL.md §4.3, §14 item 1, §15.7, §15.14; dev measurements within ±5 % with the stated framework"},
+	termSeqCap: {Name: "seq_len_cap", Level: "allocated",
+		Reason: "packed is false: seq_len only caps variable-length samples, and the peak is set by the longest batch the run meets",
+		Source: "MODEL.md §15.15; testdata README (unpacked datasets: the real peak depends on the longest batch)"},
+	termComm: {Name: "comm_buffers", Level: "allocated",
+		Reason: "bucket sizes and overlap settings of the distributed engine",
+		Source: "MODEL.md §14 item 2 (IPG buckets 1–2 GB at defaults, FSDP unsharded units, prefetch)"},
+	termOptimizerDefault: {Name: "optimizer_default", Level: "allocated",
+		Reason: "optimizer not stated: foreach AdamW assumed; fused AdamW (HF default on torch >= 2.8) has no step intermediate",
+		Source: "MODEL.md §2.1 (HF default optimizer), §2.3 (foreach +1× states at step), §15.6"},
 }
 
 // termWidth is what one term computes for an estimate: how far it can
@@ -184,19 +185,18 @@ func EstimateBand(r Result) Band {
 // fillBand writes the band of the device peak of p, for job j, to b,
 // with its non-zero terms in dst, largest first.
 func fillBand(b *Band, dst *[bandTermsPerEstimate]BandTerm, j *Job, p *PerGPU) {
-	var rows bandRows
-	rows.read(p)
-	env := bandEnvOf(j)
+	in := bandIn{j: j, p: p, env: bandEnvOf(j)}
+	in.rows.read(p)
 	var w [bandTermsPerEstimate]termWidth
-	w[termAllocator] = allocatorTerm(j, p, &rows, env)
-	w[termRuntime] = runtimeTerm(&rows, env)
-	if j.Mode != Serving { // vLLM's KV pool absorbs these differences
-		w[termResidual] = residualTerm(p)
-		w[termActivations] = activationTerm(j, &rows)
-		w[termSeqCap] = seqCapTerm(j, &rows)
+	w[termAllocator] = in.allocatorTerm()
+	w[termRuntime] = in.runtimeTerm()
+	if in.env&envServing == 0 { // vLLM's KV pool absorbs these differences
+		w[termResidual] = in.residualTerm()
+		w[termActivations] = in.activationTerm()
+		w[termSeqCap] = in.seqCapTerm()
 	}
-	w[termComm] = commTerm(&rows)
-	w[termOptimizerDefault] = optimizerDefaultTerm(j, p, &rows)
+	w[termComm] = in.commTerm()
+	w[termOptimizerDefault] = in.optimizerDefaultTerm()
 	// Keep the non-zero terms and order them by their larger side,
 	// largest first; equal sizes keep their order (a stable insertion
 	// sort of the term indexes, so each term is written once).
@@ -204,15 +204,15 @@ func fillBand(b *Band, dst *[bandTermsPerEstimate]BandTerm, j *Job, p *PerGPU) {
 	var size [bandTermsPerEstimate]units.Bytes
 	n := 0
 	for id := range w {
-		t := &w[id]
-		if t.down <= 0 && t.up <= 0 {
+		s := max(w[id].down, w[id].up)
+		if s <= 0 {
 			continue
 		}
-		order[n], size[n] = uint8(id), max(t.down, t.up)
-		for m := n; m > 0 && size[m] > size[m-1]; m-- {
-			order[m], order[m-1] = order[m-1], order[m]
-			size[m], size[m-1] = size[m-1], size[m]
+		m := n
+		for ; m > 0 && size[m-1] < s; m-- {
+			order[m], size[m] = order[m-1], size[m-1]
 		}
+		order[m], size[m] = uint8(id), s
 		n++
 	}
 	// Every term moves the device peak: the band is their root sum of
@@ -220,12 +220,12 @@ func fillBand(b *Band, dst *[bandTermsPerEstimate]BandTerm, j *Job, p *PerGPU) {
 	// adds them.
 	var d2, u2 float64
 	for i, id := range order[:n] {
-		t, txt := &w[id], &bandTermText[id]
-		reason := txt.reason
+		t, d := &w[id], &dst[i]
+		*d = bandTermText[id]
+		d.DownBytes, d.UpBytes = t.down, t.up
 		if t.reason != "" {
-			reason = t.reason
+			d.Reason = t.reason
 		}
-		dst[i] = BandTerm{Name: txt.name, Level: txt.level, DownBytes: t.down, UpBytes: t.up, Reason: reason, Source: txt.source}
 		d2 += float64(t.down) * float64(t.down)
 		u2 += float64(t.up) * float64(t.up)
 	}
@@ -343,22 +343,53 @@ func sat(b units.Bytes) units.Bytes { return max(b, 0) }
 
 func frac(b units.Bytes, f float64) units.Bytes { return units.FromFloat(float64(b) * f) }
 
-// bandEnv is what the terms read of the job's software and calibrated
-// constants, found once per estimate.
-type bandEnv struct {
-	torch1 bool // the job runs torch 1.x
-	// Calibrated constants set by the job: fragmentation (any
-	// fragmentation* constant), CUDA context and NCCL.
-	calFrag, calCtx, calNCCL bool
+// bandIn is what the band terms read of an estimate: its job, its
+// per-GPU result, the breakdown rows they need and facts about the job.
+type bandIn struct {
+	j    *Job
+	p    *PerGPU
+	rows bandRows
+	env  bandEnv
 }
 
-// bandEnvOf reads j's software era and calibrated constants.
-func bandEnvOf(j *Job) bandEnv {
-	e := bandEnv{torch1: hasSoftware(j.Software, "torch1")}
+// bandEnv is a set of facts about the job the terms read, found once
+// per estimate: its mode, software era and calibrated constants.
+type bandEnv uint8
+
+// The facts of a [bandEnv].
+const (
+	envTrain     bandEnv = 1 << iota // mode "" or "train"
+	envInference                     // mode "inference"
+	envServing                       // mode "serving"
+	envTorch1                        // the job runs torch 1.x
+	envCalFrag                       // a calibrated fragmentation* constant
+	envCalCtx                        // a calibrated CUDA context
+	envCalNCCL                       // a calibrated NCCL size
+)
+
+// bandEnvOf finds the facts of j.
+func bandEnvOf(j *Job) (e bandEnv) {
+	switch j.Mode {
+	case "", Train:
+		e |= envTrain
+	case Inference:
+		e |= envInference
+	case Serving:
+		e |= envServing
+	}
+	if len(j.Software) > 0 && hasSoftware(j.Software, "torch1") {
+		e |= envTorch1
+	}
 	if len(j.Constants) > 0 {
-		e.calFrag = overridden(j, fragPrefix)
-		e.calCtx = overridden(j, "cuda_context")
-		e.calNCCL = overridden(j, "nccl")
+		if overridden(j, fragPrefix) {
+			e |= envCalFrag
+		}
+		if overridden(j, "cuda_context") {
+			e |= envCalCtx
+		}
+		if overridden(j, "nccl") {
+			e |= envCalNCCL
+		}
 	}
 	return e
 }
@@ -375,20 +406,20 @@ func overridden(j *Job, prefix string) bool {
 }
 
 // allocatorTerm: the fragmentation fraction within its documented range.
-func allocatorTerm(j *Job, p *PerGPU, rows *bandRows, env bandEnv) (t termWidth) {
-	frag, alloc := rows.frag, float64(p.AllocatedPeakBytes)
+func (in *bandIn) allocatorTerm() (t termWidth) {
+	frag, alloc := in.rows.frag, float64(in.p.AllocatedPeakBytes)
 	if frag <= 0 || alloc <= 0 {
 		return t
 	}
 	f := float64(frag) / alloc
 	lo, hi := fragTrainLo, fragTrainHi
 	switch {
-	case env.calFrag:
+	case in.env&envCalFrag != 0:
 		lo, hi = f-fragCalibrated, f+fragCalibrated
 		t.reason = "calibrated fragmentation fraction, trusted to ±2 points"
-	case j.Mode == Inference || j.Mode == Serving:
+	case in.env&(envInference|envServing) != 0:
 		lo, hi = fragInferLo, fragInferHi
-	case env.torch1:
+	case in.env&envTorch1 != 0:
 		lo, hi = fragLegacyLo, fragLegacyHi
 	case f > fragTrainHi: // the sharded-training fraction
 		lo, hi = fragShardedLo, fragShardedHi
@@ -400,32 +431,33 @@ func allocatorTerm(j *Job, p *PerGPU, rows *bandRows, env bandEnv) (t termWidth)
 }
 
 // runtimeTerm: the CUDA context and NCCL communicators.
-func runtimeTerm(rows *bandRows, env bandEnv) termWidth {
-	ctx := float64(rows.ctx)
+func (in *bandIn) runtimeTerm() termWidth {
+	ctx := float64(in.rows.ctx)
 	var d, u float64
 	switch {
 	case ctx <= 0:
-	case env.calCtx:
+	case in.env&envCalCtx != 0:
 		d, u = ctx*ctxCalibrated, ctx*ctxCalibrated
-	case env.torch1:
+	case in.env&envTorch1 != 0:
 		d, u = max(0, ctx-ctxEagerLoMiB*mib), max(0, ctxEagerHiMiB*mib-ctx)
 	default:
 		d, u = max(0, ctx-ctxLazyLoMiB*mib), max(0, ctxLazyHiMiB*mib-ctx)
 	}
-	if n := float64(rows.nccl); n > 0 && !env.calNCCL {
+	if n := float64(in.rows.nccl); n > 0 && in.env&envCalNCCL == 0 {
 		d, u = math.Hypot(d, n*ncclDown), math.Hypot(u, n*ncclUp)
 	}
 	return termWidth{down: units.FromFloat(d), up: units.FromFloat(u)}
 }
 
 // residualTerm: the estimator's residual error on measured runs.
-func residualTerm(p *PerGPU) termWidth {
-	r := frac(p.AllocatedPeakBytes, residual)
+func (in *bandIn) residualTerm() termWidth {
+	r := frac(in.p.AllocatedPeakBytes, residual)
 	return termWidth{down: r, up: r}
 }
 
 // activationTerm: saved activations and the loss at the peak phase.
-func activationTerm(j *Job, rows *bandRows) termWidth {
+func (in *bandIn) activationTerm() termWidth {
+	j, rows := in.j, &in.rows
 	act := units.Add(rows.act, units.Add(rows.out, rows.loss))
 	down := actDown
 	reason := 0
@@ -475,36 +507,40 @@ var actReasons = func() (r [8]string) {
 }()
 
 // seqCapTerm: unpacked data, where --seq-len only caps the sample length.
-func seqCapTerm(j *Job, rows *bandRows) termWidth {
-	if j.Mode == Inference || j.Packed == nil || *j.Packed {
+func (in *bandIn) seqCapTerm() termWidth {
+	if in.env&envInference != 0 || in.j.Packed == nil || *in.j.Packed {
 		return termWidth{}
 	}
+	rows := &in.rows
 	act := units.Add(rows.act, units.Add(rows.out, rows.loss))
 	return termWidth{down: frac(act, actSeqCapDown)}
 }
 
 // commTerm: data-parallel communication buffers (DDP buckets, DeepSpeed
 // IPG buckets, FSDP unsharded units).
-func commTerm(rows *bandRows) termWidth {
-	c := rows.comm
-	return termWidth{down: frac(c, commDown), up: frac(c, commUp)}
+func (in *bandIn) commTerm() termWidth {
+	c := float64(in.rows.comm)
+	return termWidth{down: units.FromFloat(c * commDown), up: units.FromFloat(c * commUp)}
 }
 
 // optimizerDefaultTerm: no optimizer given, so torch's foreach AdamW with
 // its step intermediate is assumed; the fused AdamW that HF Trainer picks
 // on torch >= 2.8 has none, which lowers a peak at the step.
-func optimizerDefaultTerm(j *Job, p *PerGPU, rows *bandRows) termWidth {
-	if (j.Mode != "" && j.Mode != Train) || j.Optimizer != "" || p.PeakPhase != "step" {
+func (in *bandIn) optimizerDefaultTerm() termWidth {
+	p := in.p
+	if in.env&envTrain == 0 || in.j.Optimizer != "" || p.PeakPhase != "step" {
 		return termWidth{}
 	}
-	step := rows.step
+	step := in.rows.step
 	if step <= 0 {
 		return termWidth{}
 	}
 	alt := sat(p.AllocatedPeakBytes - step)
 	for i := range p.Phases {
-		if ph := &p.Phases[i]; ph.Name != "step" {
-			alt = max(alt, ph.Bytes)
+		// The size first: most phases are below alt, and then the
+		// name need not be compared.
+		if ph := &p.Phases[i]; ph.Bytes > alt && ph.Name != "step" {
+			alt = ph.Bytes
 		}
 	}
 	return termWidth{down: sat(p.AllocatedPeakBytes - alt)}
