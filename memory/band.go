@@ -135,7 +135,7 @@ var bandTermText = [bandTermsPerEstimate]BandTerm{
 		Reason: "tensors and transients the component inventories do not list",
 		Source: "dev measurements: 80 % of the scored records are within 5 % of the estimate (accuracy.CheckBand)"},
 	termActivations: {Name: "activations", Level: "allocated",
-		Reason: "", // actReasons, by what the job leaves unstated
+		// The reason is one of actReasons, by what the job leaves unstated.
 		Source: "MODEL.md §4.3, §14 item 1, §15.7, §15.14; dev measurements within ±5 % with the stated framework"},
 	termSeqCap: {Name: "seq_len_cap", Level: "allocated",
 		Reason: "packed is false: seq_len only caps variable-length samples, and the peak is set by the longest batch the run meets",
@@ -192,8 +192,7 @@ func fillBand(b *Band, dst *[bandTermsPerEstimate]BandTerm, j *Job, p *PerGPU) {
 	w[termRuntime] = in.runtimeTerm()
 	if in.env&envServing == 0 { // vLLM's KV pool absorbs these differences
 		w[termResidual] = in.residualTerm()
-		w[termActivations] = in.activationTerm()
-		w[termSeqCap] = in.seqCapTerm()
+		w[termActivations], w[termSeqCap] = in.activationTerms()
 	}
 	w[termComm] = in.commTerm()
 	w[termOptimizerDefault] = in.optimizerDefaultTerm()
@@ -455,8 +454,11 @@ func (in *bandIn) residualTerm() termWidth {
 	return termWidth{down: r, up: r}
 }
 
-// activationTerm: saved activations and the loss at the peak phase.
-func (in *bandIn) activationTerm() termWidth {
+// activationTerms are the two terms of the saved activations and the
+// loss at the peak phase: their inventories' drift (activations) and,
+// on unpacked data, --seq-len being only a cap of the sample length
+// (seq_len_cap).
+func (in *bandIn) activationTerms() (drift, seqCap termWidth) {
 	j, rows := in.j, &in.rows
 	act := units.Add(rows.act, units.Add(rows.out, rows.loss))
 	down := actDown
@@ -473,7 +475,11 @@ func (in *bandIn) activationTerm() termWidth {
 		down = max(down, actSelectiveDown)
 		reason |= actReasonSelective
 	}
-	return termWidth{down: frac(act, down), up: frac(act, actUp), reason: actReasons[reason]}
+	drift = termWidth{down: frac(act, down), up: frac(act, actUp), reason: actReasons[reason]}
+	if in.env&envInference == 0 && j.Packed != nil && !*j.Packed {
+		seqCap.down = frac(act, actSeqCapDown)
+	}
+	return drift, seqCap
 }
 
 // Flags selecting the reason of the activations term.
@@ -505,16 +511,6 @@ var actReasons = func() (r [8]string) {
 	}
 	return r
 }()
-
-// seqCapTerm: unpacked data, where --seq-len only caps the sample length.
-func (in *bandIn) seqCapTerm() termWidth {
-	if in.env&envInference != 0 || in.j.Packed == nil || *in.j.Packed {
-		return termWidth{}
-	}
-	rows := &in.rows
-	act := units.Add(rows.act, units.Add(rows.out, rows.loss))
-	return termWidth{down: frac(act, actSeqCapDown)}
-}
 
 // commTerm: data-parallel communication buffers (DDP buckets, DeepSpeed
 // IPG buckets, FSDP unsharded units).
