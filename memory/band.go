@@ -103,10 +103,58 @@ const (
 	// settings (MODEL.md §14 item 2: 1–2 GB at DeepSpeed defaults); ±50 %.
 	commDown, commUp = 0.50, 0.50
 
-	bandTermsPerEstimate = 7
-	mib                  = float64(units.MiB)
-	fragPrefix           = "fragmentation"
+	mib        = float64(units.MiB)
+	fragPrefix = "fragmentation"
 )
+
+// The band terms, in the order they are computed; terms of equal size
+// keep this order in [Band.Terms].
+const (
+	termAllocator = iota
+	termRuntime
+	termResidual
+	termActivations
+	termSeqCap
+	termComm
+	termOptimizerDefault
+	bandTermsPerEstimate
+)
+
+// bandTermText holds what each term says about itself: its name, level,
+// reason and source, the fields of a [BandTerm] that do not depend on
+// the job. A term whose reason does gives it with its widths
+// ([termWidth]).
+var bandTermText = [bandTermsPerEstimate]BandTerm{
+	termAllocator: {Name: "allocator", Level: "reserved",
+		Reason: "caching-allocator fragmentation (reserved − allocated) varies with the shapes a run allocates",
+		Source: "MODEL.md §10 (2–10 % in steady training), §15.5 (0–2 % HF inference, ≈ 15 % torch 1.x), §15.11 (13–22 % sharded)"},
+	termRuntime: {Name: "runtime", Level: "device",
+		Reason: "CUDA context size depends on the driver, CUDA version and kernels loaded; NCCL buffers on channels and peers",
+		Source: "MODEL.md §10 (context 300–600 MiB lazy, ~1 GiB with more kernels; NCCL 0.2–1 GiB per communicator), §15.5 (1343 MiB eager)"},
+	termResidual: {Name: "residual", Level: "allocated",
+		Reason: "tensors and transients the component inventories do not list",
+		Source: "dev measurements: 80 % of the scored records are within 5 % of the estimate (accuracy.CheckBand)"},
+	termActivations: {Name: "activations", Level: "allocated",
+		// The reason is one of actReasons, by what the job leaves unstated.
+		Source: "MODEL.md §4.3, §14 item 1, §15.7, §15.14; dev measurements within ±5 % with the stated framework"},
+	termSeqCap: {Name: "seq_len_cap", Level: "allocated",
+		Reason: "packed is false: seq_len only caps variable-length samples, and the peak is set by the longest batch the run meets",
+		Source: "MODEL.md §15.15; testdata README (unpacked datasets: the real peak depends on the longest batch)"},
+	termComm: {Name: "comm_buffers", Level: "allocated",
+		Reason: "bucket sizes and overlap settings of the distributed engine",
+		Source: "MODEL.md §14 item 2 (IPG buckets 1–2 GB at defaults, FSDP unsharded units, prefetch)"},
+	termOptimizerDefault: {Name: "optimizer_default", Level: "allocated",
+		Reason: "optimizer not stated: foreach AdamW assumed; fused AdamW (HF default on torch >= 2.8) has no step intermediate",
+		Source: "MODEL.md §2.1 (HF default optimizer), §2.3 (foreach +1× states at step), §15.6"},
+}
+
+// termWidth is what one term computes for an estimate: how far it can
+// move the peak down and up, and its reason when that is not the fixed
+// one of [bandTermText].
+type termWidth struct {
+	down, up units.Bytes
+	reason   string
+}
 
 // withBand attaches the band to an estimate; the hook of [Estimate]. The
 // band and its terms share one allocation.
@@ -116,8 +164,7 @@ func withBand(r *Result) {
 
 // attachBand computes the band of r into box and attaches it.
 func attachBand(r *Result, box *bandBox) {
-	n := bandTerms(&r.Job, &r.PerGPU, &box.terms)
-	box.band = bandAround(&r.PerGPU, box.terms[:n:n])
+	fillBand(&box.band, &box.terms, &r.Job, &r.PerGPU)
 	r.PerGPU.Band = &box.band
 }
 
@@ -130,59 +177,79 @@ type bandBox struct {
 // EstimateBand computes the band of an estimate from its job and
 // components. It is a pure function of the result.
 func EstimateBand(r Result) Band {
-	var buf [bandTermsPerEstimate]BandTerm
-	n := bandTerms(&r.Job, &r.PerGPU, &buf)
-	terms := make([]BandTerm, n, bandTermsPerEstimate)
-	copy(terms, buf[:n])
-	return bandAround(&r.PerGPU, terms)
+	box := new(bandBox)
+	fillBand(&box.band, &box.terms, &r.Job, &r.PerGPU)
+	return box.band
 }
 
-// bandAround is the band of the device peak made of terms, which are
-// sorted largest first.
-func bandAround(p *PerGPU, terms []BandTerm) Band {
-	lo, hi := combine(terms, levelDevice)
-	return Band{Peak: "device", LowBytes: sat(p.DevicePeakBytes - lo), ExpectedBytes: p.DevicePeakBytes,
-		HighBytes: units.Add(p.DevicePeakBytes, hi), Terms: terms}
-}
-
-// bandTerms writes the non-zero terms of an estimate into dst, largest
-// first, and returns how many there are.
-func bandTerms(j *Job, p *PerGPU, dst *[bandTermsPerEstimate]BandTerm) int {
-	rows := bandRowsOf(p)
-	var all [bandTermsPerEstimate]BandTerm
-	k := 0
-	all[k], k = allocatorTerm(j, p, &rows), k+1
-	all[k], k = runtimeTerm(j, &rows), k+1
-	if j.Mode != Serving { // vLLM's KV pool absorbs these differences
-		all[k], k = residualTerm(p), k+1
-		all[k], k = activationTerm(j, &rows), k+1
-		all[k], k = seqCapTerm(j, &rows), k+1
+// fillBand writes the band of the device peak of p, for job j, to b,
+// with its non-zero terms in dst, largest first.
+func fillBand(b *Band, dst *[bandTermsPerEstimate]BandTerm, j *Job, p *PerGPU) {
+	in := bandIn{j: j, p: p, env: bandEnvOf(j)}
+	in.rows.read(p)
+	var w [bandTermsPerEstimate]termWidth
+	w[termAllocator] = in.allocatorTerm()
+	w[termRuntime] = in.runtimeTerm()
+	if in.env&envServing == 0 { // vLLM's KV pool absorbs these differences
+		w[termResidual] = in.residualTerm()
+		w[termActivations], w[termSeqCap] = in.activationTerms()
 	}
-	all[k], k = commTerm(&rows), k+1
-	all[k], k = optimizerDefaultTerm(j, p, &rows), k+1
+	w[termComm] = in.commTerm()
+	w[termOptimizerDefault] = in.optimizerDefaultTerm()
 	// Keep the non-zero terms and order them by their larger side,
 	// largest first; equal sizes keep their order (a stable insertion
-	// sort over indexes, so the terms themselves move once).
-	var idx [bandTermsPerEstimate]int
+	// sort of the term indexes, so each term is written once).
+	var order [bandTermsPerEstimate]uint8
 	var size [bandTermsPerEstimate]units.Bytes
 	n := 0
-	for i := range k {
-		t := &all[i]
-		if t.DownBytes <= 0 && t.UpBytes <= 0 {
+	for id := range w {
+		s := max(w[id].down, w[id].up)
+		if s <= 0 {
 			continue
 		}
-		idx[n], size[n] = i, max(t.DownBytes, t.UpBytes)
-		for m := n; m > 0 && size[m] > size[m-1]; m-- {
-			idx[m], idx[m-1] = idx[m-1], idx[m]
-			size[m], size[m-1] = size[m-1], size[m]
+		m := n
+		for ; m > 0 && size[m-1] < s; m-- {
+			order[m], size[m] = order[m-1], size[m-1]
 		}
+		order[m], size[m] = uint8(id), s
 		n++
 	}
-	for i := range n {
-		dst[i] = all[idx[i]]
+	// Every term moves the device peak: the band is their root sum of
+	// squares on each side, added in the order of the terms as combine
+	// adds them.
+	var d2, u2 float64
+	for i, id := range order[:n] {
+		t, d := &w[id], &dst[i]
+		*d = bandTermText[id]
+		d.DownBytes, d.UpBytes = t.down, t.up
+		if t.reason != "" {
+			d.Reason = t.reason
+		}
+		d2 += float64(t.down) * float64(t.down)
+		u2 += float64(t.up) * float64(t.up)
 	}
-	return n
+	lo, hi := units.FromFloat(math.Sqrt(d2)), units.FromFloat(math.Sqrt(u2))
+	*b = Band{Peak: "device", LowBytes: sat(p.DevicePeakBytes - lo), ExpectedBytes: p.DevicePeakBytes,
+		HighBytes: units.Add(p.DevicePeakBytes, hi), Terms: dst[:n:n]}
 }
+
+// The names of the breakdown rows the band reads.
+const (
+	rowNameFrag = "fragmentation"
+	rowNameCtx  = "cuda_context"
+	rowNameNCCL = "nccl"
+	rowNameAct  = "activations"
+	rowNameOut  = "output_activations"
+	rowNameLoss = "loss"
+	rowNameComm = "comm_buffers"
+	rowNameStep = "optimizer_step"
+)
+
+// bandRowLens has bit l set when one of the rows the band reads has a
+// name of length l (all are shorter than 64), so that most rows are
+// passed over without comparing names.
+const bandRowLens uint64 = 1<<len(rowNameFrag) | 1<<len(rowNameCtx) | 1<<len(rowNameNCCL) | 1<<len(rowNameAct) |
+	1<<len(rowNameOut) | 1<<len(rowNameLoss) | 1<<len(rowNameComm) | 1<<len(rowNameStep)
 
 // bandRows are the breakdown rows the band terms read: for each name
 // the bytes of the first row so named, 0 when there is none.
@@ -190,39 +257,37 @@ type bandRows struct {
 	frag, ctx, nccl, act, out, loss, comm, step units.Bytes
 }
 
-// bandRowsOf reads the rows the band needs in one pass over the
-// breakdown (the first row of each name counts).
-func bandRowsOf(p *PerGPU) bandRows {
-	var r bandRows
-	var seen uint8
-	take := func(bit uint8, dst *units.Bytes, b units.Bytes) {
-		if seen&bit == 0 {
-			seen |= bit
-			*dst = b
+// read reads the rows the band needs in one pass over the breakdown of
+// p. The pass runs backwards, so the first row of a name is the last
+// one written and the one that counts.
+func (r *bandRows) read(p *PerGPU) {
+	comps := p.Components
+	for i := len(comps) - 1; i >= 0; i-- {
+		c := &comps[i]
+		// A length of 64 or more wraps to a smaller one: the name is
+		// then compared and matches none.
+		if bandRowLens>>(len(c.Name)&63)&1 == 0 {
+			continue
 		}
-	}
-	for i := range p.Components {
-		c := &p.Components[i]
 		switch c.Name {
-		case "fragmentation":
-			take(1, &r.frag, c.Bytes)
-		case "cuda_context":
-			take(2, &r.ctx, c.Bytes)
-		case "nccl":
-			take(4, &r.nccl, c.Bytes)
-		case "activations":
-			take(8, &r.act, c.Bytes)
-		case "output_activations":
-			take(16, &r.out, c.Bytes)
-		case "loss":
-			take(32, &r.loss, c.Bytes)
-		case "comm_buffers":
-			take(64, &r.comm, c.Bytes)
-		case "optimizer_step":
-			take(128, &r.step, c.Bytes)
+		case rowNameFrag:
+			r.frag = c.Bytes
+		case rowNameCtx:
+			r.ctx = c.Bytes
+		case rowNameNCCL:
+			r.nccl = c.Bytes
+		case rowNameAct:
+			r.act = c.Bytes
+		case rowNameOut:
+			r.out = c.Bytes
+		case rowNameLoss:
+			r.loss = c.Bytes
+		case rowNameComm:
+			r.comm = c.Bytes
+		case rowNameStep:
+			r.step = c.Bytes
 		}
 	}
-	return r
 }
 
 // Peak levels, ordered.
@@ -277,12 +342,60 @@ func sat(b units.Bytes) units.Bytes { return max(b, 0) }
 
 func frac(b units.Bytes, f float64) units.Bytes { return units.FromFloat(float64(b) * f) }
 
+// bandIn is what the band terms read of an estimate: its job, its
+// per-GPU result, the breakdown rows they need and facts about the job.
+type bandIn struct {
+	j    *Job
+	p    *PerGPU
+	rows bandRows
+	env  bandEnv
+}
+
+// bandEnv is a set of facts about the job the terms read, found once
+// per estimate: its mode, software era and calibrated constants.
+type bandEnv uint8
+
+// The facts of a [bandEnv].
+const (
+	envTrain     bandEnv = 1 << iota // mode "" or "train"
+	envInference                     // mode "inference"
+	envServing                       // mode "serving"
+	envTorch1                        // the job runs torch 1.x
+	envCalFrag                       // a calibrated fragmentation* constant
+	envCalCtx                        // a calibrated CUDA context
+	envCalNCCL                       // a calibrated NCCL size
+)
+
+// bandEnvOf finds the facts of j.
+func bandEnvOf(j *Job) (e bandEnv) {
+	switch j.Mode {
+	case "", Train:
+		e |= envTrain
+	case Inference:
+		e |= envInference
+	case Serving:
+		e |= envServing
+	}
+	if len(j.Software) > 0 && hasSoftware(j.Software, "torch1") {
+		e |= envTorch1
+	}
+	if len(j.Constants) > 0 {
+		if overridden(j, fragPrefix) {
+			e |= envCalFrag
+		}
+		if overridden(j, "cuda_context") {
+			e |= envCalCtx
+		}
+		if overridden(j, "nccl") {
+			e |= envCalNCCL
+		}
+	}
+	return e
+}
+
 // overridden reports whether the job sets a constant whose name starts
 // with prefix (a calibrated value).
 func overridden(j *Job, prefix string) bool {
-	if len(j.Constants) == 0 {
-		return false
-	}
 	for k := range j.Constants {
 		if strings.HasPrefix(strings.ToLower(k), prefix) {
 			return true
@@ -292,66 +405,61 @@ func overridden(j *Job, prefix string) bool {
 }
 
 // allocatorTerm: the fragmentation fraction within its documented range.
-func allocatorTerm(j *Job, p *PerGPU, rows *bandRows) BandTerm {
-	frag, alloc := rows.frag, float64(p.AllocatedPeakBytes)
-	t := BandTerm{Name: "allocator", Level: "reserved",
-		Reason: "caching-allocator fragmentation (reserved − allocated) varies with the shapes a run allocates",
-		Source: "MODEL.md §10 (2–10 % in steady training), §15.5 (0–2 % HF inference, ≈ 15 % torch 1.x), §15.11 (13–22 % sharded)"}
+func (in *bandIn) allocatorTerm() (t termWidth) {
+	frag, alloc := in.rows.frag, float64(in.p.AllocatedPeakBytes)
 	if frag <= 0 || alloc <= 0 {
 		return t
 	}
 	f := float64(frag) / alloc
 	lo, hi := fragTrainLo, fragTrainHi
 	switch {
-	case overridden(j, fragPrefix):
+	case in.env&envCalFrag != 0:
 		lo, hi = f-fragCalibrated, f+fragCalibrated
-		t.Reason = "calibrated fragmentation fraction, trusted to ±2 points"
-	case j.Mode == Inference || j.Mode == Serving:
+		t.reason = "calibrated fragmentation fraction, trusted to ±2 points"
+	case in.env&(envInference|envServing) != 0:
 		lo, hi = fragInferLo, fragInferHi
-	case hasSoftware(j.Software, "torch1"):
+	case in.env&envTorch1 != 0:
 		lo, hi = fragLegacyLo, fragLegacyHi
 	case f > fragTrainHi: // the sharded-training fraction
 		lo, hi = fragShardedLo, fragShardedHi
 	}
 	lo, hi = min(lo, f), max(hi, f)
-	t.DownBytes = units.FromFloat(max(0, f-lo) * alloc)
-	t.UpBytes = units.FromFloat(max(0, hi-f) * alloc)
+	t.down = units.FromFloat(max(0, f-lo) * alloc)
+	t.up = units.FromFloat(max(0, hi-f) * alloc)
 	return t
 }
 
 // runtimeTerm: the CUDA context and NCCL communicators.
-func runtimeTerm(j *Job, rows *bandRows) BandTerm {
-	t := BandTerm{Name: "runtime", Level: "device",
-		Reason: "CUDA context size depends on the driver, CUDA version and kernels loaded; NCCL buffers on channels and peers",
-		Source: "MODEL.md §10 (context 300–600 MiB lazy, ~1 GiB with more kernels; NCCL 0.2–1 GiB per communicator), §15.5 (1343 MiB eager)"}
-	ctx := float64(rows.ctx)
+func (in *bandIn) runtimeTerm() termWidth {
+	ctx := float64(in.rows.ctx)
 	var d, u float64
 	switch {
 	case ctx <= 0:
-	case overridden(j, "cuda_context"):
+	case in.env&envCalCtx != 0:
 		d, u = ctx*ctxCalibrated, ctx*ctxCalibrated
-	case hasSoftware(j.Software, "torch1"):
+	case in.env&envTorch1 != 0:
 		d, u = max(0, ctx-ctxEagerLoMiB*mib), max(0, ctxEagerHiMiB*mib-ctx)
 	default:
 		d, u = max(0, ctx-ctxLazyLoMiB*mib), max(0, ctxLazyHiMiB*mib-ctx)
 	}
-	if n := float64(rows.nccl); n > 0 && !overridden(j, "nccl") {
+	if n := float64(in.rows.nccl); n > 0 && in.env&envCalNCCL == 0 {
 		d, u = math.Hypot(d, n*ncclDown), math.Hypot(u, n*ncclUp)
 	}
-	t.DownBytes, t.UpBytes = units.FromFloat(d), units.FromFloat(u)
-	return t
+	return termWidth{down: units.FromFloat(d), up: units.FromFloat(u)}
 }
 
 // residualTerm: the estimator's residual error on measured runs.
-func residualTerm(p *PerGPU) BandTerm {
-	r := frac(p.AllocatedPeakBytes, residual)
-	return BandTerm{Name: "residual", Level: "allocated", DownBytes: r, UpBytes: r,
-		Reason: "tensors and transients the component inventories do not list",
-		Source: "dev measurements: 80 % of the scored records are within 5 % of the estimate (accuracy.CheckBand)"}
+func (in *bandIn) residualTerm() termWidth {
+	r := frac(in.p.AllocatedPeakBytes, residual)
+	return termWidth{down: r, up: r}
 }
 
-// activationTerm: saved activations and the loss at the peak phase.
-func activationTerm(j *Job, rows *bandRows) BandTerm {
+// activationTerms are the two terms of the saved activations and the
+// loss at the peak phase: their inventories' drift (activations) and,
+// on unpacked data, --seq-len being only a cap of the sample length
+// (seq_len_cap).
+func (in *bandIn) activationTerms() (drift, seqCap termWidth) {
+	j, rows := in.j, &in.rows
 	act := units.Add(rows.act, units.Add(rows.out, rows.loss))
 	down := actDown
 	reason := 0
@@ -367,9 +475,11 @@ func activationTerm(j *Job, rows *bandRows) BandTerm {
 		down = max(down, actSelectiveDown)
 		reason |= actReasonSelective
 	}
-	return BandTerm{Name: "activations", Level: "allocated", DownBytes: frac(act, down), UpBytes: frac(act, actUp),
-		Reason: actReasons[reason],
-		Source: "MODEL.md §4.3, §14 item 1, §15.7, §15.14; dev measurements within ±5 % with the stated framework"}
+	drift = termWidth{down: frac(act, down), up: frac(act, actUp), reason: actReasons[reason]}
+	if in.env&envInference == 0 && j.Packed != nil && !*j.Packed {
+		seqCap.down = frac(act, actSeqCapDown)
+	}
+	return drift, seqCap
 }
 
 // Flags selecting the reason of the activations term.
@@ -402,48 +512,32 @@ var actReasons = func() (r [8]string) {
 	return r
 }()
 
-// seqCapTerm: unpacked data, where --seq-len only caps the sample length.
-func seqCapTerm(j *Job, rows *bandRows) BandTerm {
-	t := BandTerm{Name: "seq_len_cap", Level: "allocated",
-		Reason: "packed is false: seq_len only caps variable-length samples, and the peak is set by the longest batch the run meets",
-		Source: "MODEL.md §15.15; testdata README (unpacked datasets: the real peak depends on the longest batch)"}
-	if j.Mode == Inference || j.Packed == nil || *j.Packed {
-		return t
-	}
-	act := units.Add(rows.act, units.Add(rows.out, rows.loss))
-	t.DownBytes = frac(act, actSeqCapDown)
-	return t
-}
-
 // commTerm: data-parallel communication buffers (DDP buckets, DeepSpeed
 // IPG buckets, FSDP unsharded units).
-func commTerm(rows *bandRows) BandTerm {
-	c := rows.comm
-	return BandTerm{Name: "comm_buffers", Level: "allocated", DownBytes: frac(c, commDown), UpBytes: frac(c, commUp),
-		Reason: "bucket sizes and overlap settings of the distributed engine",
-		Source: "MODEL.md §14 item 2 (IPG buckets 1–2 GB at defaults, FSDP unsharded units, prefetch)"}
+func (in *bandIn) commTerm() termWidth {
+	c := float64(in.rows.comm)
+	return termWidth{down: units.FromFloat(c * commDown), up: units.FromFloat(c * commUp)}
 }
 
 // optimizerDefaultTerm: no optimizer given, so torch's foreach AdamW with
 // its step intermediate is assumed; the fused AdamW that HF Trainer picks
 // on torch >= 2.8 has none, which lowers a peak at the step.
-func optimizerDefaultTerm(j *Job, p *PerGPU, rows *bandRows) BandTerm {
-	t := BandTerm{Name: "optimizer_default", Level: "allocated",
-		Reason: "optimizer not stated: foreach AdamW assumed; fused AdamW (HF default on torch >= 2.8) has no step intermediate",
-		Source: "MODEL.md §2.1 (HF default optimizer), §2.3 (foreach +1× states at step), §15.6"}
-	if (j.Mode != "" && j.Mode != Train) || j.Optimizer != "" || p.PeakPhase != "step" {
-		return t
+func (in *bandIn) optimizerDefaultTerm() termWidth {
+	p := in.p
+	if in.env&envTrain == 0 || in.j.Optimizer != "" || p.PeakPhase != "step" {
+		return termWidth{}
 	}
-	step := rows.step
+	step := in.rows.step
 	if step <= 0 {
-		return t
+		return termWidth{}
 	}
 	alt := sat(p.AllocatedPeakBytes - step)
-	for _, ph := range p.Phases {
-		if ph.Name != "step" {
-			alt = max(alt, ph.Bytes)
+	for i := range p.Phases {
+		// The size first: most phases are below alt, and then the
+		// name need not be compared.
+		if ph := &p.Phases[i]; ph.Bytes > alt && ph.Name != "step" {
+			alt = ph.Bytes
 		}
 	}
-	t.DownBytes = sat(p.AllocatedPeakBytes - alt)
-	return t
+	return termWidth{down: sat(p.AllocatedPeakBytes - alt)}
 }
