@@ -29,11 +29,16 @@ type GPU struct {
 // catalog, so it then falls back to the pre-Hopper cuBLAS workspace and
 // no memory limit rather than guessing from the name.
 func jobGPU(job *Job) (GPU, string) {
-	g := GPU{Name: job.GPU, SM: job.GPUComputeCapability, Memory: job.GPUMemory}
-	if job.GPU == "" || g.SM > 0 || g.Memory > 0 {
-		return g, ""
+	return GPU{Name: job.GPU, SM: job.GPUComputeCapability, Memory: job.GPUMemory}, gpuWarning(job)
+}
+
+// gpuWarning is the warning of [jobGPU] alone, for callers that need
+// no GPU.
+func gpuWarning(job *Job) string {
+	if job.GPU == "" || job.GPUComputeCapability > 0 || job.GPUMemory > 0 {
+		return ""
 	}
-	return g, fmt.Sprintf("gpu %q: the job gives neither its compute capability nor its memory "+
+	return fmt.Sprintf("gpu %q: the job gives neither its compute capability nor its memory "+
 		"(gpu_compute_capability, gpu_memory_bytes; front ends fill them from the GPU catalog): "+
 		"using the pre-Hopper cuBLAS workspace and no memory limit", job.GPU)
 }

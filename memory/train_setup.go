@@ -127,8 +127,7 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 	if s.tab == nil {
 		s.tab = newModTab(m)
 	}
-	var err error
-	if s.c, err = resolveConstants(job.Constants); err != nil {
+	if err := s.c.resolve(job.Constants); err != nil {
 		return err
 	}
 	if err := s.resolveFramework(); err != nil {
@@ -140,6 +139,7 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 	if err := s.resolvePrecision(); err != nil {
 		return err
 	}
+	var err error
 	if s.opt, err = lookupOptimizer(job.Optimizer); err != nil {
 		return fmt.Errorf("--optimizer: %w", err)
 	}
@@ -156,7 +156,7 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 		return err
 	}
 	s.warnUnusedActConstants()
-	if _, w := jobGPU(s.job); w != "" {
+	if w := gpuWarning(s.job); w != "" {
 		// Once for the job, whichever pipeline stage is the peak.
 		s.warn(w)
 	}
