@@ -115,8 +115,10 @@ func canonicalDType(s string) *DType {
 }
 
 // BytesPerElement is the storage width in bytes (0.5 for 4-bit formats),
-// without block constants.
-func (d DType) BytesPerElement() float64 { return d.Bits / 8 }
+// without block constants. Its receiver is a pointer: the estimators call
+// it in their inner loops, and an inlined call on a DType value still
+// copies the whole struct (nine words) to read one field.
+func (d *DType) BytesPerElement() float64 { return d.Bits / 8 }
 
 // Bytes is the storage of one tensor of n elements, rounded up to whole
 // bytes, without block constants. Non-positive n gives 0; sizes saturate.
