@@ -132,13 +132,14 @@ func runtimeOverheads(job *Job, c *constants) Overheads {
 
 // Reserved returns the reserved peak for an allocated peak:
 // allocated × (1 + Fragmentation) + StreamCache (MODEL.md §10 estimator
-// rule).
-func (o Overheads) Reserved(allocated units.Bytes) units.Bytes {
+// rule). Reserved, Device and the row methods take a pointer: an inlined
+// call on an Overheads value would still copy its eighteen words.
+func (o *Overheads) Reserved(allocated units.Bytes) units.Bytes {
 	return units.Add(units.Add(allocated, o.fragmentation(allocated)), o.StreamCache)
 }
 
 // fragmentation is the fragmentation row of an allocated peak.
-func (o Overheads) fragmentation(allocated units.Bytes) units.Bytes {
+func (o *Overheads) fragmentation(allocated units.Bytes) units.Bytes {
 	return units.FromFloat(float64(allocated) * o.Fragmentation)
 }
 
@@ -190,7 +191,7 @@ func releaseCached(comps []Component, cut units.Bytes) units.Bytes {
 
 // Device returns the nvidia-smi figure for a reserved peak: reserved plus
 // CUDA context, workspace and other non-PyTorch memory (MODEL.md §10).
-func (o Overheads) Device(reserved units.Bytes) units.Bytes {
+func (o *Overheads) Device(reserved units.Bytes) units.Bytes {
 	return units.Add(units.Add(units.Add(reserved, o.CUDAContext), o.Workspace), o.Misc)
 }
 
