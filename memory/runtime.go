@@ -39,15 +39,15 @@ func gpuWarning(job *Job) string {
 	if job.GPU == "" || job.GPUComputeCapability > 0 || job.GPUMemory > 0 {
 		return ""
 	}
-	return noGPUFactsWarning(job)
+	return noGPUFactsWarning(job.GPU)
 }
 
 // noGPUFactsWarning is the warning of a job that names a GPU but none of
 // its facts.
-func noGPUFactsWarning(job *Job) string {
+func noGPUFactsWarning(gpu string) string {
 	return fmt.Sprintf("gpu %q: the job gives neither its compute capability nor its memory "+
 		"(gpu_compute_capability, gpu_memory_bytes; front ends fill them from the GPU catalog): "+
-		"using the pre-Hopper cuBLAS workspace and no memory limit", job.GPU)
+		"using the pre-Hopper cuBLAS workspace and no memory limit", gpu)
 }
 
 // Overheads is the device memory of one process outside the live tensors
@@ -102,7 +102,7 @@ func RuntimeOverheads(job Job) (Overheads, error) {
 
 // runtimeOverheads is [RuntimeOverheads] with resolved constants.
 func runtimeOverheads(job *Job, c *constants) Overheads {
-	o := Overheads{Legacy: len(job.Software) > 0 && hasSoftware(job.Software, "torch1")}
+	o := Overheads{Legacy: hasSoftware(job.Software, "torch1")}
 	id := cFragmentation
 	switch {
 	case job.Mode == Inference || job.Mode == Serving:
@@ -120,7 +120,9 @@ func runtimeOverheads(job *Job, c *constants) Overheads {
 	o.CUDAContext = units.FromFloat(ctx * float64(units.MiB))
 	ws := c[cWorkspaceMiB]
 	o.GPU = GPU{Name: job.GPU, SM: job.GPUComputeCapability, Memory: job.GPUMemory}
-	o.Warning = gpuWarning(job)
+	if job.GPU != "" {
+		o.Warning = gpuWarning(job)
+	}
 	if o.GPU.SM >= 90 {
 		// PyTorch sizes the cuBLAS workspace larger from sm90 on (MODEL.md §10).
 		ws = c[cWorkspaceSM90MiB]
@@ -283,8 +285,15 @@ func (o *Overheads) appendRows(dst []Component, allocated units.Bytes, explain b
 	return dst
 }
 
-// hasSoftware reports whether the job names the given software era.
+// hasSoftware reports whether the job names the given software era. It
+// is inlined where it is called, so the usual job, which names none,
+// pays no call.
 func hasSoftware(sw []string, name string) bool {
+	return len(sw) > 0 && listsSoftware(sw, name)
+}
+
+// listsSoftware is [hasSoftware] for a non-empty list.
+func listsSoftware(sw []string, name string) bool {
 	for _, s := range sw {
 		if strings.EqualFold(strings.TrimSpace(s), name) {
 			return true

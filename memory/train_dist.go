@@ -53,8 +53,10 @@ const (
 // more than the reads and writes below.
 func (s *setup) resolveDist() error {
 	j := s.job
-	if err := checkDistSizes(j); err != nil {
-		return err
+	// The bitwise or of the sizes is negative exactly when one of them is
+	// (the sign bit): a valid job pays one test instead of nine.
+	if j.NumGPUs|j.DP|j.TP|j.PP|j.CP|j.EP|j.Nodes|j.ZeRO|j.VirtualStages < 0 {
+		return distSizeError(j)
 	}
 	d := &s.dist
 	d.tp, d.pp, d.cp, d.ep, d.nodes = max(j.TP, 1), max(j.PP, 1), max(j.CP, 1), max(j.EP, 1), max(j.Nodes, 1)
@@ -90,13 +92,9 @@ func (s *setup) resolveDist() error {
 	return nil
 }
 
-// checkDistSizes rejects a negative layout size, naming its flag. The
-// bitwise or of the sizes is negative exactly when one of them is (the
-// sign bit), so a valid job pays one test instead of nine.
-func checkDistSizes(j *Job) error {
-	if j.NumGPUs|j.DP|j.TP|j.PP|j.CP|j.EP|j.Nodes|j.ZeRO|j.VirtualStages >= 0 {
-		return nil
-	}
+// distSizeError is the error naming the flag of the first negative
+// layout size of j, or nil if there is none.
+func distSizeError(j *Job) error {
 	sizes := [len(distFlags)]int{j.NumGPUs, j.DP, j.TP, j.PP, j.CP, j.EP, j.Nodes, j.ZeRO, j.VirtualStages}
 	for i, n := range sizes {
 		if n < 0 {
@@ -106,7 +104,7 @@ func checkDistSizes(j *Job) error {
 	return nil
 }
 
-// distFlags names the layout sizes checkDistSizes checks, in its order.
+// distFlags names the layout sizes distSizeError checks, in its order.
 var distFlags = [...]string{"--num-gpus", "--dp", "--tp", "--pp", "--cp", "--ep", "--nodes", "--zero", "--virtual-stages"}
 
 // resolveWorld reconciles the GPU count with the parallel degrees:

@@ -156,9 +156,11 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 		return err
 	}
 	s.warnUnusedActConstants()
-	if w := gpuWarning(s.job); w != "" {
-		// Once for the job, whichever pipeline stage is the peak.
-		s.warn(w)
+	if job.GPU != "" {
+		if w := gpuWarning(job); w != "" {
+			// Once for the job, whichever pipeline stage is the peak.
+			s.warn(w)
+		}
 	}
 	return nil
 }
@@ -174,6 +176,9 @@ func (s *setup) resolveFramework() error {
 		// The engine implies its framework: Megatron runs Megatron-Core
 		// layers with fp32 main_grad buffers.
 		s.framework = FrameworkHF
+		if s.job.Engine == "" {
+			break
+		}
 		if e, _ := normalizeEngine(s.job.Engine, 1); e == engineMegatron {
 			s.framework = FrameworkMegatron
 		}

@@ -137,9 +137,11 @@ func TestInitJobErrors(t *testing.T) {
 	}
 }
 
-// TestCheckDistSizes checks that each negative layout size is reported
-// with its flag, and that non-negative sizes pass.
-func TestCheckDistSizes(t *testing.T) {
+// TestDistSizeError checks that each negative layout size is reported
+// with its flag, through resolveDist's sign test and distSizeError, and
+// that non-negative sizes pass.
+func TestDistSizeError(t *testing.T) {
+	m := catalogModel(t, "meta-llama/Llama-2-7b-hf")
 	sizes := []*int{}
 	var j Job
 	sizes = append(sizes, &j.NumGPUs, &j.DP, &j.TP, &j.PP, &j.CP, &j.EP, &j.Nodes, &j.ZeRO, &j.VirtualStages)
@@ -150,13 +152,16 @@ func TestCheckDistSizes(t *testing.T) {
 		for k := range sizes {
 			*sizes[k] = k + 1
 		}
-		if err := checkDistSizes(&j); err != nil {
+		if err := distSizeError(&j); err != nil {
 			t.Fatalf("positive sizes: %v", err)
 		}
 		*p = -1 << 40
-		err := checkDistSizes(&j)
-		if err == nil || !strings.HasPrefix(err.Error(), distFlags[i]+":") {
+		if err := distSizeError(&j); err == nil || !strings.HasPrefix(err.Error(), distFlags[i]+":") {
 			t.Errorf("%s negative: err = %v", distFlags[i], err)
+		}
+		var s setup
+		if err := s.init(m, j); err == nil || !strings.HasPrefix(err.Error(), distFlags[i]+":") {
+			t.Errorf("init with %s negative: err = %v", distFlags[i], err)
 		}
 	}
 }
