@@ -59,17 +59,13 @@ func (s *setup) resolveDist() error {
 		return distSizeError(j)
 	}
 	d := &s.dist
-	d.tp, d.pp, d.cp, d.ep, d.nodes = max(j.TP, 1), max(j.PP, 1), max(j.CP, 1), max(j.EP, 1), max(j.Nodes, 1)
-	if err := d.resolveWorld(j); err != nil {
-		return err
-	}
-	if err := s.resolveEngine(d); err != nil {
-		return err
-	}
-	if err := s.checkDivisible(d); err != nil {
-		return err
-	}
-	if err := s.resolveSchedule(d); err != nil {
+	if oneProcessLayout(j) && s.m.Text.Layers > 0 {
+		// What resolveLayout sets for such a job, without its checks,
+		// none of which can fail here (TestOneProcessLayout compares the
+		// two): most estimates are of one GPU.
+		d.tp, d.pp, d.cp, d.ep, d.nodes, d.dp, d.world, d.virtual = 1, 1, 1, 1, 1, 1, 1, 1
+		d.nd, d.schedule = 1, schedule1F1B
+	} else if err := s.resolveLayout(d); err != nil {
 		return err
 	}
 	if d.pp > 1 && d.engine == engineDeepSpeed && d.zero >= 2 {
@@ -90,6 +86,34 @@ func (s *setup) resolveDist() error {
 	}
 	s.setStage(0)
 	return nil
+}
+
+// oneProcessLayout reports whether j describes one process on one GPU
+// in the plainest way: no engine, no sharding, offload or schedule
+// option, and every layout size 0 (default) or 1. The sizes are known to
+// be non-negative, so their bitwise or is at most 1 exactly when each is.
+func oneProcessLayout(j *Job) bool {
+	return j.NumGPUs|j.DP|j.TP|j.PP|j.CP|j.EP|j.Nodes|j.VirtualStages <= 1 && j.ZeRO == 0 &&
+		j.Engine == "" && j.FSDPStrategy == "" && j.OffloadOptimizer == "" && j.OffloadParams == "" &&
+		j.PipelineSchedule == ""
+}
+
+// resolveLayout reads the parallel degrees, the engine and the pipeline
+// schedule of the job into d, and checks them against each other and
+// against the model.
+func (s *setup) resolveLayout(d *distSpec) error {
+	j := s.job
+	d.tp, d.pp, d.cp, d.ep, d.nodes = max(j.TP, 1), max(j.PP, 1), max(j.CP, 1), max(j.EP, 1), max(j.Nodes, 1)
+	if err := d.resolveWorld(j); err != nil {
+		return err
+	}
+	if err := s.resolveEngine(d); err != nil {
+		return err
+	}
+	if err := s.checkDivisible(d); err != nil {
+		return err
+	}
+	return s.resolveSchedule(d)
 }
 
 // distSizeError is the error naming the flag of the first negative

@@ -165,3 +165,55 @@ func TestDistSizeError(t *testing.T) {
 		}
 	}
 }
+
+// TestOneProcessLayout checks resolveDist's shortcut for one process:
+// for every job oneProcessLayout accepts (each layout size 0 or 1,
+// with and without sequence parallelism), the layout equals what the
+// general resolveLayout reads, and resolveLayout adds no warning.
+func TestOneProcessLayout(t *testing.T) {
+	for _, id := range []string{"meta-llama/Llama-2-7b-hf", "mistralai/Mixtral-8x7B-v0.1"} {
+		m := catalogModel(t, id)
+		for bits := range 1 << 9 {
+			var j Job
+			sizes := []*int{&j.NumGPUs, &j.DP, &j.TP, &j.PP, &j.CP, &j.EP, &j.Nodes, &j.VirtualStages}
+			for i, p := range sizes {
+				*p = bits >> i & 1
+			}
+			j.SP = bits>>8&1 == 1
+			j.SeqLen = 256
+			if !oneProcessLayout(&j) {
+				t.Fatalf("%+v: want a one-process layout", j)
+			}
+			var fast setup
+			if err := fast.init(m, j); err != nil {
+				t.Fatalf("%s %+v: %v", id, j, err)
+			}
+			general := fast
+			general.warnings = nil
+			d := distSpec{}
+			if err := general.resolveLayout(&d); err != nil {
+				t.Fatalf("%s %+v: resolveLayout: %v", id, j, err)
+			}
+			if len(general.warnings) > 0 {
+				t.Errorf("%s %+v: resolveLayout warns %q", id, j, general.warnings)
+			}
+			// The fields resolveDist and setStage set after the layout.
+			got := fast.dist
+			d.sp, d.single = got.sp, got.single
+			d.stage, d.stageLo, d.stageHi, d.stageLayers = got.stage, got.stageLo, got.stageHi, got.stageLayers
+			d.first, d.last, d.inFlight = got.first, got.last, got.inFlight
+			if got != d {
+				t.Errorf("%s %+v: shortcut layout\n%+v\nwant\n%+v", id, j, got, d)
+			}
+			if !got.single {
+				t.Errorf("%s %+v: not a single process", id, j)
+			}
+		}
+	}
+	for _, j := range []Job{{NumGPUs: 2}, {TP: 2}, {ZeRO: 1}, {Engine: "ddp"}, {FSDPStrategy: "full_shard"},
+		{OffloadOptimizer: "cpu"}, {OffloadParams: "none"}, {PipelineSchedule: "1f1b"}, {VirtualStages: 2}} {
+		if oneProcessLayout(&j) {
+			t.Errorf("%+v: not a plain one-process layout", j)
+		}
+	}
+}
