@@ -27,7 +27,7 @@ const (
 )
 
 // ckptMode is the resolved gradient-checkpointing mode.
-type ckptMode int
+type ckptMode uint8
 
 const (
 	ckptNone ckptMode = iota
@@ -41,7 +41,7 @@ const (
 )
 
 // trAttn is the resolved attention implementation.
-type trAttn int
+type trAttn uint8
 
 const (
 	trAttnSDPA trAttn = iota
@@ -50,7 +50,7 @@ const (
 )
 
 // lossImpl is the resolved output-layer loss implementation.
-type lossImpl int
+type lossImpl uint8
 
 const (
 	lossHF              lossImpl = iota // logits.float() + F.cross_entropy (MODEL.md §4.6)
@@ -72,11 +72,11 @@ type setup struct {
 	framework string
 	weight    DType // base weights as held on the GPU
 	compute   DType // matmul/activation dtype (autocast dtype under AMP)
-	amp       bool  // fp32 weights + autocast (MODEL.md §2.1 AMP row)
-	master    bool  // separate fp32 master copy of trainable params
-	gradFP32  bool  // fp32 gradient accumulation buffers (Megatron main_grad)
 	adapter   DType // LoRA adapter dtype
 	residual  float64
+	amp       bool // fp32 weights + autocast (MODEL.md §2.1 AMP row)
+	master    bool // separate fp32 master copy of trainable params
+	gradFP32  bool // fp32 gradient accumulation buffers (Megatron main_grad)
 	kbitFP32  bool // prepare_model_for_kbit_training: non-quantized params fp32
 	quantHead bool // the output head is quantized too (litgpt bitsandbytes precision)
 	double    bool // bnb double quantisation
@@ -87,11 +87,11 @@ type setup struct {
 	tokens            float64 // LLM tokens per micro-batch (text + image)
 	seqTotal          int     // LLM sequence length incl. image tokens
 	images            int     // images per micro-batch
-	packed            bool
+	ckptEvery         int
 	attn              trAttn
 	ckpt              ckptMode
-	ckptEvery         int
 	loss              lossImpl
+	packed            bool
 	compile           bool
 	offload           bool
 	optInBwd          bool
