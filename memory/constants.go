@@ -174,9 +174,19 @@ var defaultConstants = func() constants {
 // resolveConstants applies job overrides to the defaults. Unknown names and
 // values outside a constant's bounds are errors naming the constant.
 func resolveConstants(overrides map[string]float64) (constants, error) {
-	c := defaultConstants
+	var c constants
+	err := c.resolve(overrides)
+	return c, err
+}
+
+// resolve sets c to the defaults with overrides applied, as
+// [resolveConstants] returns them, writing the table in place rather
+// than copying it out and in again (a training estimate resolves it once
+// per call).
+func (c *constants) resolve(overrides map[string]float64) error {
+	*c = defaultConstants
 	if len(overrides) == 0 {
-		return c, nil
+		return nil
 	}
 	names := make([]string, 0, len(overrides))
 	for name := range overrides {
@@ -187,15 +197,15 @@ func resolveConstants(overrides map[string]float64) (constants, error) {
 		v := overrides[name]
 		id, ok := constantByName(name)
 		if !ok {
-			return c, fmt.Errorf("constants: unknown constant %q (see gpumem constants for the list)", name)
+			return fmt.Errorf("constants: unknown constant %q (see gpumem constants for the list)", name)
 		}
-		info := constantTable[id]
+		info := &constantTable[id]
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < info.Min || v > info.Max {
-			return c, fmt.Errorf("constants: %s = %v out of range [%v, %v] %s", name, v, info.Min, info.Max, info.Unit)
+			return fmt.Errorf("constants: %s = %v out of range [%v, %v] %s", name, v, info.Min, info.Max, info.Unit)
 		}
 		c[id] = v
 	}
-	return c, nil
+	return nil
 }
 
 // constantByName finds a constant by its name (case-insensitive).

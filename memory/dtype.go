@@ -59,21 +59,31 @@ func DTypes() []DType {
 // ParseDType returns the dtype named s (canonical name or alias, case
 // insensitive, surrounding blanks ignored).
 func ParseDType(s string) (DType, error) {
+	d, err := lookupDType(s)
+	if err != nil {
+		return DType{}, err
+	}
+	return *d, nil
+}
+
+// lookupDType is [ParseDType] returning the table's dtype itself, which
+// callers copy at most once. The dtype it points to must not be changed.
+func lookupDType(s string) (*DType, error) {
 	if d := canonicalDType(s); d != nil {
-		return *d, nil
+		return d, nil
 	}
 	s = strings.TrimSpace(s)
 	for _, d := range dtypes {
 		if strings.EqualFold(s, d.Name) {
-			return *d, nil
+			return d, nil
 		}
 		for _, a := range d.Aliases {
 			if strings.EqualFold(s, a) {
-				return *d, nil
+				return d, nil
 			}
 		}
 	}
-	return DType{}, fmt.Errorf("unknown dtype %q (want fp32, bf16, fp16, fp8, int8, int4, nf4, fp4 or mxfp4)", s)
+	return nil, fmt.Errorf("unknown dtype %q (want fp32, bf16, fp16, fp8, int8, int4, nf4, fp4 or mxfp4)", s)
 }
 
 // canonicalDType is the dtype whose canonical name is exactly s, or nil:
@@ -105,8 +115,10 @@ func canonicalDType(s string) *DType {
 }
 
 // BytesPerElement is the storage width in bytes (0.5 for 4-bit formats),
-// without block constants.
-func (d DType) BytesPerElement() float64 { return d.Bits / 8 }
+// without block constants. Its receiver is a pointer: the estimators call
+// it in their inner loops, and an inlined call on a DType value still
+// copies the whole struct (nine words) to read one field.
+func (d *DType) BytesPerElement() float64 { return d.Bits / 8 }
 
 // Bytes is the storage of one tensor of n elements, rounded up to whole
 // bytes, without block constants. Non-positive n gives 0; sizes saturate.

@@ -154,16 +154,20 @@ func Optimizers() []OptimizerInfo {
 // the default of Job.Optimizer). Matching ignores case and treats "-" and
 // "_" alike.
 func lookupOptimizer(name string) (*optimizerSpec, error) {
-	n := strings.TrimSpace(name)
-	if n == "" {
-		n = "adamw_torch"
+	if name == "" {
+		return defaultOptimizer, nil
 	}
 	// Canonical names as given first: no canonical name matches another
-	// optimizer's name or alias, so this finds what the scan below would.
+	// optimizer's name or alias, and none has surrounding blanks, so this
+	// finds what the scan below would.
 	for i := range optimizerTable {
-		if o := &optimizerTable[i]; o.info.Name == n {
+		if o := &optimizerTable[i]; o.info.Name == name {
 			return o, nil
 		}
+	}
+	n := strings.TrimSpace(name)
+	if n == "" {
+		return defaultOptimizer, nil
 	}
 	for i := range optimizerTable {
 		o := &optimizerTable[i]
@@ -178,6 +182,11 @@ func lookupOptimizer(name string) (*optimizerSpec, error) {
 	}
 	return nil, fmt.Errorf("optimizer: unknown optimizer %q (see gpumem optimizers for the accepted names)", name)
 }
+
+// defaultOptimizer is the optimizer of a job that names none
+// (Job.Optimizer ""): torch.optim.AdamW, the HF Trainer's default optim
+// adamw_torch, first in optimizerTable (TestDefaultOptimizer checks it).
+var defaultOptimizer = &optimizerTable[0]
 
 // optNameEq compares optimizer names ignoring case and -/_ differences.
 func optNameEq(a, b string) bool {

@@ -138,3 +138,33 @@ func TestLookupOptimizerExported(t *testing.T) {
 		t.Errorf("unknown optimizer: err = %v", err)
 	}
 }
+
+// TestLookupOptimizerSpellings checks that the fast paths of
+// lookupOptimizer (the default, canonical names as given) answer as the
+// folding scan does for the other spellings.
+func TestLookupOptimizerSpellings(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"", "adamw_torch"},
+		{"   ", "adamw_torch"},
+		{"adamw_torch", "adamw_torch"},
+		{" adamw_torch\t", "adamw_torch"},
+		{"adamw", "adamw_torch"},
+		{"AdamW", "adamw_torch"},
+		{"adamw_torch_fused", "adamw_torch_fused"},
+		{"adamw-torch-fused", "adamw_torch_fused"},
+		{"paged_adamw_8bit", "paged_adamw_8bit"},
+		{" Lion ", "lion"},
+	}
+	for _, tt := range tests {
+		got, err := lookupOptimizer(tt.in)
+		if err != nil || got.info.Name != tt.want {
+			t.Errorf("lookupOptimizer(%q) = %v, %v; want %s", tt.in, got, err, tt.want)
+		}
+	}
+	if defaultOptimizer.info.Name != "adamw_torch" {
+		t.Errorf("defaultOptimizer = %s, want adamw_torch", defaultOptimizer.info.Name)
+	}
+	if _, err := lookupOptimizer("adamw torch"); err == nil {
+		t.Errorf("lookupOptimizer(%q): want an error", "adamw torch")
+	}
+}

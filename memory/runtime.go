@@ -29,13 +29,25 @@ type GPU struct {
 // catalog, so it then falls back to the pre-Hopper cuBLAS workspace and
 // no memory limit rather than guessing from the name.
 func jobGPU(job *Job) (GPU, string) {
-	g := GPU{Name: job.GPU, SM: job.GPUComputeCapability, Memory: job.GPUMemory}
-	if job.GPU == "" || g.SM > 0 || g.Memory > 0 {
-		return g, ""
+	return GPU{Name: job.GPU, SM: job.GPUComputeCapability, Memory: job.GPUMemory}, gpuWarning(job)
+}
+
+// gpuWarning is the warning of [jobGPU] alone, for callers that need
+// no GPU. The test is small enough to be inlined; the text is built
+// only when it is needed.
+func gpuWarning(job *Job) string {
+	if job.GPU == "" || job.GPUComputeCapability > 0 || job.GPUMemory > 0 {
+		return ""
 	}
-	return g, fmt.Sprintf("gpu %q: the job gives neither its compute capability nor its memory "+
+	return noGPUFactsWarning(job.GPU)
+}
+
+// noGPUFactsWarning is the warning of a job that names a GPU but none of
+// its facts.
+func noGPUFactsWarning(gpu string) string {
+	return fmt.Sprintf("gpu %q: the job gives neither its compute capability nor its memory "+
 		"(gpu_compute_capability, gpu_memory_bytes; front ends fill them from the GPU catalog): "+
-		"using the pre-Hopper cuBLAS workspace and no memory limit", job.GPU)
+		"using the pre-Hopper cuBLAS workspace and no memory limit", gpu)
 }
 
 // Overheads is the device memory of one process outside the live tensors
@@ -107,7 +119,10 @@ func runtimeOverheads(job *Job, c *constants) Overheads {
 	}
 	o.CUDAContext = units.FromFloat(ctx * float64(units.MiB))
 	ws := c[cWorkspaceMiB]
-	o.GPU, o.Warning = jobGPU(job)
+	o.GPU = GPU{Name: job.GPU, SM: job.GPUComputeCapability, Memory: job.GPUMemory}
+	if job.GPU != "" {
+		o.Warning = gpuWarning(job)
+	}
 	if o.GPU.SM >= 90 {
 		// PyTorch sizes the cuBLAS workspace larger from sm90 on (MODEL.md §10).
 		ws = c[cWorkspaceSM90MiB]
@@ -119,13 +134,14 @@ func runtimeOverheads(job *Job, c *constants) Overheads {
 
 // Reserved returns the reserved peak for an allocated peak:
 // allocated × (1 + Fragmentation) + StreamCache (MODEL.md §10 estimator
-// rule).
-func (o Overheads) Reserved(allocated units.Bytes) units.Bytes {
+// rule). Reserved, Device and the row methods take a pointer: an inlined
+// call on an Overheads value would still copy its eighteen words.
+func (o *Overheads) Reserved(allocated units.Bytes) units.Bytes {
 	return units.Add(units.Add(allocated, o.fragmentation(allocated)), o.StreamCache)
 }
 
 // fragmentation is the fragmentation row of an allocated peak.
-func (o Overheads) fragmentation(allocated units.Bytes) units.Bytes {
+func (o *Overheads) fragmentation(allocated units.Bytes) units.Bytes {
 	return units.FromFloat(float64(allocated) * o.Fragmentation)
 }
 
@@ -177,7 +193,7 @@ func releaseCached(comps []Component, cut units.Bytes) units.Bytes {
 
 // Device returns the nvidia-smi figure for a reserved peak: reserved plus
 // CUDA context, workspace and other non-PyTorch memory (MODEL.md §10).
-func (o Overheads) Device(reserved units.Bytes) units.Bytes {
+func (o *Overheads) Device(reserved units.Bytes) units.Bytes {
 	return units.Add(units.Add(units.Add(reserved, o.CUDAContext), o.Workspace), o.Misc)
 }
 
@@ -196,52 +212,88 @@ func (o Overheads) appendComponents(dst []Component, allocated units.Bytes) []Co
 	return o.appendRows(dst, allocated, true)
 }
 
+// overheadTexts are the formulas and the CUDA context source of the
+// overhead rows.
+type overheadTexts struct {
+	frag, stream, ctx, ctxSource, workspace, misc string
+}
+
+// Formulas without the job's inputs, for a lazy-loading and a torch 1.x
+// (eager module loading) stack.
+var (
+	overheadTemplates = overheadTexts{
+		frag:      "allocated peak × fragmentation",
+		stream:    streamCacheFormula,
+		ctx:       "cuda_context_mib",
+		ctxSource: "MODEL.md §10: pytorch/pytorch PR #86509 (lazy module loading); constant cuda_context_mib",
+		workspace: "one cuBLAS workspace for the compute stream (workspace_mib, workspace_sm90_mib)",
+		misc:      "misc_overhead_mib",
+	}
+	legacyOverheadTemplates = func() overheadTexts {
+		t := overheadTemplates
+		t.ctx = "cuda_context_eager_mib"
+		t.ctxSource = "MODEL.md §15.5/§15.16: torch 1.x eager module loading; constant cuda_context_eager_mib"
+		return t
+	}()
+)
+
+// explained returns the templates t with the inputs of o and allocated
+// written into the formulas (--explain).
+func (o *Overheads) explained(t *overheadTexts, allocated units.Bytes) overheadTexts {
+	e := *t
+	e.frag = fmt.Sprintf("allocated peak %s × fragmentation %.3g", units.FormatIEC(allocated), o.Fragmentation)
+	if o.StreamCache > 0 {
+		e.stream = fmt.Sprintf("all-gather pool %s + reduce-scatter pool %s − the part the allocated peak holds = %s",
+			units.FormatIEC(o.GatherPool), units.FormatIEC(o.ReducePool), units.FormatIEC(o.StreamCache))
+	}
+	e.ctx += " = " + units.FormatIEC(o.CUDAContext)
+	e.workspace = "one cuBLAS workspace for the compute stream = " + units.FormatIEC(o.Workspace)
+	if o.Misc > 0 {
+		e.misc += " = " + units.FormatIEC(o.Misc)
+	}
+	return e
+}
+
 // appendRows appends the overhead rows to dst. Without explain the
 // formulas are fixed templates, so no string is built.
-func (o Overheads) appendRows(dst []Component, allocated units.Bytes, explain bool) []Component {
-	frag := o.fragmentation(allocated)
-	ctxSrc := "MODEL.md §10: pytorch/pytorch PR #86509 (lazy module loading); constant cuda_context_mib"
-	ctxFormula := "cuda_context_mib"
+func (o *Overheads) appendRows(dst []Component, allocated units.Bytes, explain bool) []Component {
+	t := &overheadTemplates
 	if o.Legacy {
-		ctxSrc = "MODEL.md §15.5/§15.16: torch 1.x eager module loading; constant cuda_context_eager_mib"
-		ctxFormula = "cuda_context_eager_mib"
+		t = &legacyOverheadTemplates
 	}
-	fragFormula := "allocated peak × fragmentation"
-	wsFormula := "one cuBLAS workspace for the compute stream (workspace_mib, workspace_sm90_mib)"
-	miscFormula := "misc_overhead_mib"
 	if explain {
-		fragFormula = fmt.Sprintf("allocated peak %s × fragmentation %.3g", units.FormatIEC(allocated), o.Fragmentation)
-		ctxFormula += " = " + units.FormatIEC(o.CUDAContext)
-		wsFormula = "one cuBLAS workspace for the compute stream = " + units.FormatIEC(o.Workspace)
-		miscFormula += " = " + units.FormatIEC(o.Misc)
+		e := o.explained(t, allocated)
+		t = &e
 	}
 	dst = append(dst,
-		Component{Name: "fragmentation", Bytes: frag, Level: "reserved", Phase: "persistent",
-			Formula: fragFormula, Source: "MODEL.md §10 (caching allocator, PYTORCH_CUDA_ALLOC_CONF notes), §15.5"})
+		Component{Name: "fragmentation", Bytes: o.fragmentation(allocated), Level: "reserved", Phase: "persistent",
+			Formula: t.frag, Source: "MODEL.md §10 (caching allocator, PYTORCH_CUDA_ALLOC_CONF notes), §15.5"})
 	if o.StreamCache > 0 {
-		f := streamCacheFormula
-		if explain {
-			f = fmt.Sprintf("all-gather pool %s + reduce-scatter pool %s − the part the allocated peak holds = %s",
-				units.FormatIEC(o.GatherPool), units.FormatIEC(o.ReducePool), units.FormatIEC(o.StreamCache))
-		}
 		dst = append(dst, Component{Name: "stream_cache", Bytes: o.StreamCache, Level: "reserved", Phase: "persistent",
-			Formula: f, Source: streamCacheSource})
+			Formula: t.stream, Source: streamCacheSource})
 	}
 	dst = append(dst,
 		Component{Name: "cuda_context", Bytes: o.CUDAContext, Level: "device", Phase: "persistent",
-			Formula: ctxFormula, Source: ctxSrc},
+			Formula: t.ctx, Source: t.ctxSource},
 		Component{Name: "workspace", Bytes: o.Workspace, Level: "device", Phase: "persistent",
-			Formula: wsFormula, Source: "pytorch/pytorch:aten/src/ATen/cuda/CublasHandlePool.cpp (MODEL.md §10)"},
+			Formula: t.workspace, Source: "pytorch/pytorch:aten/src/ATen/cuda/CublasHandlePool.cpp (MODEL.md §10)"},
 	)
 	if o.Misc > 0 {
 		dst = append(dst, Component{Name: "misc", Bytes: o.Misc, Level: "device", Phase: "persistent",
-			Formula: miscFormula, Source: "constant misc_overhead_mib (calibration)"})
+			Formula: t.misc, Source: "constant misc_overhead_mib (calibration)"})
 	}
 	return dst
 }
 
-// hasSoftware reports whether the job names the given software era.
+// hasSoftware reports whether the job names the given software era. It
+// is inlined where it is called, so the usual job, which names none,
+// pays no call.
 func hasSoftware(sw []string, name string) bool {
+	return len(sw) > 0 && listsSoftware(sw, name)
+}
+
+// listsSoftware is [hasSoftware] for a non-empty list.
+func listsSoftware(sw []string, name string) bool {
 	for _, s := range sw {
 		if strings.EqualFold(strings.TrimSpace(s), name) {
 			return true
@@ -253,6 +305,11 @@ func hasSoftware(sw []string, name string) bool {
 // shardsParams reports whether a training job shards its parameters
 // (DeepSpeed ZeRO-3, FSDP/FSDP2 full or hybrid sharding).
 func shardsParams(job *Job) bool {
+	switch job.Engine {
+	case "", engineDDP, engineMegatron:
+		// Lower-case already and none of the spellings below.
+		return false
+	}
 	e := strings.ToLower(job.Engine)
 	switch {
 	case e == "deepspeed" || e == "ds" || strings.HasPrefix(e, "zero"):

@@ -158,3 +158,96 @@ func TestReleaseCached(t *testing.T) {
 		}
 	}
 }
+
+// TestOverheadRowTexts checks the formulas and sources of the overhead
+// rows, with and without the job's inputs written in (--explain), on a
+// lazy-loading and a torch 1.x stack, with stream pools and misc memory.
+func TestOverheadRowTexts(t *testing.T) {
+	c, err := resolveConstants(map[string]float64{"misc_overhead_mib": 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		lazySrc   = "MODEL.md §10: pytorch/pytorch PR #86509 (lazy module loading); constant cuda_context_mib"
+		legacySrc = "MODEL.md §15.5/§15.16: torch 1.x eager module loading; constant cuda_context_eager_mib"
+	)
+	tests := []struct {
+		name    string
+		job     Job
+		explain bool
+		want    []string // name: formula | source, in row order
+	}{
+		{"templates", Job{}, false, []string{
+			"fragmentation: allocated peak × fragmentation | MODEL.md §10 (caching allocator, PYTORCH_CUDA_ALLOC_CONF notes), §15.5",
+			"stream_cache: " + streamCacheFormula + " | " + streamCacheSource,
+			"cuda_context: cuda_context_mib | " + lazySrc,
+			"workspace: one cuBLAS workspace for the compute stream (workspace_mib, workspace_sm90_mib) | pytorch/pytorch:aten/src/ATen/cuda/CublasHandlePool.cpp (MODEL.md §10)",
+			"misc: misc_overhead_mib | constant misc_overhead_mib (calibration)",
+		}},
+		{"torch1 templates", Job{Software: []string{"torch1"}}, false, []string{
+			"fragmentation: allocated peak × fragmentation | MODEL.md §10 (caching allocator, PYTORCH_CUDA_ALLOC_CONF notes), §15.5",
+			"stream_cache: " + streamCacheFormula + " | " + streamCacheSource,
+			"cuda_context: cuda_context_eager_mib | " + legacySrc,
+			"workspace: one cuBLAS workspace for the compute stream (workspace_mib, workspace_sm90_mib) | pytorch/pytorch:aten/src/ATen/cuda/CublasHandlePool.cpp (MODEL.md §10)",
+			"misc: misc_overhead_mib | constant misc_overhead_mib (calibration)",
+		}},
+		{"explained", Job{}, true, []string{
+			"fragmentation: allocated peak 10.00 GiB × fragmentation 0.06 | MODEL.md §10 (caching allocator, PYTORCH_CUDA_ALLOC_CONF notes), §15.5",
+			"stream_cache: all-gather pool 1.00 GiB + reduce-scatter pool 4.00 GiB − the part the allocated peak holds = 3.00 GiB | " + streamCacheSource,
+			"cuda_context: cuda_context_mib = 500.00 MiB | " + lazySrc,
+			"workspace: one cuBLAS workspace for the compute stream = 8.12 MiB | pytorch/pytorch:aten/src/ATen/cuda/CublasHandlePool.cpp (MODEL.md §10)",
+			"misc: misc_overhead_mib = 100.00 MiB | constant misc_overhead_mib (calibration)",
+		}},
+		{"torch1 explained", Job{Software: []string{"torch1"}}, true, []string{
+			"fragmentation: allocated peak 10.00 GiB × fragmentation 0.15 | MODEL.md §10 (caching allocator, PYTORCH_CUDA_ALLOC_CONF notes), §15.5",
+			"stream_cache: all-gather pool 1.00 GiB + reduce-scatter pool 4.00 GiB − the part the allocated peak holds = 3.00 GiB | " + streamCacheSource,
+			"cuda_context: cuda_context_eager_mib = 1.31 GiB | " + legacySrc,
+			"workspace: one cuBLAS workspace for the compute stream = 8.12 MiB | pytorch/pytorch:aten/src/ATen/cuda/CublasHandlePool.cpp (MODEL.md §10)",
+			"misc: misc_overhead_mib = 100.00 MiB | constant misc_overhead_mib (calibration)",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := runtimeOverheads(&tt.job, &c)
+			o.setStreamCache(3*float64(units.GiB), float64(units.GiB), 4*float64(units.GiB), &c)
+			var got []string
+			for _, r := range o.appendRows(nil, 10*units.GiB, tt.explain) {
+				got = append(got, r.Name+": "+r.Formula+" | "+r.Source)
+			}
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("rows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestShardsParams checks which engine spellings count as sharding the
+// parameters (fragmentation_sharded), including the canonical names the
+// function answers without lower-casing.
+func TestShardsParams(t *testing.T) {
+	tests := []struct {
+		job  Job
+		want bool
+	}{
+		{Job{}, false},
+		{Job{Engine: "ddp"}, false},
+		{Job{Engine: "megatron", ZeRO: 3}, false},
+		{Job{Engine: "Megatron"}, false},
+		{Job{Engine: "deepspeed", ZeRO: 3}, true},
+		{Job{Engine: "DeepSpeed", ZeRO: 3}, true},
+		{Job{Engine: "deepspeed", ZeRO: 2}, false},
+		{Job{Engine: "ds", ZeRO: 3}, true},
+		{Job{Engine: "zero3", ZeRO: 3}, true},
+		{Job{Engine: "fsdp"}, true},
+		{Job{Engine: "FSDP2", FSDPStrategy: "HYBRID_SHARD"}, true},
+		{Job{Engine: "fsdp", FSDPStrategy: "shard_grad_op"}, false},
+		{Job{Engine: "fsdp", FSDPStrategy: "no_shard"}, false},
+		{Job{Engine: "torchtitan"}, true},
+		{Job{Engine: "fully_shard", FSDPStrategy: "full_shard"}, true},
+	}
+	for _, tt := range tests {
+		if got := shardsParams(&tt.job); got != tt.want {
+			t.Errorf("shardsParams(engine %q, zero %d, strategy %q) = %v, want %v", tt.job.Engine, tt.job.ZeRO, tt.job.FSDPStrategy, got, tt.want)
+		}
+	}
+}

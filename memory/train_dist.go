@@ -48,26 +48,24 @@ const (
 )
 
 // resolveDist reads the parallel layout. A job without engine and with
-// one GPU is a single process.
+// one GPU is a single process. It fills s.dist in place: initJob starts
+// from a zero setup, and copying the layout in and out of a local cost
+// more than the reads and writes below.
 func (s *setup) resolveDist() error {
 	j := s.job
-	d := distSpec{tp: max(j.TP, 1), pp: max(j.PP, 1), cp: max(j.CP, 1), ep: max(j.EP, 1), nodes: max(j.Nodes, 1)}
-	sizes := [len(distFlags)]int{j.NumGPUs, j.DP, j.TP, j.PP, j.CP, j.EP, j.Nodes, j.ZeRO, j.VirtualStages}
-	for i, n := range sizes {
-		if n < 0 {
-			return fmt.Errorf("%s: want a non-negative value, got %d", distFlags[i], n)
-		}
+	// The bitwise or of the sizes is negative exactly when one of them is
+	// (the sign bit): a valid job pays one test instead of nine.
+	if j.NumGPUs|j.DP|j.TP|j.PP|j.CP|j.EP|j.Nodes|j.ZeRO|j.VirtualStages < 0 {
+		return distSizeError(j)
 	}
-	if err := d.resolveWorld(j); err != nil {
-		return err
-	}
-	if err := s.resolveEngine(&d); err != nil {
-		return err
-	}
-	if err := s.checkDivisible(&d); err != nil {
-		return err
-	}
-	if err := s.resolveSchedule(&d); err != nil {
+	d := &s.dist
+	if oneProcessLayout(j) && s.m.Text.Layers > 0 {
+		// What resolveLayout sets for such a job, without its checks,
+		// none of which can fail here (TestOneProcessLayout compares the
+		// two): most estimates are of one GPU.
+		d.tp, d.pp, d.cp, d.ep, d.nodes, d.dp, d.world, d.virtual = 1, 1, 1, 1, 1, 1, 1, 1
+		d.nd, d.schedule = 1, schedule1F1B
+	} else if err := s.resolveLayout(d); err != nil {
 		return err
 	}
 	if d.pp > 1 && d.engine == engineDeepSpeed && d.zero >= 2 {
@@ -86,12 +84,51 @@ func (s *setup) resolveDist() error {
 		s.warn("--offload-optimizer/--offload-params need an engine that offloads (--engine deepspeed or fsdp): ignored for a plain single process")
 		d.offloadOpt, d.offloadParams = "", ""
 	}
-	s.dist = d
 	s.setStage(0)
 	return nil
 }
 
-// distFlags names the layout sizes resolveDist checks, in its order.
+// oneProcessLayout reports whether j describes one process on one GPU
+// in the plainest way: no engine, no sharding, offload or schedule
+// option, and every layout size 0 (default) or 1. The sizes are known to
+// be non-negative, so their bitwise or is at most 1 exactly when each is.
+func oneProcessLayout(j *Job) bool {
+	return j.NumGPUs|j.DP|j.TP|j.PP|j.CP|j.EP|j.Nodes|j.VirtualStages <= 1 && j.ZeRO == 0 &&
+		j.Engine == "" && j.FSDPStrategy == "" && j.OffloadOptimizer == "" && j.OffloadParams == "" &&
+		j.PipelineSchedule == ""
+}
+
+// resolveLayout reads the parallel degrees, the engine and the pipeline
+// schedule of the job into d, and checks them against each other and
+// against the model.
+func (s *setup) resolveLayout(d *distSpec) error {
+	j := s.job
+	d.tp, d.pp, d.cp, d.ep, d.nodes = max(j.TP, 1), max(j.PP, 1), max(j.CP, 1), max(j.EP, 1), max(j.Nodes, 1)
+	if err := d.resolveWorld(j); err != nil {
+		return err
+	}
+	if err := s.resolveEngine(d); err != nil {
+		return err
+	}
+	if err := s.checkDivisible(d); err != nil {
+		return err
+	}
+	return s.resolveSchedule(d)
+}
+
+// distSizeError is the error naming the flag of the first negative
+// layout size of j, or nil if there is none.
+func distSizeError(j *Job) error {
+	sizes := [len(distFlags)]int{j.NumGPUs, j.DP, j.TP, j.PP, j.CP, j.EP, j.Nodes, j.ZeRO, j.VirtualStages}
+	for i, n := range sizes {
+		if n < 0 {
+			return fmt.Errorf("%s: want a non-negative value, got %d", distFlags[i], n)
+		}
+	}
+	return nil
+}
+
+// distFlags names the layout sizes distSizeError checks, in its order.
 var distFlags = [...]string{"--num-gpus", "--dp", "--tp", "--pp", "--cp", "--ep", "--nodes", "--zero", "--virtual-stages"}
 
 // resolveWorld reconciles the GPU count with the parallel degrees:
@@ -158,11 +195,16 @@ func (s *setup) resolveEngine(d *distSpec) error {
 	if j.FSDPStrategy != "" && e != engineFSDP && e != engineFSDP2 {
 		return fmt.Errorf("--fsdp-strategy %s: needs --engine fsdp or fsdp2 (engine is %s)", j.FSDPStrategy, cond(e == "", "none", e))
 	}
-	if d.offloadOpt, err = offloadTarget("--offload-optimizer", j.OffloadOptimizer); err != nil {
-		return err
+	// Most jobs offload nothing: an empty flag needs no parsing.
+	if j.OffloadOptimizer != "" {
+		if d.offloadOpt, err = offloadTarget("--offload-optimizer", j.OffloadOptimizer); err != nil {
+			return err
+		}
 	}
-	if d.offloadParams, err = offloadTarget("--offload-params", j.OffloadParams); err != nil {
-		return err
+	if j.OffloadParams != "" {
+		if d.offloadParams, err = offloadTarget("--offload-params", j.OffloadParams); err != nil {
+			return err
+		}
 	}
 	if d.offloadParams != "" && d.zero < 3 && e != "" {
 		return fmt.Errorf("--offload-params: parameter offload needs ZeRO-3 or FSDP full sharding")
@@ -176,6 +218,16 @@ func (s *setup) resolveEngine(d *distSpec) error {
 // normalizeEngine maps the engine spellings onto the engine names; more
 // than one GPU without an engine is DDP.
 func normalizeEngine(name string, world int) (string, error) {
+	switch name {
+	case "":
+		if world > 1 {
+			return engineDDP, nil
+		}
+		return "", nil
+	case engineDDP, engineDeepSpeed, engineFSDP, engineFSDP2, engineMegatron:
+		// An engine name as the switch below returns it: no folding.
+		return name, nil
+	}
 	e := fold(name)
 	switch {
 	case e == "" && world > 1:
@@ -264,7 +316,10 @@ func (s *setup) resolveSchedule(d *distSpec) error {
 	j := s.job
 	L := s.m.Text.Layers
 	d.virtual = max(j.VirtualStages, 1)
-	sch := fold(j.PipelineSchedule)
+	sch := j.PipelineSchedule
+	if sch != "" {
+		sch = fold(sch)
+	}
 	switch sch {
 	case "":
 		sch = schedule1F1B

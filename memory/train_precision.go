@@ -26,16 +26,16 @@ func (s *setup) resolvePrecision() error {
 			name = "nf4"
 		}
 	}
-	d, err := ParseDType(name)
+	d, err := lookupDType(name)
 	if err != nil {
 		return fmt.Errorf("--dtype: %w", err)
 	}
 	if s.method == MethodQLoRA && j.QuantType != "" {
-		if d, err = ParseDType(j.QuantType); err != nil || (d.Name != "nf4" && d.Name != "fp4") {
+		if d, err = lookupDType(j.QuantType); err != nil || (d.Name != "nf4" && d.Name != "fp4") {
 			return fmt.Errorf("--quant-type: want nf4 or fp4, got %q", j.QuantType)
 		}
 	}
-	s.weight = d
+	s.weight = *d
 	if err := s.checkMethodDtype(); err != nil {
 		return err
 	}
@@ -91,38 +91,45 @@ func (s *setup) checkMethodDtype() error {
 
 // resolveCompute sets the compute dtype and whether autocast is on.
 func (s *setup) resolveCompute() error {
-	s.compute = s.weight
-	if s.weight.Quantized {
-		s.compute = BF16
+	c := s.job.ComputeDtype
+	if c != "" {
+		c = strings.TrimSpace(c)
 	}
-	c := strings.TrimSpace(s.job.ComputeDtype)
-	if s.weight.Name == "fp32" {
-		if c == "" {
-			c = "bf16"
-		}
+	if c == "" && s.weight.Name == "fp32" {
+		c = "bf16"
 	}
 	if c == "" {
+		s.compute = s.weight
+		if s.weight.Quantized {
+			s.compute = BF16
+		}
 		return nil
 	}
 	if strings.EqualFold(c, "none") {
 		c = "fp32"
 	}
-	d, err := ParseDType(c)
+	d, err := lookupDType(c)
 	if err != nil || !d.Float {
 		return fmt.Errorf("--compute-dtype: want fp32, bf16 or fp16, got %q", s.job.ComputeDtype)
 	}
-	s.compute = d
+	s.compute = *d
 	s.amp = s.weight.Name == "fp32" && d.Bits < 32
 	return nil
 }
 
 // resolveMaster decides whether a separate fp32 master copy exists.
 func (s *setup) resolveMaster() error {
-	mw := fold(s.job.MasterWeights)
+	mw := s.job.MasterWeights
+	if mw != "" {
+		mw = fold(mw)
+	}
 	switch mw {
 	case "":
-		engine := strings.ToLower(s.job.Engine)
-		mixed := s.framework == FrameworkMegatron || s.framework == FrameworkDeepSpeed || engine == "deepspeed" || engine == "megatron"
+		mixed := s.framework == FrameworkMegatron || s.framework == FrameworkDeepSpeed
+		if !mixed && s.job.Engine != "" {
+			engine := strings.ToLower(s.job.Engine)
+			mixed = engine == "deepspeed" || engine == "megatron"
+		}
 		s.master = mixed && s.weight.Float && s.weight.Bits < 32
 	case "fp32", "float32":
 		s.master = s.weight.Float && s.weight.Bits < 32
@@ -138,13 +145,15 @@ func (s *setup) resolveMaster() error {
 // adapters to fp32 by default (get_peft_model autocast_adapter_dtype=True,
 // MODEL.md §6.1); torchtune and litgpt keep them in the model dtype.
 func (s *setup) resolveAdapterDtype() error {
-	if a := strings.TrimSpace(s.job.AdapterDtype); a != "" {
-		d, err := ParseDType(a)
-		if err != nil || !d.Float {
-			return fmt.Errorf("--adapter-dtype: want fp32, bf16 or fp16, got %q", a)
+	if a := s.job.AdapterDtype; a != "" {
+		if a = strings.TrimSpace(a); a != "" {
+			d, err := lookupDType(a)
+			if err != nil || !d.Float {
+				return fmt.Errorf("--adapter-dtype: want fp32, bf16 or fp16, got %q", a)
+			}
+			s.adapter = *d
+			return nil
 		}
-		s.adapter = d
-		return nil
 	}
 	switch {
 	case s.weight.Name == "fp32":

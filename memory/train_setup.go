@@ -27,7 +27,7 @@ const (
 )
 
 // ckptMode is the resolved gradient-checkpointing mode.
-type ckptMode int
+type ckptMode uint8
 
 const (
 	ckptNone ckptMode = iota
@@ -41,7 +41,7 @@ const (
 )
 
 // trAttn is the resolved attention implementation.
-type trAttn int
+type trAttn uint8
 
 const (
 	trAttnSDPA trAttn = iota
@@ -50,7 +50,7 @@ const (
 )
 
 // lossImpl is the resolved output-layer loss implementation.
-type lossImpl int
+type lossImpl uint8
 
 const (
 	lossHF              lossImpl = iota // logits.float() + F.cross_entropy (MODEL.md §4.6)
@@ -72,11 +72,11 @@ type setup struct {
 	framework string
 	weight    DType // base weights as held on the GPU
 	compute   DType // matmul/activation dtype (autocast dtype under AMP)
-	amp       bool  // fp32 weights + autocast (MODEL.md §2.1 AMP row)
-	master    bool  // separate fp32 master copy of trainable params
-	gradFP32  bool  // fp32 gradient accumulation buffers (Megatron main_grad)
 	adapter   DType // LoRA adapter dtype
 	residual  float64
+	amp       bool // fp32 weights + autocast (MODEL.md §2.1 AMP row)
+	master    bool // separate fp32 master copy of trainable params
+	gradFP32  bool // fp32 gradient accumulation buffers (Megatron main_grad)
 	kbitFP32  bool // prepare_model_for_kbit_training: non-quantized params fp32
 	quantHead bool // the output head is quantized too (litgpt bitsandbytes precision)
 	double    bool // bnb double quantisation
@@ -87,11 +87,11 @@ type setup struct {
 	tokens            float64 // LLM tokens per micro-batch (text + image)
 	seqTotal          int     // LLM sequence length incl. image tokens
 	images            int     // images per micro-batch
-	packed            bool
+	ckptEvery         int
 	attn              trAttn
 	ckpt              ckptMode
-	ckptEvery         int
 	loss              lossImpl
+	packed            bool
 	compile           bool
 	offload           bool
 	optInBwd          bool
@@ -127,8 +127,7 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 	if s.tab == nil {
 		s.tab = newModTab(m)
 	}
-	var err error
-	if s.c, err = resolveConstants(job.Constants); err != nil {
+	if err := s.c.resolve(job.Constants); err != nil {
 		return err
 	}
 	if err := s.resolveFramework(); err != nil {
@@ -140,6 +139,7 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 	if err := s.resolvePrecision(); err != nil {
 		return err
 	}
+	var err error
 	if s.opt, err = lookupOptimizer(job.Optimizer); err != nil {
 		return fmt.Errorf("--optimizer: %w", err)
 	}
@@ -156,21 +156,29 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 		return err
 	}
 	s.warnUnusedActConstants()
-	if _, w := jobGPU(s.job); w != "" {
-		// Once for the job, whichever pipeline stage is the peak.
-		s.warn(w)
+	if job.GPU != "" {
+		if w := gpuWarning(job); w != "" {
+			// Once for the job, whichever pipeline stage is the peak.
+			s.warn(w)
+		}
 	}
 	return nil
 }
 
 // resolveFramework reads Framework and Software.
 func (s *setup) resolveFramework() error {
-	f := fold(s.job.Framework)
+	f := s.job.Framework
+	if f != "" {
+		f = fold(f)
+	}
 	switch f {
 	case "":
 		// The engine implies its framework: Megatron runs Megatron-Core
 		// layers with fp32 main_grad buffers.
 		s.framework = FrameworkHF
+		if s.job.Engine == "" {
+			break
+		}
 		if e, _ := normalizeEngine(s.job.Engine, 1); e == engineMegatron {
 			s.framework = FrameworkMegatron
 		}
@@ -204,20 +212,33 @@ func (s *setup) resolveFramework() error {
 
 // resolveMethod reads Method and PEFT variant.
 func (s *setup) resolveMethod() error {
-	switch m := fold(s.job.Method); m {
-	case "", MethodFull, "full_finetune", "pretrain":
-		s.method = MethodFull
-	case MethodLoRA, MethodQLoRA, MethodFrozen:
-		s.method = m
-	case "dora":
-		s.method = MethodLoRA
-	default:
+	// The spelling as given first: almost every job gives a folded one,
+	// which fold would only scan and return.
+	m, ok := methodByName(s.job.Method)
+	if !ok {
+		m, ok = methodByName(fold(s.job.Method))
+	}
+	if !ok {
 		return fmt.Errorf("--method: unknown method %q (want full, lora, qlora or frozen)", s.job.Method)
 	}
+	s.method = m
 	if s.method == MethodFull && (len(s.job.Trainable) > 0 || s.job.TrainableParams > 0) {
 		s.method = MethodFrozen
 	}
 	return nil
+}
+
+// methodByName is the method a folded --method spelling names.
+func methodByName(m string) (string, bool) {
+	switch m {
+	case "", MethodFull, "full_finetune", "pretrain":
+		return MethodFull, true
+	case MethodLoRA, MethodQLoRA, MethodFrozen:
+		return m, true
+	case "dora":
+		return MethodLoRA, true
+	}
+	return "", false
 }
 
 // resolveBatch reads batch, accumulation, sequence and image inputs.
@@ -275,17 +296,21 @@ const defaultSeqLen = 1024
 // resolveActivationKnobs reads attention, checkpointing, loss and runtime switches.
 func (s *setup) resolveActivationKnobs() error {
 	j := s.job
-	switch fold(j.Attention) {
-	case "", "sdpa", "mem_efficient", "efficient":
-		s.attn = trAttnSDPA
-	case "flash", "flash_attention_2", "flash_attention_3", "fa2", "fa3", "flash2":
-		s.attn = trAttnFlash
-	case "eager", "math":
-		s.attn = trAttnEager
-	default:
-		return fmt.Errorf("--attn: unknown attention %q (want eager, sdpa or flash)", j.Attention)
+	// Spellings as given first, folded only when they miss (see
+	// resolveMethod).
+	var ok bool
+	if s.attn, ok = attnByName(j.Attention); !ok {
+		if s.attn, ok = attnByName(fold(j.Attention)); !ok {
+			return fmt.Errorf("--attn: unknown attention %q (want eager, sdpa or flash)", j.Attention)
+		}
 	}
-	g := fold(j.GradCheckpoint)
+	g := j.GradCheckpoint
+	switch g {
+	case "", "none", "full", "selective", "op":
+		// Folded already: the cases below read them as given.
+	default:
+		g = fold(g)
+	}
 	switch {
 	case g == "" || g == "none" || g == "false" || g == "off":
 		s.ckpt = ckptNone
@@ -316,7 +341,11 @@ func (s *setup) resolveActivationKnobs() error {
 	default:
 		return fmt.Errorf("--grad-checkpoint: unknown mode %q (want none, full, selective, every-N, or op with torchtitan)", j.GradCheckpoint)
 	}
-	switch fold(j.FusedLoss) {
+	fl := j.FusedLoss
+	if fl != "" {
+		fl = fold(fl)
+	}
+	switch fl {
 	case "":
 		// Framework defaults: litgpt chunks lm_head and CE; torchtune
 		// recipes use CEWithChunkedOutputLoss (compiled with the model
@@ -352,6 +381,20 @@ func (s *setup) resolveActivationKnobs() error {
 	return nil
 }
 
+// attnByName is the attention implementation a folded --attn spelling
+// names.
+func attnByName(a string) (trAttn, bool) {
+	switch a {
+	case "", "sdpa", "mem_efficient", "efficient":
+		return trAttnSDPA, true
+	case "flash", "flash_attention_2", "flash_attention_3", "fa2", "fa3", "flash2":
+		return trAttnFlash, true
+	case "eager", "math":
+		return trAttnEager, true
+	}
+	return 0, false
+}
+
 // titanOpSupported reports why torchtitan's op-level policy cannot be
 // counted for the job: the matmul count it keys on is derived for dense
 // self-attention layers without adapters (torchtitan's Llama block).
@@ -375,9 +418,11 @@ func (s *setup) titanOpSupported() error {
 
 // hasVocabHead reports whether the loss runs over vocabulary logits.
 func (s *setup) hasVocabHead() bool {
-	switch strings.ToLower(s.job.TaskHead) {
-	case "sequence_classification", "seq_cls", "classification", "token_classification", "none", "regression":
-		return false
+	if h := s.job.TaskHead; h != "" {
+		switch strings.ToLower(h) {
+		case "sequence_classification", "seq_cls", "classification", "token_classification", "none", "regression":
+			return false
+		}
 	}
 	return s.m.Text.Vocab > 0
 }
