@@ -119,6 +119,11 @@ type trainBuf struct {
 	results  []StageResult // Result.Stages
 	warnings []string
 	hits     []loraHit // the LoRA targets of the job
+	// hitsFor are the folded target names hits were matched for (the
+	// model is the Estimator's): the next job with the same names, as in
+	// a search, reuses them. hitsOK is false until a first match.
+	hitsFor []string
+	hitsOK  bool
 	shape    []float64 // stagePeaks' copy of a stage's module shares
 }
 

@@ -214,3 +214,42 @@ func TestWholeModelSumsMatchModuleSums(t *testing.T) {
 		t.Errorf("the shortcut was taken %d times, want it exercised on most models", shortcuts)
 	}
 }
+
+// TestEstimatorLoRATargetsReused checks that an Estimator, which reuses
+// the modules matched for the previous job's LoRA targets, matches again
+// when the targets change, including when the caller rewrites the same
+// target slice in place.
+func TestEstimatorLoRATargetsReused(t *testing.T) {
+	m := catalogModel(t, "Qwen/Qwen2-VL-7B-Instruct")
+	e := NewEstimator(m)
+	targets := []string{"q_proj", "v_proj"}
+	steps := []func(){
+		func() {},
+		func() { targets[1] = "down_proj" },
+		func() { targets[0] = "all-linear" },
+		func() { targets[0], targets[1] = "gate_proj", "up_proj" },
+		func() { targets = targets[:1] },
+		func() { targets = nil },
+	}
+	var prev int64
+	for i, step := range steps {
+		step()
+		job := Job{Method: "lora", SeqLen: 1024, LoRATargets: targets}
+		want, werr := Estimate(m, job)
+		got, gerr := e.Estimate(&job)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("step %d %q: Estimate error %v, Estimator error %v", i, targets, werr, gerr)
+		}
+		if werr != nil {
+			continue
+		}
+		if got.TrainableParams != want.TrainableParams || got.PerGPU.AllocatedPeakBytes != want.PerGPU.AllocatedPeakBytes {
+			t.Errorf("step %d %q: Estimator %d trainable, %d bytes; Estimate %d trainable, %d bytes", i, targets,
+				got.TrainableParams, got.PerGPU.AllocatedPeakBytes, want.TrainableParams, want.PerGPU.AllocatedPeakBytes)
+		}
+		if i > 0 && want.TrainableParams == prev {
+			t.Errorf("step %d %q: the same trainable count as the step before; the targets should change it", i, targets)
+		}
+		prev = want.TrainableParams
+	}
+}

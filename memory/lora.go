@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gpumem/gpumem/model"
@@ -208,12 +209,18 @@ func (s *setup) forEachTarget(fn func(mod *model.Module, in, out int, short stri
 }
 
 // matchTargets finds the modules the adapters wrap (lora.hits), in
-// module order. The hits go to the Estimator's memory when there is one.
+// module order. The hits go to the Estimator's memory when there is one,
+// and are reused from there by the next job with the same targets (they
+// depend on nothing else).
 func (s *setup) matchTargets() {
 	l := &s.lora
 	var hits []loraHit
-	if s.buf != nil {
-		hits = s.buf.hits[:0]
+	if b := s.buf; b != nil {
+		if b.hitsOK && slices.Equal(b.hitsFor, l.targets) {
+			l.hits = b.hits
+			return
+		}
+		hits = b.hits[:0]
 	}
 	rows := s.tab.named(s.m)
 	for i := range s.m.Modules {
@@ -244,8 +251,8 @@ func (s *setup) matchTargets() {
 			}
 		}
 	}
-	if s.buf != nil {
-		s.buf.hits = hits[:0]
+	if b := s.buf; b != nil {
+		b.hits, b.hitsFor, b.hitsOK = hits, append(b.hitsFor[:0], l.targets...), true
 	}
 	l.hits = hits
 }
