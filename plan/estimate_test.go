@@ -269,3 +269,56 @@ func TestForMatchesEstimate(t *testing.T) {
 		t.Error("a result changed after later calls")
 	}
 }
+
+// TestSearchModelMatchesSearch checks that SearchModel, which decides fit
+// with the estimator's peaks alone, returns the plan Search returns with
+// full estimates: the same candidates, counts and skipped reasons, over
+// spaces with pipeline, tensor, context and expert parallelism, every
+// engine and the three fine-tuning methods, on a dense, an MoE and a
+// vision-language model.
+func TestSearchModelMatchesSearch(t *testing.T) {
+	cases := []struct {
+		id  string
+		gpu string
+		job memory.Job
+	}{
+		{"meta-llama/Llama-3.1-8B", "a100-40", memory.Job{SeqLen: 4096, GradAccum: 8}},
+		{"mistralai/Mixtral-8x7B-v0.1", "h100-sxm", memory.Job{SeqLen: 2048, GradAccum: 4}},
+		{"Qwen/Qwen2-VL-7B-Instruct", "rtx-4090", memory.Job{SeqLen: 1024, GradAccum: 16}},
+	}
+	for _, c := range cases {
+		m, err := model.Load(c.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := lookup(t, c.gpu)
+		space := DefaultSpace(64)
+		space.PP = []int{1, 2, 3, 4, 8}
+		space.CP = []int{1, 2}
+		space.EP = []int{1, 2, 8}
+		space.Methods = []string{"full", "lora", "qlora"}
+		space.Keep = 1 << 20
+		want, err := Search(For(m), c.job, g, space)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := SearchModel(m, c.job, g, space)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want.Feasible == 0 || want.Feasible == want.Evaluated {
+			t.Errorf("%s on %s: %d of %d layouts fit; the comparison needs some that fit and some that do not", c.id, g.Name, want.Feasible, want.Evaluated)
+		}
+		t.Logf("%s: evaluated %d feasible %d skipped %d candidates %d", c.id, want.Evaluated, want.Feasible, len(want.Skipped), len(want.Candidates))
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s on %s: SearchModel and Search differ: feasible %d/%d, evaluated %d/%d, too big %d/%d, %d/%d candidates",
+				c.id, g.Name, got.Feasible, want.Feasible, got.Evaluated, want.Evaluated, got.TooBig, want.TooBig, len(got.Candidates), len(want.Candidates))
+			for i := range min(len(got.Candidates), len(want.Candidates)) {
+				if got.Candidates[i] != want.Candidates[i] {
+					t.Errorf("first difference at %d: %+v vs %+v", i, got.Candidates[i], want.Candidates[i])
+					break
+				}
+			}
+		}
+	}
+}

@@ -74,14 +74,23 @@ type Fit struct {
 // because the driver's total is what runs out. A result that leaves the
 // device level empty falls back to the reserved, then the allocated peak.
 func Need(r memory.Result) units.Bytes {
-	p := r.PerGPU
+	p := &r.PerGPU
+	return need(p.DevicePeakBytes, p.ReservedPeakBytes, p.AllocatedPeakBytes)
+}
+
+// NeedPeaks is [Need] of the peaks [memory.Estimator.Peak] reports.
+func NeedPeaks(p memory.Peaks) units.Bytes {
+	return need(p.DeviceBytes, p.ReservedBytes, p.AllocatedBytes)
+}
+
+func need(device, reserved, allocated units.Bytes) units.Bytes {
 	switch {
-	case p.DevicePeakBytes > 0:
-		return p.DevicePeakBytes
-	case p.ReservedPeakBytes > 0:
-		return p.ReservedPeakBytes
+	case device > 0:
+		return device
+	case reserved > 0:
+		return reserved
 	}
-	return p.AllocatedPeakBytes
+	return allocated
 }
 
 // Budget is the most a device peak may be and still get the verdict Fits

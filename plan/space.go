@@ -215,15 +215,48 @@ func Search(est EstimateFunc, base memory.Job, g gpu.GPU, s Space) (Plan, error)
 
 // SearchModel is [Search] on model m with one [ForWorker] estimator per
 // worker: the fast way to search a catalog or Hub model.
+//
+// Its workers decide fit with [memory.Estimator.Peak], which gives the
+// peaks of [memory.Estimator.Estimate] without building the breakdown
+// (a test checks that both searches return the same plan).
 func SearchModel(m *model.Model, base memory.Job, g gpu.GPU, s Space) (Plan, error) {
-	return SearchWith(func() EstimateFunc { return ForWorker(m) }, base, g, s)
+	return search(func() fitFunc {
+		e := memory.NewEstimator(m)
+		var job memory.Job // read through a pointer: one copy, reused
+		return func(j memory.Job) (Fit, error) {
+			job = j
+			p, err := e.Peak(&job)
+			if err != nil {
+				return Fit{}, err
+			}
+			return CheckBytes(NeedPeaks(p), g), nil
+		}
+	}, base, g, s)
 }
+
+// fitFunc checks one job against the searched GPU. A search worker owns
+// one alone.
+type fitFunc func(memory.Job) (Fit, error)
 
 // SearchWith is [Search] with an estimator per worker: each worker calls
 // newEst once and uses what it returns alone, so the estimator may keep
 // state between calls (as [ForWorker]'s does); searches read a result
 // before their next estimate and keep no result.
 func SearchWith(newEst func() EstimateFunc, base memory.Job, g gpu.GPU, s Space) (Plan, error) {
+	return search(func() fitFunc {
+		est := newEst()
+		return func(j memory.Job) (Fit, error) {
+			r, err := est(j)
+			if err != nil {
+				return Fit{}, err
+			}
+			return Check(r, g), nil
+		}
+	}, base, g, s)
+}
+
+// search runs the search of [SearchWith] with a fit check per worker.
+func search(newFit func() fitFunc, base memory.Job, g gpu.GPU, s Space) (Plan, error) {
 	if base.Mode != "" && base.Mode != memory.Train {
 		return Plan{}, fmt.Errorf("search layouts: mode %q: layouts are searched for training jobs", base.Mode)
 	}
@@ -240,7 +273,7 @@ func SearchWith(newEst func() EstimateFunc, base memory.Job, g gpu.GPU, s Space)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			parts[w] = searchChunk(newEst(), base, g, s, w, workers)
+			parts[w] = searchChunk(newFit(), base, s, w, workers)
 		}()
 	}
 	wg.Wait()
@@ -280,7 +313,7 @@ type searchPart struct {
 // smaller one of the same layout has the same costs and a lower score.
 // Memory grows with the micro-batch, so it is found by bisection over
 // the sorted list after the smallest fits.
-func searchChunk(est EstimateFunc, base memory.Job, g gpu.GPU, s Space, w, n int) searchPart {
+func searchChunk(fit fitFunc, base memory.Job, s Space, w, n int) searchPart {
 	part := searchPart{top: &best{keep: s.Keep}, skips: map[string]*Skip{}}
 	nmb := len(s.MicroBatches)
 	k := -1
@@ -298,12 +331,11 @@ func searchChunk(est EstimateFunc, base memory.Job, g gpu.GPU, s Space, w, n int
 		eval := func(i int) (Fit, bool) {
 			l.MicroBatch = s.MicroBatches[i]
 			evals++
-			r, err := est(l.Apply(base))
+			f, err := fit(l.Apply(base))
 			if err != nil {
 				addSkip(part.skips, err.Error(), l, k*nmb+i)
 				return Fit{}, false
 			}
-			f := Check(r, g)
 			if f.Verdict != Fits {
 				part.tooBig++
 			}
