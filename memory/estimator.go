@@ -124,7 +124,7 @@ type trainBuf struct {
 	// a search, reuses them. hitsOK is false until a first match.
 	hitsFor []string
 	hitsOK  bool
-	shape    []float64 // stagePeaks' copy of a stage's module shares
+	shape   []float64 // stagePeaks' copy of a stage's module shares
 }
 
 // outBuf is the memory of one assembled result (of the job, or of one
