@@ -113,8 +113,12 @@ func checkSkippedStages(t *testing.T, id string, m *model.Model, tab *modTab, jo
 	var rep stageShape
 	var repStage int
 	var repPeaks Peaks
+	whole := s.layerModulesWhole()
 	for i := range s.dist.pp {
 		s.setStage(i)
+		if whole && rep.sameLayout(&s) && !rep.same(&s) {
+			t.Errorf("%s %+v: stage %d has the layout of stage %d but other module shares", id, *job, i, repStage)
+		}
 		var parts trainParts
 		s.stageParts(&parts)
 		p := s.peaksOf(&parts)
@@ -129,4 +133,16 @@ func checkSkippedStages(t *testing.T, id string, m *model.Model, tab *modTab, jo
 		}
 	}
 	return skipped
+}
+
+// TestLayerModulesWhole checks the models Peak's shortcut depends on: a
+// dense stack's layer modules span every layer; DeepSeek-V2-Lite's dense
+// first layer and MoE rest are runs.
+func TestLayerModulesWhole(t *testing.T) {
+	for id, want := range map[string]bool{"meta-llama/Llama-3.1-8B": true, "mistralai/Mixtral-8x7B-v0.1": true, "deepseek-ai/DeepSeek-V2-Lite": false} {
+		s := setup{m: catalogModel(t, id)}
+		if got := s.layerModulesWhole(); got != want {
+			t.Errorf("%s: layerModulesWhole = %v, want %v", id, got, want)
+		}
+	}
 }

@@ -217,8 +217,13 @@ func (s *setup) stagePeaks() Peaks {
 	var best Peaks
 	var rep stageShape
 	warnings := len(s.warnings)
+	whole := s.layerModulesWhole()
 	for i := range d.pp {
-		s.setStage(i)
+		s.placeStage(i)
+		if whole && rep.sameLayout(s) {
+			continue // its module shares equal rep's: no need to compute them
+		}
+		s.fillFracs()
 		if rep.same(s) {
 			continue
 		}
@@ -284,13 +289,37 @@ func (r *stageShape) set(s *setup) {
 // so neither holds it — it saves less, and only where it is) and a
 // trained layer range covers all of both stages or none of either.
 func (r *stageShape) same(s *setup) bool {
-	d := &s.dist
-	if !r.ok || d.first || d.last || d.stageLayers != r.layers || d.inFlight > r.inFlight ||
-		s.trainable.lowest >= r.lo || len(s.fracs) != len(r.fracs) || r.trained < 0 || s.trainedLayers() != r.trained {
+	if !r.sameLayout(s) || len(s.fracs) != len(r.fracs) {
 		return false
 	}
 	for i, f := range s.fracs {
 		if f != r.fracs[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// sameLayout is same without the module shares: the current stage is a
+// middle stage with r's layer count, no more micro-batches in flight and
+// the same trained layers, and r is one too.
+func (r *stageShape) sameLayout(s *setup) bool {
+	d := &s.dist
+	return r.ok && !d.first && !d.last && d.stageLayers == r.layers && d.inFlight <= r.inFlight &&
+		s.trainable.lowest < r.lo && r.trained >= 0 && s.trainedLayers() == r.trained
+}
+
+// layerModulesWhole reports whether every module of the text layers
+// spans the whole stack (none is a run of some of its layers, as MoE and
+// dense runs are). Then two middle pipeline stages with as many layers
+// hold equal shares of every module: the layer modules' shares are the
+// layer count over the stack's (times the tensor and expert splits), and
+// the modules outside the layers sit on the first or the last stage
+// (rankFrac, onStage).
+func (s *setup) layerModulesWhole() bool {
+	L := s.m.Text.Layers
+	for i := range s.m.Modules {
+		if mod := &s.m.Modules[i]; mod.Stack == stackText && mod.Layer >= 0 && (mod.Layer != 0 || max(mod.Layers, 1) != L) {
 			return false
 		}
 	}
