@@ -80,6 +80,15 @@ type Peaks struct {
 // than one already estimated are skipped. Searches use it to decide
 // which jobs fit; estimate the chosen ones in full.
 func (e *Estimator) Peak(job *Job) (Peaks, error) {
+	return e.PeakUpTo(job, 0)
+}
+
+// PeakUpTo is [Estimator.Peak] for a question of fit: when a pipeline
+// stage's device peak is above limit, it returns that stage's peaks
+// without estimating the stages after it. The job's device peak is at
+// least that stage's, so it does not fit in limit either; below limit
+// the answer is Peak's. A limit of zero or less sets no limit.
+func (e *Estimator) PeakUpTo(job *Job, limit units.Bytes) (Peaks, error) {
 	if e == nil || e.m == nil {
 		return Peaks{}, fmt.Errorf("estimate: no model")
 	}
@@ -96,7 +105,7 @@ func (e *Estimator) Peak(job *Job) (Peaks, error) {
 	if e.tab == nil {
 		e.tab = newModTab(e.m)
 	}
-	return peakTraining(e.m, job, &e.buf, e.tab)
+	return peakTraining(e.m, job, &e.buf, e.tab, limit)
 }
 
 // peaksOfResult is the Peaks of a full result.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/units"
 )
 
 // peakCases are pipeline-parallel jobs for Estimator.Peak, which skips
@@ -65,7 +66,7 @@ func TestPeakMatchesEstimate(t *testing.T) {
 		"meta-llama/Llama-3.1-8B": true, "mistralai/Mixtral-8x7B-v0.1": true, "google/gemma-3-4b-it": true,
 		"meta-llama/Llama-3.2-11B-Vision": true, "deepseek-ai/DeepSeek-V2-Lite": true, "Qwen/Qwen2-VL-7B-Instruct": true,
 	}
-	seen, skipped := 0, 0
+	seen, skipped, stopped := 0, 0, 0
 	for _, entry := range model.Catalog() {
 		m := catalogModel(t, entry.ID)
 		full, lean := NewEstimator(m), NewEstimator(m)
@@ -87,11 +88,30 @@ func TestPeakMatchesEstimate(t *testing.T) {
 			if err != nil {
 				continue
 			}
-			if want := peaksOfResult(r); p != want {
+			want := peaksOfResult(r)
+			if p != want {
 				t.Fatalf("%s job %d %+v:\nPeak     %+v\nEstimate %+v", entry.ID, i, *j, p, want)
+			}
+			// Below the device peak PeakUpTo may stop at a stage above
+			// the limit; at or above it, it answers as Peak.
+			for _, limit := range []units.Bytes{want.DeviceBytes / 2, want.DeviceBytes - 1, want.DeviceBytes, want.DeviceBytes + 1} {
+				u, err := lean.PeakUpTo(j, limit)
+				switch {
+				case err != nil:
+					t.Fatalf("%s job %d: PeakUpTo %d: %v", entry.ID, i, limit, err)
+				case limit >= want.DeviceBytes && u != want:
+					t.Fatalf("%s job %d: PeakUpTo %d = %+v, want Peak's %+v", entry.ID, i, limit, u, want)
+				case limit < want.DeviceBytes && (u.DeviceBytes <= limit || u.DeviceBytes > want.DeviceBytes):
+					t.Fatalf("%s job %d: PeakUpTo %d = %+v, want a device peak above the limit and at most %d", entry.ID, i, limit, u, want.DeviceBytes)
+				case limit < want.DeviceBytes && u != want:
+					stopped++
+				}
 			}
 			skipped += checkSkippedStages(t, entry.ID, m, full.tab, j)
 		}
+	}
+	if stopped < 100 {
+		t.Errorf("PeakUpTo stopped early only %d times over the test jobs; the check needs more", stopped)
 	}
 	if skipped < 500 {
 		t.Errorf("Peak skipped only %d pipeline stages over the test jobs; the check needs more", skipped)

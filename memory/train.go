@@ -166,7 +166,7 @@ func (s *setup) estimateStages(res *Result) *bandBox {
 
 // peakTraining is estimateTrainingBuf without the breakdown: the job's
 // per-GPU peaks (see [Estimator.Peak]).
-func peakTraining(m *model.Model, job *Job, buf *trainBuf, tab *modTab) (Peaks, error) {
+func peakTraining(m *model.Model, job *Job, buf *trainBuf, tab *modTab, limit units.Bytes) (Peaks, error) {
 	var s setup
 	s.tab, s.buf = tab, buf
 	s.warnings = buf.warnings[:0]
@@ -175,7 +175,7 @@ func peakTraining(m *model.Model, job *Job, buf *trainBuf, tab *modTab) (Peaks, 
 	}
 	var p Peaks
 	if s.dist.pp > 1 {
-		p = s.stagePeaks()
+		p = s.stagePeaks(limit)
 	} else {
 		var t trainParts
 		s.stageParts(&t)
@@ -212,13 +212,22 @@ func (s *setup) peaksOf(t *trainParts) Peaks {
 // (sameStage): all its parts but the activations are the same, and
 // those scale with the micro-batches in flight, so its peaks are no
 // larger. Estimate lists every stage, so its answer is the same.
-func (s *setup) stagePeaks() Peaks {
+//
+// With a limit above zero it returns the first stage whose device peak
+// is above limit: the job's is at least as large.
+func (s *setup) stagePeaks(limit units.Bytes) Peaks {
 	d := &s.dist
 	var best Peaks
 	var rep stageShape
 	warnings := len(s.warnings)
 	whole := s.layerModulesWhole()
-	for i := range d.pp {
+	for k := range d.pp {
+		// The last stage first: with the output layer and the loss it is
+		// the most loaded as often as the first, so a limit stops sooner.
+		i := k - 1
+		if k == 0 {
+			i = d.pp - 1
+		}
 		s.placeStage(i)
 		if whole && rep.sameLayout(s) {
 			continue // its module shares equal rep's: no need to compute them
@@ -231,8 +240,11 @@ func (s *setup) stagePeaks() Peaks {
 		var t trainParts
 		s.stageParts(&t)
 		p := s.peaksOf(&t)
-		if i == 0 || p.DeviceBytes > best.DeviceBytes {
-			best = p
+		if limit > 0 && p.DeviceBytes > limit {
+			return p
+		}
+		if k == 0 || p.DeviceBytes > best.DeviceBytes || p.DeviceBytes == best.DeviceBytes && i < best.Stage {
+			best = p // the lowest of equally loaded stages, as Estimate picks
 		}
 		rep.set(s)
 	}

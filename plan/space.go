@@ -216,16 +216,18 @@ func Search(est EstimateFunc, base memory.Job, g gpu.GPU, s Space) (Plan, error)
 // SearchModel is [Search] on model m with one [ForWorker] estimator per
 // worker: the fast way to search a catalog or Hub model.
 //
-// Its workers decide fit with [memory.Estimator.Peak], which gives the
-// peaks of [memory.Estimator.Estimate] without building the breakdown
-// (a test checks that both searches return the same plan).
+// Its workers decide fit with [memory.Estimator.PeakUpTo], which gives
+// the peaks of [memory.Estimator.Estimate] without building the
+// breakdown, and stops at the first pipeline stage that does not fit on
+// g: the search keeps no figure of a layout that does not fit (a test
+// checks that both searches return the same plan).
 func SearchModel(m *model.Model, base memory.Job, g gpu.GPU, s Space) (Plan, error) {
 	return search(func() fitFunc {
 		e := memory.NewEstimator(m)
 		var job memory.Job // read through a pointer: one copy, reused
 		return func(j memory.Job) (Fit, error) {
 			job = j
-			p, err := e.Peak(&job)
+			p, err := e.PeakUpTo(&job, g.Memory)
 			if err != nil {
 				return Fit{}, err
 			}
