@@ -306,16 +306,16 @@ func (s *setup) stackOf(mod *model.Module) *model.Stack {
 // (arXiv:2308.03303), so only B trains.
 func (s *setup) forEachAdapter(fn func(tensorGroup)) {
 	r := float64(s.lora.rank)
-	s.forEachTarget(func(mod *model.Module, in, out int, _ string) {
-		n := float64(mod.Instances) * s.rankFrac(mod)
+	for _, h := range s.lora.hits {
+		n := float64(s.m.Modules[h.mod].Instances) * s.frac(h.mod)
 		if s.lora.variant != "lora-fa" {
-			fn(tensorGroup{count: n, rows: r, cols: float64(in), adapter: true, matrix: true})
+			fn(tensorGroup{count: n, rows: r, cols: float64(h.in), adapter: true, matrix: true})
 		}
-		fn(tensorGroup{count: n, rows: float64(out), cols: r, adapter: true, matrix: true})
+		fn(tensorGroup{count: n, rows: float64(h.out), cols: r, adapter: true, matrix: true})
 		if s.lora.variant == "dora" {
-			fn(tensorGroup{count: n, rows: float64(out), adapter: true})
+			fn(tensorGroup{count: n, rows: float64(h.out), adapter: true})
 		}
-	})
+	}
 }
 
 // frozenLoRAParams counts adapter parameters frozen by LoRA-FA (its A

@@ -71,6 +71,53 @@ type modRow struct {
 	// (per-layer adapter geometry). All three are filled by named.
 	lname, short string
 	firstLayer   int
+	// place is where the module sits in a pipeline and split how tensor
+	// and expert parallelism divide it (setup.fracOf).
+	place modPlace
+	split modSplit
+}
+
+// modPlace is where a module sits in a pipeline (setup.fracOf): in the
+// text layers (lo, n: its first layer and how many), with the output
+// layer on the last stage, as the text embedding on the first (and the
+// last, tied), or with the modules outside the text stack on the first.
+type modPlace uint8
+
+const (
+	placeFirst modPlace = iota // vision tower, projector, encoder, position tables
+	placeLayers
+	placeLast      // output head, final norm
+	placeEmbedding // the text embedding
+)
+
+// modSplit is how model parallelism divides a module.
+type modSplit uint8
+
+const (
+	splitNone   modSplit = iota
+	splitTP              // Linear weights and embeddings: 1/tp (vocab- or tensor-parallel)
+	splitExpert          // routed experts: 1/ep
+)
+
+// placeOf classifies a module for fracOf.
+func placeOf(mod *model.Module) (modPlace, modSplit) {
+	place := placeFirst
+	switch {
+	case mod.Stack == stackText && mod.Layer >= 0:
+		place = placeLayers
+	case mod.Component == compLMHead || mod.Component == "final_norm":
+		place = placeLast
+	case mod.Component == compEmbedding && mod.Stack == stackText:
+		place = placeEmbedding
+	}
+	split := splitNone
+	switch {
+	case mod.Expert:
+		split = splitExpert
+	case mod.In > 0 && mod.Out > 0, mod.Component == compEmbedding:
+		split = splitTP
+	}
+	return place, split
 }
 
 // newModTab tabulates m.
@@ -104,6 +151,7 @@ func (t *modTab) init(m *model.Model) {
 		}
 		r := &rows[i]
 		r.gs, r.k = moduleGroups(m, mod, 1)
+		r.place, r.split = placeOf(mod)
 		for j := range r.k {
 			g := &r.gs[j]
 			t.numel += g.count * g.numel()

@@ -327,7 +327,7 @@ func (r *stageShape) sameLayout(s *setup) bool {
 // hold equal shares of every module: the layer modules' shares are the
 // layer count over the stack's (times the tensor and expert splits), and
 // the modules outside the layers sit on the first or the last stage
-// (rankFrac, onStage).
+// (fracOf).
 func (s *setup) layerModulesWhole() bool {
 	L := s.m.Text.Layers
 	for i := range s.m.Modules {

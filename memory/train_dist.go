@@ -367,24 +367,34 @@ func (s *setup) setStage(i int) {
 	s.fillFracs()
 }
 
-// fillFracs computes rankFrac of every module on the current stage once
-// (s.fracs), for the loops over modules that read it.
+// fillFracs computes the share of every module on the current stage
+// once (s.fracs, fracOf), for the loops over modules that read it.
 func (s *setup) fillFracs() {
 	f := s.tab.fracs()
 	if d := &s.dist; d.single || (d.tp == 1 && d.pp == 1 && d.ep == 1) {
-		// Every module whole on every rank (rankFrac's first case).
+		// Every module whole on every rank (fracOf is 1).
 		for i := range f {
 			f[i] = 1
 		}
 		s.fracs, s.unitFracs = f, true
 		return
 	}
+	rows := s.tab.rows()
 	unit := true
-	for i := range s.m.Modules {
-		f[i] = s.rankFrac(&s.m.Modules[i])
+	for i := range rows {
+		f[i] = s.fracOf(&rows[i], &s.m.Modules[i])
 		unit = unit && f[i] == 1
 	}
 	s.fracs, s.unitFracs = f, unit
+}
+
+// frac is the rank fraction of module i: its share on the current stage
+// (fracOf), or 1 while the whole model is counted.
+func (s *setup) frac(i int) float64 {
+	if s.wholeModel {
+		return 1
+	}
+	return s.fracs[i]
 }
 
 // placeStage sets the layer range, end-stage flags and micro-batches in
@@ -425,52 +435,46 @@ func (s *setup) placeStage(i int) {
 	}
 }
 
-// rankFrac is the share of a module's parameters one rank of the current
-// pipeline stage holds before data-parallel sharding: the stage's layers,
-// 1/tp of Linear weights, embeddings and output head (vocab-parallel),
-// 1/ep of routed experts. The embedding sits on the first stage, the
-// final norm and head on the last (with a copy of tied embeddings, as
-// Megatron keeps for the shared output weight).
-func (s *setup) rankFrac(mod *model.Module) float64 {
+// fracOf is the share of a module's parameters one rank of the current
+// pipeline stage holds before data-parallel sharding: the
+// stage's layers, 1/tp of Linear weights, embeddings and output head
+// (vocab-parallel), 1/ep of routed experts. The embedding sits on the
+// first stage, the final norm and head on the last (with a copy of tied
+// embeddings, as Megatron keeps for the shared output weight). It reads
+// the module's place and split from the model table; fillFracs computes
+// it for every module of a layout with model parallelism (s.fracs).
+func (s *setup) fracOf(r *modRow, mod *model.Module) float64 {
 	d := &s.dist
-	if d.single || (d.tp == 1 && d.pp == 1 && d.ep == 1) || s.wholeModel {
-		return 1
-	}
 	f := 1.0
-	switch {
-	case mod.Stack == stackText && mod.Layer >= 0:
+	switch r.place {
+	case placeLayers:
 		n := max(mod.Layers, 1)
 		lo, hi := max(mod.Layer, d.stageLo), min(mod.Layer+n, d.stageHi)
 		if hi <= lo {
 			return 0
 		}
 		f = float64(hi-lo) / float64(n)
-	case d.pp > 1:
-		if !s.onStage(mod) {
+	case placeLast:
+		if d.pp > 1 && !d.last {
+			return 0
+		}
+	case placeEmbedding:
+		if d.pp > 1 && !d.first && !(d.last && s.m.Text.TiedEmbeddings) {
+			return 0
+		}
+	default:
+		// Vision tower, projector, encoder, position tables: the first stage.
+		if d.pp > 1 && !d.first {
 			return 0
 		}
 	}
-	switch {
-	case mod.Expert:
+	switch r.split {
+	case splitExpert:
 		f /= float64(d.ep)
-	case mod.In > 0 && mod.Out > 0, mod.Component == compEmbedding:
+	case splitTP:
 		f /= float64(d.tp)
 	}
 	return f
-}
-
-// onStage reports whether a module outside the text layers lives on the
-// current pipeline stage.
-func (s *setup) onStage(mod *model.Module) bool {
-	d := &s.dist
-	switch {
-	case mod.Component == compLMHead || mod.Component == "final_norm":
-		return d.last
-	case mod.Component == compEmbedding && mod.Stack == stackText:
-		return d.first || (d.last && s.m.Text.TiedEmbeddings)
-	}
-	// Vision tower, projector, encoder, position tables: the first stage.
-	return d.first
 }
 
 // modelTrainable is the trainable parameter count of the whole model (not

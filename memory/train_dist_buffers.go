@@ -341,7 +341,7 @@ func (s *setup) persistentParams(threshold float64) float64 {
 	var n float64
 	for i := range s.m.Modules {
 		mod := &s.m.Modules[i]
-		f := s.rankFrac(mod)
+		f := s.frac(i)
 		if f == 0 {
 			continue
 		}
@@ -411,11 +411,11 @@ func (s *setup) largestModule() float64 {
 	var n float64
 	for i := range s.m.Modules {
 		mod := &s.m.Modules[i]
-		f := s.rankFrac(mod)
+		f := s.frac(i)
 		if f == 0 {
 			continue
 		}
-		// One instance of the module, with the tp/ep split of rankFrac
+		// One instance of the module, with the tp/ep split of fracOf
 		// but not its share of layers.
 		each := float64(mod.Each)
 		switch {
@@ -435,7 +435,7 @@ func (s *setup) fsdpUnits() (unit, root float64) {
 	var layers float64
 	for i := range s.m.Modules {
 		mod := &s.m.Modules[i]
-		f := s.rankFrac(mod)
+		f := s.frac(i)
 		switch {
 		case mod.Stack == stackText && mod.Layer >= 0:
 			layers += float64(mod.Params) * f

@@ -303,7 +303,7 @@ func (s *setup) forEachTrainable(fn func(tensorGroup)) {
 	for i := range s.m.Modules {
 		mod := &s.m.Modules[i]
 		if f := s.trainable.fraction(mod); f > 0 {
-			moduleTensors(s.m, mod, f*s.rankFrac(mod), fn)
+			moduleTensors(s.m, mod, f*s.frac(i), fn)
 		}
 	}
 	if s.countOnly() {

@@ -101,14 +101,14 @@ type setup struct {
 	lora              loraSpec
 	trainable         trainSpec
 	dist              distSpec
-	wholeModel        bool // rankFrac returns 1: count the whole model, not a rank's share
+	wholeModel        bool // frac returns 1: count the whole model, not a rank's share
 	warnings          []string
 	buf               *trainBuf // the Estimator's memory; nil: allocate
 	out               *outBuf   // where assemble writes the result; nil: allocate
 	trained           float64   // the whole model's trainable parameters, once haveTrained
 	haveTrained       bool
 	tab               *modTab   // the model's inventory table; initJob makes one if nil
-	fracs             []float64 // rankFrac of each module on the current stage (fillFracs)
+	fracs             []float64 // fracOf of each module on the current stage (fillFracs)
 	unitFracs         bool      // every module is wholly on this rank (all fracs are 1)
 	slowSums          bool      // tests: sum module by module even where the model table's totals give the answer
 }
