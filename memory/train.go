@@ -193,8 +193,18 @@ func (s *setup) peaksOf(t *trainParts) Peaks {
 	var totals [numPhases]units.Bytes
 	for i := range rows {
 		v := &rows[i].v
-		totals[0], totals[1], totals[2] = units.Add(totals[0], units.FromFloat(v[0])), units.Add(totals[1], units.FromFloat(v[1])), units.Add(totals[2], units.FromFloat(v[2]))
-		totals[3], totals[4] = units.Add(totals[3], units.FromFloat(v[3])), units.Add(totals[4], units.FromFloat(v[4]))
+		switch {
+		case v[0] == 0 && v[1] == 0 && v[2] == 0 && v[3] == 0 && v[4] == 0:
+			// Nothing to add (about half the rows of most jobs).
+		case v[0] == v[1] && v[0] == v[2] && v[0] == v[3] && v[0] == v[4]:
+			// The same all step long (weights, states): round once.
+			b := units.FromFloat(v[0])
+			totals[0], totals[1], totals[2] = units.Add(totals[0], b), units.Add(totals[1], b), units.Add(totals[2], b)
+			totals[3], totals[4] = units.Add(totals[3], b), units.Add(totals[4], b)
+		default:
+			totals[0], totals[1], totals[2] = units.Add(totals[0], units.FromFloat(v[0])), units.Add(totals[1], units.FromFloat(v[1])), units.Add(totals[2], units.FromFloat(v[2]))
+			totals[3], totals[4] = units.Add(totals[3], units.FromFloat(v[3])), units.Add(totals[4], units.FromFloat(v[4]))
+		}
 	}
 	peak := 0
 	for ph := 1; ph < numPhases; ph++ {
