@@ -105,7 +105,82 @@ func (e *Estimator) PeakUpTo(job *Job, limit units.Bytes) (Peaks, error) {
 	if e.tab == nil {
 		e.tab = newModTab(e.m)
 	}
-	return peakTraining(e.m, job, &e.buf, e.tab, limit)
+	return peakTraining(e.m, job, &e.buf, e.tab, limit, nil)
+}
+
+// Sweep is a training job whose peaks are wanted at several
+// micro-batches, as a search for the largest micro-batch that fits asks
+// for them: the parts of each pipeline stage that do not depend on the
+// micro-batch (the share of each module the stage holds, the parameter
+// counts, the weights, gradients and optimizer states) are computed at
+// the first [Sweep.PeakUpTo] and reused by the next ones. Its answers
+// are [Estimator.PeakUpTo]'s for the job with that micro-batch.
+//
+// A Sweep uses its Estimator's memory: use one Sweep of an Estimator at
+// a time, and no other call of the Estimator between [Sweep.Reset] and
+// the last PeakUpTo.
+type Sweep struct {
+	e      *Estimator
+	job    Job
+	stages []sweepStage
+}
+
+// sweepStage is what a Sweep keeps of one pipeline stage.
+type sweepStage struct {
+	ok    bool // filled
+	fracs []float64
+	unit  bool
+	p     trParams
+	st    rankStates
+}
+
+// NewSweep returns a Sweep of e's model; [Sweep.Reset] gives it its job.
+func (e *Estimator) NewSweep() *Sweep {
+	return &Sweep{e: e}
+}
+
+// Reset makes job the Sweep's job and forgets the previous job's parts.
+// The Sweep keeps a copy of job, which shares job's slices: leave them
+// unchanged until the last PeakUpTo of this job.
+func (w *Sweep) Reset(job *Job) {
+	w.job = *job
+	for i := range w.stages {
+		w.stages[i].ok = false
+	}
+}
+
+// PeakUpTo returns [Estimator.PeakUpTo] of the Sweep's job with its
+// micro-batch (Job.MicroBatch, or Job.Batch in the inference modes) set
+// to microBatch.
+func (w *Sweep) PeakUpTo(microBatch int, limit units.Bytes) (Peaks, error) {
+	e := w.e
+	job := &w.job
+	if job.Mode != "" && job.Mode != Train {
+		job.Batch = microBatch
+		return e.PeakUpTo(job, limit)
+	}
+	job.MicroBatch = microBatch
+	if e == nil || e.m == nil {
+		return Peaks{}, fmt.Errorf("estimate: no model")
+	}
+	if err := checkGPU(job.GPUComputeCapability); err != nil {
+		return Peaks{}, err
+	}
+	if e.tab == nil {
+		e.tab = newModTab(e.m)
+	}
+	return peakTraining(e.m, job, &e.buf, e.tab, limit, w)
+}
+
+// stage returns what the Sweep keeps of pipeline stage i; nil for no Sweep.
+func (w *Sweep) stage(i int) *sweepStage {
+	if w == nil {
+		return nil
+	}
+	for len(w.stages) <= i {
+		w.stages = append(w.stages, sweepStage{})
+	}
+	return &w.stages[i]
 }
 
 // peaksOfResult is the Peaks of a full result.

@@ -166,3 +166,44 @@ func TestLayerModulesWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepMatchesPeak checks that a Sweep, which keeps the parts of each
+// stage that do not depend on the micro-batch, answers as PeakUpTo does
+// for the job with each micro-batch, asked in the order of a bisection
+// and in others, with and without a limit, on jobs with and without
+// pipeline parallelism; and that Reset forgets the previous job.
+func TestSweepMatchesPeak(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 11))
+	jobs := peakCases(rng, 150)
+	for _, c := range goldenCases() {
+		if c.job.Mode == "" || c.job.Mode == Train {
+			jobs = append(jobs, c.job)
+		}
+	}
+	orders := [][]int{{1, 16, 8, 4, 2, 3}, {2, 1, 32, 5}, {4, 4, 1}}
+	for _, id := range []string{"meta-llama/Llama-3.1-8B", "mistralai/Mixtral-8x7B-v0.1", "Qwen/Qwen2-VL-7B-Instruct", "deepseek-ai/DeepSeek-V2-Lite"} {
+		m := catalogModel(t, id)
+		e, ref := NewEstimator(m), NewEstimator(m)
+		sw := e.NewSweep()
+		for i := range jobs {
+			sw.Reset(&jobs[i])
+			for _, mb := range orders[i%len(orders)] {
+				j := jobs[i]
+				j.MicroBatch = mb
+				want, werr := ref.Peak(&j)
+				var limit units.Bytes
+				if i%3 == 1 {
+					limit = want.DeviceBytes / 2
+					want, werr = ref.PeakUpTo(&j, limit)
+				}
+				got, gerr := sw.PeakUpTo(mb, limit)
+				if (werr == nil) != (gerr == nil) || (werr != nil && werr.Error() != gerr.Error()) {
+					t.Fatalf("%s job %d micro-batch %d: Peak error %v, Sweep error %v", id, i, mb, werr, gerr)
+				}
+				if got != want {
+					t.Fatalf("%s job %d %+v micro-batch %d limit %d:\nSweep %+v\nPeak  %+v", id, i, jobs[i], mb, limit, got, want)
+				}
+			}
+		}
+	}
+}

@@ -105,9 +105,16 @@ type trainBox struct {
 
 // stageParts computes the parts of the current pipeline stage.
 func (s *setup) stageParts(t *trainParts) {
-	d := &s.dist
 	t.p = s.countParams()
 	t.st = s.modelStates(&t.p)
+	s.batchParts(t)
+}
+
+// batchParts computes the parts of the current stage that depend on the
+// micro-batch, given the parameter counts and model states (t.p, t.st),
+// which do not.
+func (s *setup) batchParts(t *trainParts) {
+	d := &s.dist
 	t.act = s.activations()
 	if d.pp == 1 || d.last {
 		t.loss = s.lossMemory() // the output layer runs on the last stage
@@ -166,7 +173,11 @@ func (s *setup) estimateStages(res *Result) *bandBox {
 
 // peakTraining is estimateTrainingBuf without the breakdown: the job's
 // per-GPU peaks (see [Estimator.Peak]).
-func peakTraining(m *model.Model, job *Job, buf *trainBuf, tab *modTab, limit units.Bytes) (Peaks, error) {
+//
+// With a sweep (a job whose micro-batch alone changes from call to call,
+// see [Sweep]) each stage's module shares, parameter counts and model
+// states, which do not depend on the micro-batch, are computed once.
+func peakTraining(m *model.Model, job *Job, buf *trainBuf, tab *modTab, limit units.Bytes, sw *Sweep) (Peaks, error) {
 	var s setup
 	s.tab, s.buf = tab, buf
 	s.warnings = buf.warnings[:0]
@@ -175,14 +186,41 @@ func peakTraining(m *model.Model, job *Job, buf *trainBuf, tab *modTab, limit un
 	}
 	var p Peaks
 	if s.dist.pp > 1 {
-		p = s.stagePeaks(limit)
+		p = s.stagePeaks(limit, sw)
 	} else {
 		var t trainParts
-		s.stageParts(&t)
+		s.cachedParts(&t, sw.stage(0), false)
 		p = s.peaksOf(&t)
 	}
 	buf.warnings = s.warnings[:0] // keep their memory for the next call
 	return p, nil
+}
+
+// cachedParts is stageParts for the current stage, whose parts that do
+// not depend on the micro-batch c holds once it is filled (c.ok); a nil c
+// keeps nothing. With fracs, the stage's module shares come from c too
+// (or are computed by fillFracs and kept).
+func (s *setup) cachedParts(t *trainParts, c *sweepStage, fracs bool) {
+	switch {
+	case c == nil:
+		if fracs {
+			s.fillFracs()
+		}
+		s.stageParts(t)
+		return
+	case c.ok:
+		if fracs {
+			s.fracs, s.unitFracs = c.fracs, c.unit
+		}
+		t.p, t.st = c.p, c.st
+		s.batchParts(t)
+		return
+	}
+	if fracs {
+		s.fillFracs()
+	}
+	s.stageParts(t)
+	c.ok, c.fracs, c.unit, c.p, c.st = true, append(c.fracs[:0], s.fracs...), s.unitFracs, t.p, t.st
 }
 
 // peaksOf is assemble without the breakdown: the current stage's peaks,
@@ -225,7 +263,7 @@ func (s *setup) peaksOf(t *trainParts) Peaks {
 //
 // With a limit above zero it returns the first stage whose device peak
 // is above limit: the job's is at least as large.
-func (s *setup) stagePeaks(limit units.Bytes) Peaks {
+func (s *setup) stagePeaks(limit units.Bytes, sw *Sweep) Peaks {
 	d := &s.dist
 	var best Peaks
 	var rep stageShape
@@ -242,13 +280,18 @@ func (s *setup) stagePeaks(limit units.Bytes) Peaks {
 		if whole && rep.sameLayout(s) {
 			continue // its module shares equal rep's: no need to compute them
 		}
-		s.fillFracs()
+		c := sw.stage(i)
+		if c != nil && c.ok {
+			s.fracs, s.unitFracs = c.fracs, c.unit
+		} else {
+			s.fillFracs()
+		}
 		if rep.same(s) {
 			continue
 		}
 		s.warnings = s.warnings[:warnings]
 		var t trainParts
-		s.stageParts(&t)
+		s.cachedParts(&t, c, false)
 		p := s.peaksOf(&t)
 		if limit > 0 && p.DeviceBytes > limit {
 			return p

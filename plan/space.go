@@ -213,52 +213,76 @@ func Search(est EstimateFunc, base memory.Job, g gpu.GPU, s Space) (Plan, error)
 	return SearchWith(func() EstimateFunc { return est }, base, g, s)
 }
 
-// SearchModel is [Search] on model m with one [ForWorker] estimator per
-// worker: the fast way to search a catalog or Hub model.
-//
-// Its workers decide fit with [memory.Estimator.PeakUpTo], which gives
-// the peaks of [memory.Estimator.Estimate] without building the
-// breakdown, and stops at the first pipeline stage that does not fit on
-// g: the search keeps no figure of a layout that does not fit (a test
-// checks that both searches return the same plan).
+// SearchModel is [Search] on model m, the fast way to search a catalog
+// or Hub model: each worker decides fit with a [memory.Sweep] of its own
+// [memory.Estimator]. That gives the peaks of [memory.Estimator.Estimate]
+// without building the breakdown, computes a layout's parts that do not
+// depend on the micro-batch once for all the micro-batches tried, and
+// stops at the first pipeline stage that does not fit on g (the search
+// keeps no figure of a layout that does not fit). A test checks that
+// both searches return the same plan.
 func SearchModel(m *model.Model, base memory.Job, g gpu.GPU, s Space) (Plan, error) {
-	return search(func() fitFunc {
-		e := memory.NewEstimator(m)
-		var job memory.Job // read through a pointer: one copy, reused
-		return func(j memory.Job) (Fit, error) {
-			job = j
-			p, err := e.PeakUpTo(&job, g.Memory)
-			if err != nil {
-				return Fit{}, err
-			}
-			return CheckBytes(NeedPeaks(p), g), nil
-		}
+	return search(func() fitter {
+		return &sweepFitter{sw: memory.NewEstimator(m).NewSweep(), g: g}
 	}, base, g, s)
 }
 
-// fitFunc checks one job against the searched GPU. A search worker owns
-// one alone.
-type fitFunc func(memory.Job) (Fit, error)
+// fitter checks one layout's job against the searched GPU at several
+// micro-batches. A search worker owns one alone.
+type fitter interface {
+	// reset makes j, a layout applied to the base job, the job checked.
+	reset(j *memory.Job)
+	// fit checks the job with micro-batch mb.
+	fit(mb int) (Fit, error)
+}
+
+// estFitter is a fitter of full estimates.
+type estFitter struct {
+	est EstimateFunc
+	g   gpu.GPU
+	job memory.Job
+}
+
+func (f *estFitter) reset(j *memory.Job) { f.job = *j }
+
+func (f *estFitter) fit(mb int) (Fit, error) {
+	f.job.MicroBatch = mb
+	r, err := f.est(f.job)
+	if err != nil {
+		return Fit{}, err
+	}
+	return Check(r, f.g), nil
+}
+
+// sweepFitter is a fitter of peaks from a [memory.Sweep], which computes
+// the parts that do not depend on the micro-batch once per layout. It
+// asks for the peaks up to the GPU's memory: the search keeps no figure
+// of a job that does not fit.
+type sweepFitter struct {
+	sw *memory.Sweep
+	g  gpu.GPU
+}
+
+func (f *sweepFitter) reset(j *memory.Job) { f.sw.Reset(j) }
+
+func (f *sweepFitter) fit(mb int) (Fit, error) {
+	p, err := f.sw.PeakUpTo(mb, f.g.Memory)
+	if err != nil {
+		return Fit{}, err
+	}
+	return CheckBytes(NeedPeaks(p), f.g), nil
+}
 
 // SearchWith is [Search] with an estimator per worker: each worker calls
 // newEst once and uses what it returns alone, so the estimator may keep
 // state between calls (as [ForWorker]'s does); searches read a result
 // before their next estimate and keep no result.
 func SearchWith(newEst func() EstimateFunc, base memory.Job, g gpu.GPU, s Space) (Plan, error) {
-	return search(func() fitFunc {
-		est := newEst()
-		return func(j memory.Job) (Fit, error) {
-			r, err := est(j)
-			if err != nil {
-				return Fit{}, err
-			}
-			return Check(r, g), nil
-		}
-	}, base, g, s)
+	return search(func() fitter { return &estFitter{est: newEst(), g: g} }, base, g, s)
 }
 
 // search runs the search of [SearchWith] with a fit check per worker.
-func search(newFit func() fitFunc, base memory.Job, g gpu.GPU, s Space) (Plan, error) {
+func search(newFit func() fitter, base memory.Job, g gpu.GPU, s Space) (Plan, error) {
 	if base.Mode != "" && base.Mode != memory.Train {
 		return Plan{}, fmt.Errorf("search layouts: mode %q: layouts are searched for training jobs", base.Mode)
 	}
@@ -315,7 +339,7 @@ type searchPart struct {
 // smaller one of the same layout has the same costs and a lower score.
 // Memory grows with the micro-batch, so it is found by bisection over
 // the sorted list after the smallest fits.
-func searchChunk(fit fitFunc, base memory.Job, s Space, w, n int) searchPart {
+func searchChunk(fit fitter, base memory.Job, s Space, w, n int) searchPart {
 	part := searchPart{top: &best{keep: s.Keep}, skips: map[string]*Skip{}}
 	nmb := len(s.MicroBatches)
 	k := -1
@@ -330,10 +354,12 @@ func searchChunk(fit fitFunc, base memory.Job, s Space, w, n int) searchPart {
 			return
 		}
 		evals := 0
+		job := l.Apply(base)
+		fit.reset(&job)
 		eval := func(i int) (Fit, bool) {
 			l.MicroBatch = s.MicroBatches[i]
 			evals++
-			f, err := fit(l.Apply(base))
+			f, err := fit.fit(l.MicroBatch)
 			if err != nil {
 				addSkip(part.skips, err.Error(), l, k*nmb+i)
 				return Fit{}, false
