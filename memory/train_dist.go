@@ -84,7 +84,13 @@ func (s *setup) resolveDist() error {
 		s.warn("--offload-optimizer/--offload-params need an engine that offloads (--engine deepspeed or fsdp): ignored for a plain single process")
 		d.offloadOpt, d.offloadParams = "", ""
 	}
-	s.setStage(0)
+	if d.pp > 1 {
+		// Each pipeline stage is set, shares and all, before it is
+		// estimated (estimateStages, stagePeaks).
+		s.placeStage(0)
+	} else {
+		s.setStage(0)
+	}
 	return nil
 }
 
