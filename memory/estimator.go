@@ -110,11 +110,12 @@ func (e *Estimator) PeakUpTo(job *Job, limit units.Bytes) (Peaks, error) {
 
 // Sweep is a training job whose peaks are wanted at several
 // micro-batches, as a search for the largest micro-batch that fits asks
-// for them: the parts of each pipeline stage that do not depend on the
-// micro-batch (the share of each module the stage holds, the parameter
-// counts, the weights, gradients and optimizer states) are computed at
-// the first [Sweep.PeakUpTo] and reused by the next ones. Its answers
-// are [Estimator.PeakUpTo]'s for the job with that micro-batch.
+// for them: the job's set-up and the parts of each pipeline stage that
+// do not depend on the micro-batch (the share of each module the stage
+// holds, the parameter counts, the weights, gradients and optimizer
+// states) are computed at the first [Sweep.PeakUpTo] and reused by the
+// next ones. Its answers are [Estimator.PeakUpTo]'s for the job with
+// that micro-batch.
 //
 // A Sweep uses its Estimator's memory: use one Sweep of an Estimator at
 // a time, and no other call of the Estimator between [Sweep.Reset] and
@@ -123,6 +124,10 @@ type Sweep struct {
 	e      *Estimator
 	job    Job
 	stages []sweepStage
+	// base is the job set up at the first PeakUpTo that succeeded
+	// (setUp): only what follows from the micro-batch changes after.
+	base  setup
+	setUp bool
 }
 
 // sweepStage is what a Sweep keeps of one pipeline stage.
@@ -144,6 +149,7 @@ func (e *Estimator) NewSweep() *Sweep {
 // unchanged until the last PeakUpTo of this job.
 func (w *Sweep) Reset(job *Job) {
 	w.job = *job
+	w.setUp = false
 	for i := range w.stages {
 		w.stages[i].ok = false
 	}

@@ -180,7 +180,7 @@ func TestSweepMatchesPeak(t *testing.T) {
 			jobs = append(jobs, c.job)
 		}
 	}
-	orders := [][]int{{1, 16, 8, 4, 2, 3}, {2, 1, 32, 5}, {4, 4, 1}}
+	orders := [][]int{{1, 16, 8, 4, 2, 3}, {2, 1, 32, 5}, {4, 4, 1}, {3, -1, 2}}
 	for _, id := range []string{"meta-llama/Llama-3.1-8B", "mistralai/Mixtral-8x7B-v0.1", "Qwen/Qwen2-VL-7B-Instruct", "deepseek-ai/DeepSeek-V2-Lite"} {
 		m := catalogModel(t, id)
 		e, ref := NewEstimator(m), NewEstimator(m)

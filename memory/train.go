@@ -177,12 +177,26 @@ func (s *setup) estimateStages(res *Result) *bandBox {
 // With a sweep (a job whose micro-batch alone changes from call to call,
 // see [Sweep]) each stage's module shares, parameter counts and model
 // states, which do not depend on the micro-batch, are computed once.
+//
+// A sweep also keeps the job's set-up: for the next micro-batch only
+// what follows from the micro-batch is set again (setMicroBatch).
 func peakTraining(m *model.Model, job *Job, buf *trainBuf, tab *modTab, limit units.Bytes, sw *Sweep) (Peaks, error) {
 	var s setup
-	s.tab, s.buf = tab, buf
-	s.warnings = buf.warnings[:0]
-	if err := s.initJob(m, job); err != nil {
-		return Peaks{}, err
+	if sw != nil && sw.setUp {
+		if err := checkMicroBatch(job); err != nil {
+			return Peaks{}, err
+		}
+		s = sw.base
+		s.setMicroBatch()
+	} else {
+		s.tab, s.buf = tab, buf
+		s.warnings = buf.warnings[:0]
+		if err := s.initJob(m, job); err != nil {
+			return Peaks{}, err
+		}
+		if sw != nil {
+			sw.base, sw.setUp = s, true
+		}
 	}
 	var p Peaks
 	if s.dist.pp > 1 {

@@ -244,10 +244,9 @@ func methodByName(m string) (string, bool) {
 // resolveBatch reads batch, accumulation, sequence and image inputs.
 func (s *setup) resolveBatch() error {
 	j := s.job
-	if j.MicroBatch < 0 {
-		return fmt.Errorf("--per-device-batch: want a positive batch size, got %d", j.MicroBatch)
+	if err := checkMicroBatch(j); err != nil {
+		return err
 	}
-	s.batch = max(j.MicroBatch, 1)
 	if j.GradAccum < 0 {
 		return fmt.Errorf("--grad-accum: want a positive count, got %d", j.GradAccum)
 	}
@@ -275,18 +274,36 @@ func (s *setup) resolveBatch() error {
 		if err != nil {
 			return err
 		}
-		s.images = s.batch * j.ImagesPerSample
 		s.seqTotal = s.seq + j.ImagesPerSample*tpi
 	}
 	if mp := s.m.Text.MaxPositions; mp > 0 && s.seqTotal > mp && !j.AllowLong {
 		return fmt.Errorf("--seq-len: %d tokens exceed max_position_embeddings %d of %s (pass --allow-long to estimate anyway)", s.seqTotal, mp, s.m.ID)
 	}
-	s.tokens = float64(s.batch) * float64(s.seqTotal)
+	s.setMicroBatch()
 	s.packed = j.Packed == nil || *j.Packed
 	if !s.packed {
 		s.warn(fmt.Sprintf("--packed=false: seq-len %d is treated as the longest batch (padded to it); shorter batches use less", s.seq))
 	}
 	return nil
+}
+
+// checkMicroBatch rejects a negative micro-batch (0 means 1).
+func checkMicroBatch(j *Job) error {
+	if j.MicroBatch < 0 {
+		return fmt.Errorf("--per-device-batch: want a positive batch size, got %d", j.MicroBatch)
+	}
+	return nil
+}
+
+// setMicroBatch sets what follows from the micro-batch once the
+// sequence is resolved: the samples, images and tokens of one
+// micro-batch. Nothing else of the set-up depends on it (a [Sweep]
+// relies on that).
+func (s *setup) setMicroBatch() {
+	j := s.job
+	s.batch = max(j.MicroBatch, 1)
+	s.images = s.batch * j.ImagesPerSample // 0 without images
+	s.tokens = float64(s.batch) * float64(s.seqTotal)
 }
 
 // defaultSeqLen is the sequence length assumed when none is given: the
