@@ -343,6 +343,7 @@ func searchChunk(fit fitter, base memory.Job, s Space, w, n int) searchPart {
 	part := searchPart{top: &best{keep: s.Keep}, skips: map[string]*Skip{}}
 	nmb := len(s.MicroBatches)
 	k := -1
+	var job memory.Job // the layout's job, reused: fit.reset reads it through a pointer
 	s.each(base, func(l Layout) {
 		if l.Valid() != "" {
 			if w == 0 {
@@ -354,7 +355,7 @@ func searchChunk(fit fitter, base memory.Job, s Space, w, n int) searchPart {
 			return
 		}
 		evals := 0
-		job := l.Apply(base)
+		job = l.Apply(base)
 		fit.reset(&job)
 		eval := func(i int) (Fit, bool) {
 			l.MicroBatch = s.MicroBatches[i]
