@@ -185,8 +185,7 @@ func (s *setup) streamCache(t *trainParts) (cache float64, pools fsdpPools, ok b
 	if !ok {
 		return 0, pools, false
 	}
-	var rows [numRows]comp
-	s.rows(t, &rows)
+	rows := s.stageRows(t)
 	var total [numPhases]float64
 	for i := range rows {
 		for ph := range numPhases {

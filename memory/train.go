@@ -48,6 +48,20 @@ type trainParts struct {
 	loss lossTerms
 	comm [numPhases]float64
 	ov   Overheads
+	// rows are the breakdown rows of the parts above (ov aside), built
+	// once by stageRows for the stream pools and the totals.
+	rows     [numRows]comp
+	haveRows bool
+}
+
+// stageRows returns the rows of t, building them on first use: t's
+// parts but ov are set by then and stay as they are.
+func (s *setup) stageRows(t *trainParts) *[numRows]comp {
+	if !t.haveRows {
+		s.rows(t, &t.rows)
+		t.haveRows = true
+	}
+	return &t.rows
 }
 
 // estimateTraining is the training memory model: model states, activations,
@@ -240,8 +254,7 @@ func (s *setup) cachedParts(t *trainParts, c *sweepStage, fracs bool) {
 // peaksOf is assemble without the breakdown: the current stage's peaks,
 // summed from the same rounded rows.
 func (s *setup) peaksOf(t *trainParts) Peaks {
-	var rows [numRows]comp
-	s.rows(t, &rows)
+	rows := s.stageRows(t)
 	var totals [numPhases]units.Bytes
 	for i := range rows {
 		v := &rows[i].v
@@ -517,8 +530,7 @@ func (s *setup) castPhases(t *trainParts) [numPhases]float64 {
 // phase, the rows at the peak and the reserved/device peaks, written to
 // res. It returns the band box allocated with the phases.
 func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
-	var rows [numRows]comp
-	s.rows(t, &rows)
+	rows := s.stageRows(t)
 	// Each row's bytes in each phase, rounded once: the totals are sums
 	// of the rounded rows, so the breakdown adds up to the peak.
 	// A row's largest size and its phase come out of the same pass.
