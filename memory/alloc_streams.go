@@ -188,9 +188,8 @@ func (s *setup) streamCache(t *trainParts) (cache float64, pools fsdpPools, ok b
 	rows := s.stageRows(t)
 	var total [numPhases]float64
 	for i := range rows {
-		for ph := range numPhases {
-			total[ph] += rows[i].v[ph]
-		}
+		v := &rows[i].v
+		total[0], total[1], total[2], total[3], total[4] = total[0]+v[0], total[1]+v[1], total[2]+v[2], total[3]+v[3], total[4]+v[4]
 	}
 	var peak, compute float64
 	for ph := range numPhases {

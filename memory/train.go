@@ -296,6 +296,7 @@ func (s *setup) stagePeaks(limit units.Bytes, sw *Sweep) Peaks {
 	var rep stageShape
 	warnings := len(s.warnings)
 	whole := s.layerModulesWhole()
+	var t trainParts
 	for k := range d.pp {
 		// The last stage first: with the output layer and the loss it is
 		// the most loaded as often as the first, so a limit stops sooner.
@@ -317,7 +318,9 @@ func (s *setup) stagePeaks(limit units.Bytes, sw *Sweep) Peaks {
 			continue
 		}
 		s.warnings = s.warnings[:warnings]
-		var t trainParts
+		// t is reused: every part is set again but the loss, which only
+		// the last stage has.
+		t.loss, t.haveRows = lossTerms{}, false
 		s.cachedParts(&t, c, false)
 		p := s.peaksOf(&t)
 		if limit > 0 && p.DeviceBytes > limit {
