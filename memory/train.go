@@ -220,6 +220,9 @@ func peakTraining(m *model.Model, job *Job, buf *trainBuf, tab *modTab, limit un
 		s.cachedParts(&t, sw.stage(0), false)
 		p = s.peaksOf(&t)
 	}
+	if sw != nil {
+		sw.base.acts = s.acts // for the next micro-batch too
+	}
 	buf.warnings = s.warnings[:0] // keep their memory for the next call
 	return p, nil
 }

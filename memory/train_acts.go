@@ -27,6 +27,17 @@ type actTotals struct {
 
 // regime builds the activation regime of the text stack.
 func (s *setup) regime() actRegime {
+	r := s.sharedRegime()
+	if s.method == MethodLoRA || s.method == MethodQLoRA {
+		r.lora = &s.lora.perLayer
+	}
+	return r
+}
+
+// sharedRegime is regime without the LoRA geometry, which it points to:
+// a value that holds no pointer into s, so s can keep it (actMemo) and
+// stay off the heap.
+func (s *setup) sharedRegime() actRegime {
 	r := actRegime{
 		c:        s.compute.BytesPerElement(),
 		resid:    s.residual,
@@ -54,9 +65,6 @@ func (s *setup) regime() actRegime {
 		case s.framework == FrameworkHF && s.attn == trAttnSDPA && !s.packed:
 			r.gqaWide = true
 		}
-	}
-	if s.method == MethodLoRA || s.method == MethodQLoRA {
-		r.lora = &s.lora.perLayer
 	}
 	r.bnbSaves = s.bnbOld && s.method == MethodQLoRA
 	r.tp, r.sp = float64(max(s.dist.tp, 1)), s.dist.sp
@@ -158,10 +166,46 @@ func (s *setup) warnUnusedActConstants() {
 	}
 }
 
+// actMemo is what activations computes alike for every pipeline stage
+// of a job, and every micro-batch of a [Sweep]: the regime, and the
+// inventory of a decoder layer of type lt on the uniform path (its own
+// weights training as the method says, its input needing grad).
+type actMemo struct {
+	haveRegime bool
+	r          actRegime
+	haveLayer  bool
+	lt         model.LayerType
+	a          layerAct
+}
+
+// actRegime returns s.regime(), computed once per job (the part of it
+// that holds no pointer into s).
+func (s *setup) actRegime() actRegime {
+	if !s.acts.haveRegime {
+		s.acts.r, s.acts.haveRegime = s.sharedRegime(), true
+	}
+	r := s.acts.r
+	if s.method == MethodLoRA || s.method == MethodQLoRA {
+		r.lora = &s.lora.perLayer
+	}
+	return r
+}
+
+// uniformLayer returns decoderLayer(st, lt, r) for the uniform path's r
+// (the job's regime with trainW as the method says), computed once per
+// job and layer type.
+func (s *setup) uniformLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerAct {
+	m := &s.acts
+	if !m.haveLayer || m.lt != lt {
+		m.a, m.lt, m.haveLayer = decoderLayer(st, lt, r), lt, true
+	}
+	return m.a
+}
+
 // activations computes the activation terms (MODEL.md §4, §5, §11).
 func (s *setup) activations() actTotals {
 	st := &s.m.Text
-	r := s.regime()
+	r := s.actRegime()
 	var t actTotals
 	// Context parallelism splits every sequence over cp ranks (§4.8).
 	n := s.tokens / float64(max(s.dist.cp, 1))
@@ -194,7 +238,7 @@ func (s *setup) activations() actTotals {
 			r.postLN = true
 			a = encoderPostLN(st, &r)
 		} else {
-			a = decoderLayer(st, layerTypeAt(st, max(hi-1, 0)), &r)
+			a = s.uniformLayer(st, layerTypeAt(st, max(hi-1, 0)), &r)
 		}
 		k := float64(t.nrec)
 		sum, first, last = layerAct{a.lin * k, a.quad * k}, a, a
@@ -331,9 +375,10 @@ func (s *setup) finishActs(t *actTotals, r *actRegime, sum, first, last layerAct
 		t.top += (k - 1) * one
 		t.bottom += (k - 1) * one
 	}
-	t.out = s.outsideActs(r)
 	if s.dist.pp > 1 && !s.dist.last {
 		t.out = 3 * 8 * n // ids only: the output layer is on the last stage
+	} else {
+		t.out = s.outsideActs(r)
 	}
 	if s.dist.first {
 		t.vision = s.visionActs(r)

@@ -111,6 +111,7 @@ type setup struct {
 	fracs             []float64 // fracOf of each module on the current stage (fillFracs)
 	unitFracs         bool      // every module is wholly on this rank (all fracs are 1)
 	slowSums          bool      // tests: sum module by module even where the model table's totals give the answer
+	acts              actMemo   // what activations computes alike for every stage
 }
 
 // init validates job against m and fills every default.
