@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"math/bits"
 	"strconv"
 
 	"github.com/gpumem/gpumem/model"
@@ -33,12 +34,6 @@ var _ = [1]struct{}{}[numPhases-5]
 
 // phaseNames are the names of the phase indexes.
 var phaseNames = [numPhases]string{PhaseForward, PhaseLoss, PhaseBackward, PhaseBackwardEnd, PhaseStep}
-
-// comp is one breakdown row with its bytes in every phase.
-type comp struct {
-	v      [numPhases]float64
-	always bool // report even when zero at the peak
-}
 
 // trainParts is everything a training estimate is assembled from.
 type trainParts struct {
@@ -188,22 +183,11 @@ func peakTraining(m *model.Model, job *Job, buf *trainBuf, tab *modTab) (Peaks, 
 // peaksOf is assemble without the breakdown: the current stage's peaks,
 // summed from the same rounded rows.
 func (s *setup) peaksOf(t *trainParts) Peaks {
-	var rows [numRows]comp
-	s.rows(t, &rows)
-	var totals [numPhases]units.Bytes
-	for i := range rows {
-		v := &rows[i].v
-		totals[0], totals[1], totals[2] = units.Add(totals[0], units.FromFloat(v[0])), units.Add(totals[1], units.FromFloat(v[1])), units.Add(totals[2], units.FromFloat(v[2]))
-		totals[3], totals[4] = units.Add(totals[3], units.FromFloat(v[3])), units.Add(totals[4], units.FromFloat(v[4]))
-	}
-	peak := 0
-	for ph := 1; ph < numPhases; ph++ {
-		if totals[ph] > totals[peak] {
-			peak = ph
-		}
-	}
-	u := s.upperPeaks(t, totals[peak], s.ncclBytes())
-	return Peaks{AllocatedBytes: totals[peak], ReservedBytes: u.reserved, DeviceBytes: u.device, Phase: phaseNames[peak], Stage: s.dist.stage}
+	var tab rowTable
+	s.buildRows(t, &tab)
+	peak := tab.peak()
+	u := s.upperPeaks(t, tab.totals[peak], s.ncclBytes())
+	return Peaks{AllocatedBytes: tab.totals[peak], ReservedBytes: u.reserved, DeviceBytes: u.device, Phase: phaseNames[peak], Stage: s.dist.stage}
 }
 
 // stagePeaks is estimateStages without the breakdown: the peaks of the
@@ -297,40 +281,175 @@ func (r *stageShape) same(s *setup) bool {
 	return true
 }
 
-// rows builds the allocated-level rows with their per-phase bytes.
-func (s *setup) rows(t *trainParts, out *[numRows]comp) {
-	st, a, l := &t.st, &t.act, &t.loss
-	all := func(v float64) (r [numPhases]float64) {
-		r = [numPhases]float64{v, v, v, v, v}
+// rowTable is the allocated-level rows of one stage: each row's bytes in
+// each phase, rounded up once, and the phase totals summed from them, so
+// the breakdown adds up to the peak. Rows are written by index through
+// its methods, each at most once, and live marks the rows with bytes in
+// some phase: assemble lists those (and the always ones) without testing
+// the others.
+type rowTable struct {
+	b      [numRows][numPhases]units.Bytes
+	most   [numRows]units.Bytes // a row's largest bytes over the phases
+	mostPh [numRows]uint8       // the first phase with most
+	totals [numPhases]units.Bytes
+	live   uint32 // bit i: row i has bytes in some phase
+	always uint32 // bit i: row i is listed even when it has none
+	// f, if set, also receives each row's unrounded bytes (for the
+	// stream-cache estimate, which sums them as floats).
+	f *[numRows]comp
+}
+
+// The row bit sets must hold every row.
+var _ = [1]struct{}{}[numRows/33]
+
+// peak is the peak phase: the first with the largest total.
+func (r *rowTable) peak() int {
+	peak := 0
+	for ph := 1; ph < numPhases; ph++ {
+		if r.totals[ph] > r.totals[peak] {
+			peak = ph
+		}
+	}
+	return peak
+}
+
+// every records row i with x bytes in every phase.
+func (r *rowTable) every(i int, x float64) {
+	if r.f != nil {
+		r.f[i].v = [numPhases]float64{x, x, x, x, x}
+	}
+	v := units.FromFloat(x)
+	if v == 0 {
 		return
 	}
-	out[rowWeights] = comp{v: all(st.weights), always: true}
-	out[rowAdapters] = comp{v: all(st.adapters)}
-	out[rowMaster] = comp{v: all(st.master)}
-	out[rowGrads] = comp{v: s.gradPhases(t), always: true}
-	if !st.optim.paged {
-		out[rowOptim] = comp{v: all(st.optim.states), always: true}
+	r.b[i] = [numPhases]units.Bytes{v, v, v, v, v}
+	r.most[i] = v // mostPh[i] is 0, the first phase
+	r.live |= 1 << i
+	t := &r.totals
+	t[0], t[1], t[2], t[3], t[4] = units.Add(t[0], v), units.Add(t[1], v), units.Add(t[2], v), units.Add(t[3], v), units.Add(t[4], v)
+}
+
+// untilStep records row i with x bytes in every phase but the optimizer
+// step.
+func (r *rowTable) untilStep(i int, x float64) {
+	if r.f != nil {
+		r.f[i].v = [numPhases]float64{x, x, x, x, 0}
 	}
-	out[rowCast] = comp{v: s.castPhases(t)}
-	out[rowActs] = comp{v: [numPhases]float64{a.fwd, a.fwd, a.top, a.bottom, 0}, always: true}
-	out[rowVision] = comp{v: [numPhases]float64{a.vision, a.vision, a.vision, a.vision, 0}}
-	out[rowEncoder] = comp{v: [numPhases]float64{a.encoder, a.encoder, a.encoder, a.encoder, 0}}
-	out[rowOut] = comp{v: [numPhases]float64{a.out, a.out, 0, 0, 0}}
-	out[rowMask] = comp{v: [numPhases]float64{a.mask, a.mask, a.mask, a.mask, 0}}
+	v := units.FromFloat(x)
+	if v == 0 {
+		return
+	}
+	r.b[i] = [numPhases]units.Bytes{v, v, v, v, 0}
+	r.most[i] = v
+	r.live |= 1 << i
+	t := &r.totals
+	t[0], t[1], t[2], t[3] = units.Add(t[0], v), units.Add(t[1], v), units.Add(t[2], v), units.Add(t[3], v)
+}
+
+// phases records row i with x[ph] bytes in phase ph.
+func (r *rowTable) phases(i int, x *[numPhases]float64) {
+	if r.f != nil {
+		r.f[i].v = *x
+	}
+	b := &r.b[i]
+	// The five phases written out: this runs for several rows of every
+	// estimate.
+	b[0], b[1], b[2], b[3], b[4] = units.FromFloat(x[0]), units.FromFloat(x[1]), units.FromFloat(x[2]), units.FromFloat(x[3]), units.FromFloat(x[4])
+	mx, ph := b[0], 0
+	if b[1] > mx {
+		mx, ph = b[1], 1
+	}
+	if b[2] > mx {
+		mx, ph = b[2], 2
+	}
+	if b[3] > mx {
+		mx, ph = b[3], 3
+	}
+	if b[4] > mx {
+		mx, ph = b[4], 4
+	}
+	if mx == 0 {
+		return // rounded bytes are never negative: the row is empty
+	}
+	r.most[i], r.mostPh[i] = mx, uint8(ph)
+	r.live |= 1 << i
+	t := &r.totals
+	t[0], t[1], t[2] = units.Add(t[0], b[0]), units.Add(t[1], b[1]), units.Add(t[2], b[2])
+	t[3], t[4] = units.Add(t[3], b[3]), units.Add(t[4], b[4])
+}
+
+// comp is one breakdown row with its unrounded bytes in every phase.
+type comp struct {
+	v [numPhases]float64
+}
+
+// rows writes the allocated-level rows' unrounded bytes per phase to
+// out (rows that are never alive stay zero).
+func (s *setup) rows(t *trainParts, out *[numRows]comp) {
+	tab := rowTable{f: out}
+	s.buildRows(t, &tab)
+}
+
+// buildRows builds the allocated-level rows with their per-phase bytes.
+func (s *setup) buildRows(t *trainParts, tab *rowTable) {
+	st, a, l := &t.st, &t.act, &t.loss
+	tab.always = 1<<rowWeights | 1<<rowGrads | 1<<rowActs
+	tab.every(rowWeights, st.weights)
+	tab.every(rowAdapters, st.adapters)
+	tab.every(rowMaster, st.master)
+	g := s.gradPhases(t)
+	tab.phases(rowGrads, &g)
+	if !st.optim.paged {
+		// Paged states are a device-level row (assemble).
+		tab.every(rowOptim, st.optim.states)
+		tab.always |= 1 << rowOptim
+	}
+	if st.castCache != 0 {
+		c := s.castPhases(t)
+		tab.phases(rowCast, &c)
+	}
+	acts := [numPhases]float64{a.fwd, a.fwd, a.top, a.bottom, 0}
+	tab.phases(rowActs, &acts)
+	tab.untilStep(rowVision, a.vision)
+	tab.untilStep(rowEncoder, a.encoder)
+	if a.out != 0 {
+		out := [numPhases]float64{a.out, a.out, 0, 0, 0}
+		tab.phases(rowOut, &out)
+	}
+	tab.untilStep(rowMask, a.mask)
 	heldStep := l.persist
 	if s.loss == lossLitGPTChunked {
 		heldStep = l.held
 	}
-	out[rowLoss] = comp{v: [numPhases]float64{l.persist, l.peak, l.held, l.held, heldStep}, always: s.loss != lossNone}
-	out[rowBwd] = comp{v: [numPhases]float64{0, 0, a.trans, a.trans, 0}}
-	if s.optInBwd {
-		out[rowStep] = comp{v: [numPhases]float64{0, 0, st.optim.transient, st.optim.transient, 0}}
-	} else {
-		out[rowStep] = comp{v: [numPhases]float64{0, 0, 0, 0, st.optim.transient}}
+	loss := [numPhases]float64{l.persist, l.peak, l.held, l.held, heldStep}
+	tab.phases(rowLoss, &loss)
+	if s.loss != lossNone {
+		tab.always |= 1 << rowLoss
 	}
-	out[rowComm] = comp{v: t.comm}
-	out[rowDequant] = comp{v: [numPhases]float64{st.dequant, st.dequant, st.dequant, st.dequant, 0}}
+	if a.trans != 0 {
+		bwd := [numPhases]float64{0, 0, a.trans, a.trans, 0}
+		tab.phases(rowBwd, &bwd)
+	}
+	if tr := st.optim.transient; tr != 0 {
+		step := [numPhases]float64{0, 0, 0, 0, tr}
+		if s.optInBwd {
+			step = [numPhases]float64{0, 0, tr, tr, 0}
+		}
+		tab.phases(rowStep, &step)
+	}
+	tab.phases(rowComm, &t.comm)
+	tab.untilStep(rowDequant, st.dequant)
 }
+
+// rowComps are the allocated-level rows of the breakdown with their
+// names, lifetimes, formulas and sources (rowInfo) filled in.
+var rowComps = func() (c [numRows]Component) {
+	for i := range rowInfo {
+		info := &rowInfo[i]
+		c[i] = Component{Name: info.name, Level: "allocated", Phase: info.phase, Formula: info.formula, Source: info.source}
+	}
+	return c
+}()
 
 // Row indexes of the allocated-level breakdown.
 const (
@@ -409,78 +528,33 @@ func (s *setup) castPhases(t *trainParts) [numPhases]float64 {
 // phase, the rows at the peak and the reserved/device peaks, written to
 // res. It returns the band box allocated with the phases.
 func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
-	var rows [numRows]comp
-	s.rows(t, &rows)
-	// Each row's bytes in each phase, rounded once: the totals are sums
-	// of the rounded rows, so the breakdown adds up to the peak.
-	// A row's largest size and its phase come out of the same pass.
-	var totals [numPhases]units.Bytes
-	var rounded [numRows][numPhases]units.Bytes
-	var most [numRows]units.Bytes
-	var mostPh [numRows]int
-	for i := range rows {
-		v := &rows[i].v
-		if v[0] == 0 && v[1] == 0 && v[2] == 0 && v[3] == 0 && v[4] == 0 {
-			continue
-		}
-		r := &rounded[i]
-		// The five phases written out: this loop runs for every row of
-		// every estimate.
-		r[0], r[1], r[2], r[3], r[4] = units.FromFloat(v[0]), units.FromFloat(v[1]), units.FromFloat(v[2]), units.FromFloat(v[3]), units.FromFloat(v[4])
-		totals[0], totals[1], totals[2] = units.Add(totals[0], r[0]), units.Add(totals[1], r[1]), units.Add(totals[2], r[2])
-		totals[3], totals[4] = units.Add(totals[3], r[3]), units.Add(totals[4], r[4])
-		mx, ph := r[0], 0
-		if r[1] > mx {
-			mx, ph = r[1], 1
-		}
-		if r[2] > mx {
-			mx, ph = r[2], 2
-		}
-		if r[3] > mx {
-			mx, ph = r[3], 3
-		}
-		if r[4] > mx {
-			mx, ph = r[4], 4
-		}
-		most[i], mostPh[i] = mx, ph
-	}
-	peak := 0
-	for ph := 1; ph < numPhases; ph++ {
-		if totals[ph] > totals[peak] {
-			peak = ph
-		}
-	}
-	// The breakdown is allocated at its exact size.
+	var tab rowTable
+	s.buildRows(t, &tab)
+	peak := tab.peak()
 	// A row is listed when it is ever alive in the step (or always
 	// shown), with its size at the peak and, if larger elsewhere, its
 	// largest size and phase.
+	listed := tab.live | tab.always
 	nccl := s.ncclBytes()
 	var comps []Component
 	var box *trainBox
 	if s.out != nil {
 		comps, box = s.out.comps[:0], &s.out.box
 	} else {
-		n := 0
-		for i := range rows {
-			if rows[i].always || most[i] > 0 {
-				n++
-			}
-		}
-		comps, box = make([]Component, 0, n+s.extraRows(t, nccl)), new(trainBox)
+		// The breakdown is allocated at its exact size.
+		n := bits.OnesCount32(listed) + s.extraRows(t, nccl)
+		comps, box = make([]Component, 0, n), new(trainBox)
 	}
-	for i := range rows {
-		if most[i] == 0 && !rows[i].always {
-			continue
-		}
-		b := rounded[i][peak]
-		info := &rowInfo[i]
-		comps = append(comps, Component{Name: info.name, Bytes: b, Level: "allocated", Phase: info.phase,
-			Formula: info.formula, Source: info.source})
-		if most[i] > b {
-			c := &comps[len(comps)-1]
-			c.MaxBytes, c.MaxPhase = most[i], phaseNames[mostPh[i]]
+	for set := listed; set != 0; set &= set - 1 {
+		i := bits.TrailingZeros32(set)
+		comps = append(comps, rowComps[i])
+		c := &comps[len(comps)-1]
+		c.Bytes = tab.b[i][peak]
+		if m := tab.most[i]; m > c.Bytes {
+			c.MaxBytes, c.MaxPhase = m, phaseNames[tab.mostPh[i]]
 		}
 	}
+	totals := &tab.totals
 	alloc := totals[peak]
 	u := s.upperPeaks(t, alloc, nccl)
 	reserved, device := u.reserved, u.device
