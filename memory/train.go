@@ -313,6 +313,15 @@ func (r *rowTable) peak() int {
 	return peak
 }
 
+// addSize is units.Add for sizes, which are never negative: a sum past
+// the largest int64 wraps below zero and saturates at units.MaxBytes.
+func addSize(a, b units.Bytes) units.Bytes {
+	if s := a + b; s >= 0 {
+		return s
+	}
+	return units.MaxBytes
+}
+
 // every records row i with x bytes in every phase.
 func (r *rowTable) every(i int, x float64) {
 	if r.f != nil {
@@ -326,24 +335,28 @@ func (r *rowTable) every(i int, x float64) {
 	r.most[i] = v // mostPh[i] is 0, the first phase
 	r.live |= 1 << i
 	t := &r.totals
-	t[0], t[1], t[2], t[3], t[4] = units.Add(t[0], v), units.Add(t[1], v), units.Add(t[2], v), units.Add(t[3], v), units.Add(t[4], v)
+	t[0], t[1], t[2], t[3], t[4] = addSize(t[0], v), addSize(t[1], v), addSize(t[2], v), addSize(t[3], v), addSize(t[4], v)
 }
 
-// untilStep records row i with x bytes in every phase but the optimizer
-// step.
-func (r *rowTable) untilStep(i int, x float64) {
+// span records row i with x bytes in the phases from lo to hi, none in
+// the others.
+func (r *rowTable) span(i int, x float64, lo, hi int) {
 	if r.f != nil {
-		r.f[i].v = [numPhases]float64{x, x, x, x, 0}
+		for ph := lo; ph <= hi; ph++ {
+			r.f[i].v[ph] = x
+		}
 	}
 	v := units.FromFloat(x)
 	if v == 0 {
 		return
 	}
-	r.b[i] = [numPhases]units.Bytes{v, v, v, v, 0}
-	r.most[i] = v
+	r.most[i], r.mostPh[i] = v, uint8(lo)
 	r.live |= 1 << i
-	t := &r.totals
-	t[0], t[1], t[2], t[3] = units.Add(t[0], v), units.Add(t[1], v), units.Add(t[2], v), units.Add(t[3], v)
+	b, t := &r.b[i], &r.totals
+	for ph := lo; ph <= hi; ph++ {
+		b[ph] = v
+		t[ph] = addSize(t[ph], v)
+	}
 }
 
 // phases records row i with x[ph] bytes in phase ph.
@@ -374,8 +387,8 @@ func (r *rowTable) phases(i int, x *[numPhases]float64) {
 	r.most[i], r.mostPh[i] = mx, uint8(ph)
 	r.live |= 1 << i
 	t := &r.totals
-	t[0], t[1], t[2] = units.Add(t[0], b[0]), units.Add(t[1], b[1]), units.Add(t[2], b[2])
-	t[3], t[4] = units.Add(t[3], b[3]), units.Add(t[4], b[4])
+	t[0], t[1], t[2] = addSize(t[0], b[0]), addSize(t[1], b[1]), addSize(t[2], b[2])
+	t[3], t[4] = addSize(t[3], b[3]), addSize(t[4], b[4])
 }
 
 // comp is one breakdown row with its unrounded bytes in every phase.
@@ -410,13 +423,10 @@ func (s *setup) buildRows(t *trainParts, tab *rowTable) {
 	}
 	acts := [numPhases]float64{a.fwd, a.fwd, a.top, a.bottom, 0}
 	tab.phases(rowActs, &acts)
-	tab.untilStep(rowVision, a.vision)
-	tab.untilStep(rowEncoder, a.encoder)
-	if a.out != 0 {
-		out := [numPhases]float64{a.out, a.out, 0, 0, 0}
-		tab.phases(rowOut, &out)
-	}
-	tab.untilStep(rowMask, a.mask)
+	tab.span(rowVision, a.vision, phForward, phBackwardEnd)
+	tab.span(rowEncoder, a.encoder, phForward, phBackwardEnd)
+	tab.span(rowOut, a.out, phForward, phLoss)
+	tab.span(rowMask, a.mask, phForward, phBackwardEnd)
 	heldStep := l.persist
 	if s.loss == lossLitGPTChunked {
 		heldStep = l.held
@@ -426,19 +436,16 @@ func (s *setup) buildRows(t *trainParts, tab *rowTable) {
 	if s.loss != lossNone {
 		tab.always |= 1 << rowLoss
 	}
-	if a.trans != 0 {
-		bwd := [numPhases]float64{0, 0, a.trans, a.trans, 0}
-		tab.phases(rowBwd, &bwd)
+	tab.span(rowBwd, a.trans, phBackward, phBackwardEnd)
+	if s.optInBwd {
+		tab.span(rowStep, st.optim.transient, phBackward, phBackwardEnd)
+	} else {
+		tab.span(rowStep, st.optim.transient, phStep, phStep)
 	}
-	if tr := st.optim.transient; tr != 0 {
-		step := [numPhases]float64{0, 0, 0, 0, tr}
-		if s.optInBwd {
-			step = [numPhases]float64{0, 0, tr, tr, 0}
-		}
-		tab.phases(rowStep, &step)
+	if t.comm != [numPhases]float64{} {
+		tab.phases(rowComm, &t.comm)
 	}
-	tab.phases(rowComm, &t.comm)
-	tab.untilStep(rowDequant, st.dequant)
+	tab.span(rowDequant, st.dequant, phForward, phBackwardEnd)
 }
 
 // rowComps are the allocated-level rows of the breakdown with their
@@ -547,8 +554,12 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 	}
 	for set := listed; set != 0; set &= set - 1 {
 		i := bits.TrailingZeros32(set)
-		comps = append(comps, rowComps[i])
-		c := &comps[len(comps)-1]
+		// In place: the capacity holds every row (maxTrainRows, or
+		// the exact count above).
+		n := len(comps)
+		comps = comps[:n+1]
+		c := &comps[n]
+		*c = rowComps[i]
 		c.Bytes = tab.b[i][peak]
 		if m := tab.most[i]; m > c.Bytes {
 			c.MaxBytes, c.MaxPhase = m, phaseNames[tab.mostPh[i]]
