@@ -584,12 +584,12 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 		s.warn(fmt.Sprintf("reserved peak held to the GPU's %s (cached blocks %s instead of %s): the caching allocator frees cached blocks and retries before it runs out; expect allocator retries, and out-of-memory errors if the free memory is too fragmented",
 			units.FormatIEC(u.limit), units.FormatIEC(reserved-alloc), units.FormatIEC(u.uncapped-alloc)))
 	}
-	for ph := range numPhases {
-		box.phases[ph] = Phase{Name: phaseNames[ph], Bytes: totals[ph]}
-	}
+	box.phases = [numPhases]Phase{{PhaseForward, totals[0]}, {PhaseLoss, totals[1]}, {PhaseBackward, totals[2]},
+		{PhaseBackwardEnd, totals[3]}, {PhaseStep, totals[4]}}
 	// Field by field rather than a composite literal: the Result is
-	// large and this writes it once, in place.
-	*res = Result{}
+	// large (its Job most of all), and this writes every field once, in
+	// place, without zeroing it first (the unkeyed Result below
+	// keeps the list complete). Band is attachBand's.
 	res.Model, res.Architecture = s.m.ID, s.m.Architecture
 	res.TotalParams = t.p.total
 	if !s.haveTrained {
@@ -599,10 +599,9 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 	res.TrainableParams = int64(s.trained + 0.5)
 	res.ActiveParams = s.tab.active
 	res.Job = *s.job
-	pg := &res.PerGPU
-	pg.AllocatedPeakBytes, pg.ReservedPeakBytes, pg.DevicePeakBytes = alloc, reserved, device
-	pg.PeakPhase = phaseNames[peak]
-	pg.Components, pg.Phases = comps, box.phases[:]
+	res.PerGPU = PerGPU{AllocatedPeakBytes: alloc, ReservedPeakBytes: reserved, DevicePeakBytes: device,
+		PeakPhase: phaseNames[peak], Components: comps, Phases: box.phases[:]}
+	res.Host, res.Serving, res.Parallel, res.Stages = nil, nil, nil, nil
 	res.Warnings = s.warnings
 	if t.st.hostCPU > 0 || t.st.hostNVMe > 0 {
 		// Host memory is per node: every rank of the node offloads its share.
@@ -634,6 +633,11 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 	}
 	return &box.bandBox
 }
+
+// This lists every field of a Result without keys, so it stops
+// compiling when a field is added: assemble writes each field by hand
+// and must then write the new one too.
+var _ = Result{"", "", 0, 0, 0, Job{}, PerGPU{}, nil, nil, nil, nil, nil}
 
 // extraRows is the number of breakdown rows assemble writes after the
 // allocated ones: the overhead rows, paged optimizer states and NCCL.
