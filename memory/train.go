@@ -322,8 +322,16 @@ func addSize(a, b units.Bytes) units.Bytes {
 	return units.MaxBytes
 }
 
-// every records row i with x bytes in every phase.
+// every records row i with x bytes in every phase. The test for an
+// empty row is inlined where it is called: most rows of most jobs are.
 func (r *rowTable) every(i int, x float64) {
+	if x != 0 {
+		r.setEvery(i, x)
+	}
+}
+
+// setEvery is every for a row that may hold bytes.
+func (r *rowTable) setEvery(i int, x float64) {
 	if r.f != nil {
 		r.f[i].v = [numPhases]float64{x, x, x, x, x}
 	}
@@ -341,6 +349,13 @@ func (r *rowTable) every(i int, x float64) {
 // span records row i with x bytes in the phases from lo to hi, none in
 // the others.
 func (r *rowTable) span(i int, x float64, lo, hi int) {
+	if x != 0 {
+		r.setSpan(i, x, lo, hi)
+	}
+}
+
+// setSpan is span for a row that may hold bytes.
+func (r *rowTable) setSpan(i int, x float64, lo, hi int) {
 	if r.f != nil {
 		for ph := lo; ph <= hi; ph++ {
 			r.f[i].v[ph] = x
@@ -442,8 +457,8 @@ func (s *setup) buildRows(t *trainParts, tab *rowTable) {
 	} else {
 		tab.span(rowStep, st.optim.transient, phStep, phStep)
 	}
-	if t.comm != [numPhases]float64{} {
-		tab.phases(rowComm, &t.comm)
+	if c := &t.comm; c[0] != 0 || c[1] != 0 || c[2] != 0 || c[3] != 0 || c[4] != 0 {
+		tab.phases(rowComm, c)
 	}
 	tab.span(rowDequant, st.dequant, phForward, phBackwardEnd)
 }
@@ -616,13 +631,17 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 			*res.Host = h
 		}
 	}
-	if p, ok := s.parallelInfo(t); ok {
-		if s.out != nil {
-			s.out.parallel = p
-			res.Parallel = &s.out.parallel
-		} else {
-			res.Parallel = new(Parallel)
-			*res.Parallel = p
+	if !s.dist.single {
+		// A single process has no layout (parallelInfo); testing it
+		// here saves returning an empty Parallel.
+		if p, ok := s.parallelInfo(t); ok {
+			if s.out != nil {
+				s.out.parallel = p
+				res.Parallel = &s.out.parallel
+			} else {
+				res.Parallel = new(Parallel)
+				*res.Parallel = p
+			}
 		}
 	}
 	if s.job.Explain {
