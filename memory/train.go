@@ -98,7 +98,8 @@ type trainBox struct {
 	bandBox
 }
 
-// stageParts computes the parts of the current pipeline stage.
+// stageParts computes the parts of the current pipeline stage, writing
+// every field of t.
 func (s *setup) stageParts(t *trainParts) {
 	d := &s.dist
 	t.p = s.countParams()
@@ -106,6 +107,8 @@ func (s *setup) stageParts(t *trainParts) {
 	t.act = s.activations()
 	if d.pp == 1 || d.last {
 		t.loss = s.lossMemory() // the output layer runs on the last stage
+	} else {
+		t.loss = lossTerms{} // t may hold another stage's parts
 	}
 	// Vocab-parallel logits and cross-entropy (Megatron, torchtitan
 	// loss_parallel); context parallelism splits the tokens.
@@ -133,29 +136,34 @@ func (s *setup) estimateStages(res *Result) *bandBox {
 	} else {
 		stages = make([]StageResult, d.pp)
 	}
-	var best Result
+	// Each stage is assembled into one of two Results, res and spare,
+	// while the other holds the most loaded stage so far: assemble
+	// writes every field, so neither is zeroed or copied per stage.
+	var spare Result
+	cur, best := res, &spare
 	var bestBox *bandBox
 	warnings := s.warnings
+	var t trainParts // stageParts writes all of it
 	for i := range d.pp {
 		s.setStage(i)
 		s.warnings = warnings[:len(warnings):len(warnings)]
 		if s.buf != nil {
 			s.out = &s.buf.stages[i]
 		}
-		var t trainParts
 		s.stageParts(&t)
-		var r Result
-		box := s.assemble(&t, &r)
+		box := s.assemble(&t, cur)
 		stages[i] = StageResult{Stage: i, FirstLayer: d.stageLo, Layers: d.stageLayers, InFlight: d.inFlight,
-			Embedding: d.first, OutputLayer: d.last, PerGPU: r.PerGPU}
-		if i == 0 || r.PerGPU.DevicePeakBytes > best.PerGPU.DevicePeakBytes {
-			best, bestBox = r, box
+			Embedding: d.first, OutputLayer: d.last, PerGPU: cur.PerGPU}
+		if i == 0 || cur.PerGPU.DevicePeakBytes > best.PerGPU.DevicePeakBytes {
+			cur, best, bestBox = best, cur, box
 		}
 	}
-	best.Stages = stages
-	best.Warnings = append(best.Warnings, "--pp "+strconv.Itoa(d.pp)+": pipeline stage "+strconv.Itoa(best.Parallel.PeakStage)+
+	if best != res {
+		*res = *best
+	}
+	res.Stages = stages
+	res.Warnings = append(res.Warnings, "--pp "+strconv.Itoa(d.pp)+": pipeline stage "+strconv.Itoa(res.Parallel.PeakStage)+
 		" is the most loaded; every stage's figures are in the stage table (stages in the JSON output)")
-	*res = best
 	return bestBox
 }
 
@@ -201,13 +209,13 @@ func (s *setup) stagePeaks() Peaks {
 	var best Peaks
 	var rep stageShape
 	warnings := len(s.warnings)
+	var t trainParts // stageParts writes all of it
 	for i := range d.pp {
 		s.setStage(i)
 		if rep.same(s) {
 			continue
 		}
 		s.warnings = s.warnings[:warnings]
-		var t trainParts
 		s.stageParts(&t)
 		p := s.peaksOf(&t)
 		if i == 0 || p.DeviceBytes > best.DeviceBytes {
