@@ -185,7 +185,8 @@ func (s *setup) streamCache(t *trainParts) (cache float64, pools fsdpPools, ok b
 	if !ok {
 		return 0, pools, false
 	}
-	rows := s.stageRows(t)
+	var rows [numRows]comp
+	s.rows(t, &rows)
 	var total [numPhases]float64
 	for i := range rows {
 		v := &rows[i].v

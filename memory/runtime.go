@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gpumem/gpumem/units"
@@ -254,34 +255,69 @@ func (o *Overheads) explained(t *overheadTexts, allocated units.Bytes) overheadT
 	return e
 }
 
+// overheadRows are the overhead rows with their texts; appendRows fills
+// in the bytes.
+type overheadRows struct {
+	frag, stream, ctx, workspace, misc Component
+}
+
+// rows returns the overhead rows with the texts t.
+func (t *overheadTexts) rows() overheadRows {
+	return overheadRows{
+		frag: Component{Name: "fragmentation", Level: "reserved", Phase: "persistent",
+			Formula: t.frag, Source: "MODEL.md §10 (caching allocator, PYTORCH_CUDA_ALLOC_CONF notes), §15.5"},
+		stream: Component{Name: "stream_cache", Level: "reserved", Phase: "persistent",
+			Formula: t.stream, Source: streamCacheSource},
+		ctx: Component{Name: "cuda_context", Level: "device", Phase: "persistent",
+			Formula: t.ctx, Source: t.ctxSource},
+		workspace: Component{Name: "workspace", Level: "device", Phase: "persistent",
+			Formula: t.workspace, Source: "pytorch/pytorch:aten/src/ATen/cuda/CublasHandlePool.cpp (MODEL.md §10)"},
+		misc: Component{Name: "misc", Level: "device", Phase: "persistent",
+			Formula: t.misc, Source: "constant misc_overhead_mib (calibration)"},
+	}
+}
+
+// The overhead rows of a lazy-loading and a torch 1.x stack, without the
+// job's inputs in the formulas.
+var (
+	overheadRowTemplates       = overheadTemplates.rows()
+	legacyOverheadRowTemplates = legacyOverheadTemplates.rows()
+)
+
 // appendRows appends the overhead rows to dst. Without explain the
 // formulas are fixed templates, so no string is built.
 func (o *Overheads) appendRows(dst []Component, allocated units.Bytes, explain bool) []Component {
-	t := &overheadTemplates
+	rows := &overheadRowTemplates
 	if o.Legacy {
-		t = &legacyOverheadTemplates
+		rows = &legacyOverheadRowTemplates
 	}
 	if explain {
+		t := &overheadTemplates
+		if o.Legacy {
+			t = &legacyOverheadTemplates
+		}
 		e := o.explained(t, allocated)
-		t = &e
+		r := e.rows()
+		rows = &r
 	}
-	dst = append(dst,
-		Component{Name: "fragmentation", Bytes: o.fragmentation(allocated), Level: "reserved", Phase: "persistent",
-			Formula: t.frag, Source: "MODEL.md §10 (caching allocator, PYTORCH_CUDA_ALLOC_CONF notes), §15.5"})
+	dst = appendRow(dst, &rows.frag, o.fragmentation(allocated))
 	if o.StreamCache > 0 {
-		dst = append(dst, Component{Name: "stream_cache", Bytes: o.StreamCache, Level: "reserved", Phase: "persistent",
-			Formula: t.stream, Source: streamCacheSource})
+		dst = appendRow(dst, &rows.stream, o.StreamCache)
 	}
-	dst = append(dst,
-		Component{Name: "cuda_context", Bytes: o.CUDAContext, Level: "device", Phase: "persistent",
-			Formula: t.ctx, Source: t.ctxSource},
-		Component{Name: "workspace", Bytes: o.Workspace, Level: "device", Phase: "persistent",
-			Formula: t.workspace, Source: "pytorch/pytorch:aten/src/ATen/cuda/CublasHandlePool.cpp (MODEL.md §10)"},
-	)
+	dst = appendRow(dst, &rows.ctx, o.CUDAContext)
+	dst = appendRow(dst, &rows.workspace, o.Workspace)
 	if o.Misc > 0 {
-		dst = append(dst, Component{Name: "misc", Bytes: o.Misc, Level: "device", Phase: "persistent",
-			Formula: t.misc, Source: "constant misc_overhead_mib (calibration)"})
+		dst = appendRow(dst, &rows.misc, o.Misc)
 	}
+	return dst
+}
+
+// appendRow appends c with b bytes to dst, copying c once, in place.
+func appendRow(dst []Component, c *Component, b units.Bytes) []Component {
+	n := len(dst)
+	dst = slices.Grow(dst, 1)[:n+1]
+	dst[n] = *c
+	dst[n].Bytes = b
 	return dst
 }
 

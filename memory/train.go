@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"math/bits"
 	"strconv"
 
 	"github.com/gpumem/gpumem/model"
@@ -34,12 +35,6 @@ var _ = [1]struct{}{}[numPhases-5]
 // phaseNames are the names of the phase indexes.
 var phaseNames = [numPhases]string{PhaseForward, PhaseLoss, PhaseBackward, PhaseBackwardEnd, PhaseStep}
 
-// comp is one breakdown row with its bytes in every phase.
-type comp struct {
-	v      [numPhases]float64
-	always bool // report even when zero at the peak
-}
-
 // trainParts is everything a training estimate is assembled from.
 type trainParts struct {
 	p    trParams
@@ -48,20 +43,6 @@ type trainParts struct {
 	loss lossTerms
 	comm [numPhases]float64
 	ov   Overheads
-	// rows are the breakdown rows of the parts above (ov aside), built
-	// once by stageRows for the stream pools and the totals.
-	rows     [numRows]comp
-	haveRows bool
-}
-
-// stageRows returns the rows of t, building them on first use: t's
-// parts but ov are set by then and stay as they are.
-func (s *setup) stageRows(t *trainParts) *[numRows]comp {
-	if !t.haveRows {
-		s.rows(t, &t.rows)
-		t.haveRows = true
-	}
-	return &t.rows
 }
 
 // estimateTraining is the training memory model: model states, activations,
@@ -117,7 +98,8 @@ type trainBox struct {
 	bandBox
 }
 
-// stageParts computes the parts of the current pipeline stage.
+// stageParts computes the parts of the current pipeline stage, writing
+// every field of t.
 func (s *setup) stageParts(t *trainParts) {
 	t.p = s.countParams()
 	t.st = s.modelStates(&t.p)
@@ -132,6 +114,8 @@ func (s *setup) batchParts(t *trainParts) {
 	t.act = s.activations()
 	if d.pp == 1 || d.last {
 		t.loss = s.lossMemory() // the output layer runs on the last stage
+	} else {
+		t.loss = lossTerms{} // t may hold another stage's parts
 	}
 	// Vocab-parallel logits and cross-entropy (Megatron, torchtitan
 	// loss_parallel); context parallelism splits the tokens.
@@ -159,29 +143,34 @@ func (s *setup) estimateStages(res *Result) *bandBox {
 	} else {
 		stages = make([]StageResult, d.pp)
 	}
-	var best Result
+	// Each stage is assembled into one of two Results, res and spare,
+	// while the other holds the most loaded stage so far: assemble
+	// writes every field, so neither is zeroed or copied per stage.
+	var spare Result
+	cur, best := res, &spare
 	var bestBox *bandBox
 	warnings := s.warnings
+	var t trainParts // stageParts writes all of it
 	for i := range d.pp {
 		s.setStage(i)
 		s.warnings = warnings[:len(warnings):len(warnings)]
 		if s.buf != nil {
 			s.out = &s.buf.stages[i]
 		}
-		var t trainParts
 		s.stageParts(&t)
-		var r Result
-		box := s.assemble(&t, &r)
+		box := s.assemble(&t, cur)
 		stages[i] = StageResult{Stage: i, FirstLayer: d.stageLo, Layers: d.stageLayers, InFlight: d.inFlight,
-			Embedding: d.first, OutputLayer: d.last, PerGPU: r.PerGPU}
-		if i == 0 || r.PerGPU.DevicePeakBytes > best.PerGPU.DevicePeakBytes {
-			best, bestBox = r, box
+			Embedding: d.first, OutputLayer: d.last, PerGPU: cur.PerGPU}
+		if i == 0 || cur.PerGPU.DevicePeakBytes > best.PerGPU.DevicePeakBytes {
+			cur, best, bestBox = best, cur, box
 		}
 	}
-	best.Stages = stages
-	best.Warnings = append(best.Warnings, "--pp "+strconv.Itoa(d.pp)+": pipeline stage "+strconv.Itoa(best.Parallel.PeakStage)+
+	if best != res {
+		*res = *best
+	}
+	res.Stages = stages
+	res.Warnings = append(res.Warnings, "--pp "+strconv.Itoa(d.pp)+": pipeline stage "+strconv.Itoa(res.Parallel.PeakStage)+
 		" is the most loaded; every stage's figures are in the stage table (stages in the JSON output)")
-	*res = best
 	return bestBox
 }
 
@@ -257,31 +246,11 @@ func (s *setup) cachedParts(t *trainParts, c *sweepStage, fracs bool) {
 // peaksOf is assemble without the breakdown: the current stage's peaks,
 // summed from the same rounded rows.
 func (s *setup) peaksOf(t *trainParts) Peaks {
-	rows := s.stageRows(t)
-	var totals [numPhases]units.Bytes
-	for i := range rows {
-		v := &rows[i].v
-		switch {
-		case v[0] == 0 && v[1] == 0 && v[2] == 0 && v[3] == 0 && v[4] == 0:
-			// Nothing to add (about half the rows of most jobs).
-		case v[0] == v[1] && v[0] == v[2] && v[0] == v[3] && v[0] == v[4]:
-			// The same all step long (weights, states): round once.
-			b := units.FromFloat(v[0])
-			totals[0], totals[1], totals[2] = units.Add(totals[0], b), units.Add(totals[1], b), units.Add(totals[2], b)
-			totals[3], totals[4] = units.Add(totals[3], b), units.Add(totals[4], b)
-		default:
-			totals[0], totals[1], totals[2] = units.Add(totals[0], units.FromFloat(v[0])), units.Add(totals[1], units.FromFloat(v[1])), units.Add(totals[2], units.FromFloat(v[2]))
-			totals[3], totals[4] = units.Add(totals[3], units.FromFloat(v[3])), units.Add(totals[4], units.FromFloat(v[4]))
-		}
-	}
-	peak := 0
-	for ph := 1; ph < numPhases; ph++ {
-		if totals[ph] > totals[peak] {
-			peak = ph
-		}
-	}
-	u := s.upperPeaks(t, totals[peak], s.ncclBytes())
-	return Peaks{AllocatedBytes: totals[peak], ReservedBytes: u.reserved, DeviceBytes: u.device, Phase: phaseNames[peak], Stage: s.dist.stage}
+	var tab rowTable
+	s.buildRows(t, &tab)
+	peak := tab.peak()
+	u := s.upperPeaks(t, tab.totals[peak], s.ncclBytes())
+	return Peaks{AllocatedBytes: tab.totals[peak], ReservedBytes: u.reserved, DeviceBytes: u.device, Phase: phaseNames[peak], Stage: s.dist.stage}
 }
 
 // stagePeaks is estimateStages without the breakdown: the peaks of the
@@ -299,7 +268,7 @@ func (s *setup) stagePeaks(limit units.Bytes, sw *Sweep) Peaks {
 	var rep stageShape
 	warnings := len(s.warnings)
 	whole := s.layerModulesWhole()
-	var t trainParts
+	var t trainParts // stageParts writes all of it
 	for k := range d.pp {
 		// The last stage first: with the output layer and the loss it is
 		// the most loaded as often as the first, so a limit stops sooner.
@@ -321,9 +290,6 @@ func (s *setup) stagePeaks(limit units.Bytes, sw *Sweep) Peaks {
 			continue
 		}
 		s.warnings = s.warnings[:warnings]
-		// t is reused: every part is set again but the loss, which only
-		// the last stage has.
-		t.loss, t.haveRows = lossTerms{}, false
 		s.cachedParts(&t, c, false)
 		p := s.peaksOf(&t)
 		if limit > 0 && p.DeviceBytes > limit {
@@ -424,40 +390,197 @@ func (s *setup) layerModulesWhole() bool {
 	return true
 }
 
-// rows builds the allocated-level rows with their per-phase bytes.
-func (s *setup) rows(t *trainParts, out *[numRows]comp) {
-	st, a, l := &t.st, &t.act, &t.loss
-	all := func(v float64) (r [numPhases]float64) {
-		r = [numPhases]float64{v, v, v, v, v}
+// rowTable is the allocated-level rows of one stage: each row's bytes in
+// each phase, rounded up once, and the phase totals summed from them, so
+// the breakdown adds up to the peak. Rows are written by index through
+// its methods, each at most once, and live marks the rows with bytes in
+// some phase: assemble lists those (and the always ones) without testing
+// the others.
+type rowTable struct {
+	b      [numRows][numPhases]units.Bytes
+	most   [numRows]units.Bytes // a row's largest bytes over the phases
+	mostPh [numRows]uint8       // the first phase with most
+	totals [numPhases]units.Bytes
+	live   uint32 // bit i: row i has bytes in some phase
+	always uint32 // bit i: row i is listed even when it has none
+	// f, if set, also receives each row's unrounded bytes (for the
+	// stream-cache estimate, which sums them as floats).
+	f *[numRows]comp
+}
+
+// The row bit sets must hold every row.
+var _ = [1]struct{}{}[numRows/33]
+
+// peak is the peak phase: the first with the largest total.
+func (r *rowTable) peak() int {
+	peak := 0
+	for ph := 1; ph < numPhases; ph++ {
+		if r.totals[ph] > r.totals[peak] {
+			peak = ph
+		}
+	}
+	return peak
+}
+
+// addSize is units.Add for sizes, which are never negative: a sum past
+// the largest int64 wraps below zero and saturates at units.MaxBytes.
+func addSize(a, b units.Bytes) units.Bytes {
+	if s := a + b; s >= 0 {
+		return s
+	}
+	return units.MaxBytes
+}
+
+// every records row i with x bytes in every phase. The test for an
+// empty row is inlined where it is called: most rows of most jobs are.
+func (r *rowTable) every(i int, x float64) {
+	if x != 0 {
+		r.setEvery(i, x)
+	}
+}
+
+// setEvery is every for a row that may hold bytes.
+func (r *rowTable) setEvery(i int, x float64) {
+	if r.f != nil {
+		r.f[i].v = [numPhases]float64{x, x, x, x, x}
+	}
+	v := units.FromFloat(x)
+	if v == 0 {
 		return
 	}
-	out[rowWeights] = comp{v: all(st.weights), always: true}
-	out[rowAdapters] = comp{v: all(st.adapters)}
-	out[rowMaster] = comp{v: all(st.master)}
-	out[rowGrads] = comp{v: s.gradPhases(t), always: true}
-	if !st.optim.paged {
-		out[rowOptim] = comp{v: all(st.optim.states), always: true}
+	r.b[i] = [numPhases]units.Bytes{v, v, v, v, v}
+	r.most[i] = v // mostPh[i] is 0, the first phase
+	r.live |= 1 << i
+	t := &r.totals
+	t[0], t[1], t[2], t[3], t[4] = addSize(t[0], v), addSize(t[1], v), addSize(t[2], v), addSize(t[3], v), addSize(t[4], v)
+}
+
+// span records row i with x bytes in the phases from lo to hi, none in
+// the others.
+func (r *rowTable) span(i int, x float64, lo, hi int) {
+	if x != 0 {
+		r.setSpan(i, x, lo, hi)
 	}
-	out[rowCast] = comp{v: s.castPhases(t)}
-	out[rowActs] = comp{v: [numPhases]float64{a.fwd, a.fwd, a.top, a.bottom, 0}, always: true}
-	out[rowVision] = comp{v: [numPhases]float64{a.vision, a.vision, a.vision, a.vision, 0}}
-	out[rowEncoder] = comp{v: [numPhases]float64{a.encoder, a.encoder, a.encoder, a.encoder, 0}}
-	out[rowOut] = comp{v: [numPhases]float64{a.out, a.out, 0, 0, 0}}
-	out[rowMask] = comp{v: [numPhases]float64{a.mask, a.mask, a.mask, a.mask, 0}}
+}
+
+// setSpan is span for a row that may hold bytes.
+func (r *rowTable) setSpan(i int, x float64, lo, hi int) {
+	if r.f != nil {
+		for ph := lo; ph <= hi; ph++ {
+			r.f[i].v[ph] = x
+		}
+	}
+	v := units.FromFloat(x)
+	if v == 0 {
+		return
+	}
+	r.most[i], r.mostPh[i] = v, uint8(lo)
+	r.live |= 1 << i
+	b, t := &r.b[i], &r.totals
+	for ph := lo; ph <= hi; ph++ {
+		b[ph] = v
+		t[ph] = addSize(t[ph], v)
+	}
+}
+
+// phases records row i with x[ph] bytes in phase ph.
+func (r *rowTable) phases(i int, x *[numPhases]float64) {
+	if r.f != nil {
+		r.f[i].v = *x
+	}
+	b := &r.b[i]
+	// The five phases written out: this runs for several rows of every
+	// estimate.
+	b[0], b[1], b[2], b[3], b[4] = units.FromFloat(x[0]), units.FromFloat(x[1]), units.FromFloat(x[2]), units.FromFloat(x[3]), units.FromFloat(x[4])
+	mx, ph := b[0], 0
+	if b[1] > mx {
+		mx, ph = b[1], 1
+	}
+	if b[2] > mx {
+		mx, ph = b[2], 2
+	}
+	if b[3] > mx {
+		mx, ph = b[3], 3
+	}
+	if b[4] > mx {
+		mx, ph = b[4], 4
+	}
+	if mx == 0 {
+		return // rounded bytes are never negative: the row is empty
+	}
+	r.most[i], r.mostPh[i] = mx, uint8(ph)
+	r.live |= 1 << i
+	t := &r.totals
+	t[0], t[1], t[2] = addSize(t[0], b[0]), addSize(t[1], b[1]), addSize(t[2], b[2])
+	t[3], t[4] = addSize(t[3], b[3]), addSize(t[4], b[4])
+}
+
+// comp is one breakdown row with its unrounded bytes in every phase.
+type comp struct {
+	v [numPhases]float64
+}
+
+// rows writes the allocated-level rows' unrounded bytes per phase to
+// out (rows that are never alive stay zero).
+func (s *setup) rows(t *trainParts, out *[numRows]comp) {
+	tab := rowTable{f: out}
+	s.buildRows(t, &tab)
+}
+
+// buildRows builds the allocated-level rows with their per-phase bytes.
+func (s *setup) buildRows(t *trainParts, tab *rowTable) {
+	st, a, l := &t.st, &t.act, &t.loss
+	tab.always = 1<<rowWeights | 1<<rowGrads | 1<<rowActs
+	tab.every(rowWeights, st.weights)
+	tab.every(rowAdapters, st.adapters)
+	tab.every(rowMaster, st.master)
+	g := s.gradPhases(t)
+	tab.phases(rowGrads, &g)
+	if !st.optim.paged {
+		// Paged states are a device-level row (assemble).
+		tab.every(rowOptim, st.optim.states)
+		tab.always |= 1 << rowOptim
+	}
+	if st.castCache != 0 {
+		c := s.castPhases(t)
+		tab.phases(rowCast, &c)
+	}
+	acts := [numPhases]float64{a.fwd, a.fwd, a.top, a.bottom, 0}
+	tab.phases(rowActs, &acts)
+	tab.span(rowVision, a.vision, phForward, phBackwardEnd)
+	tab.span(rowEncoder, a.encoder, phForward, phBackwardEnd)
+	tab.span(rowOut, a.out, phForward, phLoss)
+	tab.span(rowMask, a.mask, phForward, phBackwardEnd)
 	heldStep := l.persist
 	if s.loss == lossLitGPTChunked {
 		heldStep = l.held
 	}
-	out[rowLoss] = comp{v: [numPhases]float64{l.persist, l.peak, l.held, l.held, heldStep}, always: s.loss != lossNone}
-	out[rowBwd] = comp{v: [numPhases]float64{0, 0, a.trans, a.trans, 0}}
-	if s.optInBwd {
-		out[rowStep] = comp{v: [numPhases]float64{0, 0, st.optim.transient, st.optim.transient, 0}}
-	} else {
-		out[rowStep] = comp{v: [numPhases]float64{0, 0, 0, 0, st.optim.transient}}
+	loss := [numPhases]float64{l.persist, l.peak, l.held, l.held, heldStep}
+	tab.phases(rowLoss, &loss)
+	if s.loss != lossNone {
+		tab.always |= 1 << rowLoss
 	}
-	out[rowComm] = comp{v: t.comm}
-	out[rowDequant] = comp{v: [numPhases]float64{st.dequant, st.dequant, st.dequant, st.dequant, 0}}
+	tab.span(rowBwd, a.trans, phBackward, phBackwardEnd)
+	if s.optInBwd {
+		tab.span(rowStep, st.optim.transient, phBackward, phBackwardEnd)
+	} else {
+		tab.span(rowStep, st.optim.transient, phStep, phStep)
+	}
+	if c := &t.comm; c[0] != 0 || c[1] != 0 || c[2] != 0 || c[3] != 0 || c[4] != 0 {
+		tab.phases(rowComm, c)
+	}
+	tab.span(rowDequant, st.dequant, phForward, phBackwardEnd)
 }
+
+// rowComps are the allocated-level rows of the breakdown with their
+// names, lifetimes, formulas and sources (rowInfo) filled in.
+var rowComps = func() (c [numRows]Component) {
+	for i := range rowInfo {
+		info := &rowInfo[i]
+		c[i] = Component{Name: info.name, Level: "allocated", Phase: info.phase, Formula: info.formula, Source: info.source}
+	}
+	return c
+}()
 
 // Row indexes of the allocated-level breakdown.
 const (
@@ -536,77 +659,37 @@ func (s *setup) castPhases(t *trainParts) [numPhases]float64 {
 // phase, the rows at the peak and the reserved/device peaks, written to
 // res. It returns the band box allocated with the phases.
 func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
-	rows := s.stageRows(t)
-	// Each row's bytes in each phase, rounded once: the totals are sums
-	// of the rounded rows, so the breakdown adds up to the peak.
-	// A row's largest size and its phase come out of the same pass.
-	var totals [numPhases]units.Bytes
-	var rounded [numRows][numPhases]units.Bytes
-	var most [numRows]units.Bytes
-	var mostPh [numRows]int
-	for i := range rows {
-		v := &rows[i].v
-		if v[0] == 0 && v[1] == 0 && v[2] == 0 && v[3] == 0 && v[4] == 0 {
-			continue
-		}
-		r := &rounded[i]
-		// The five phases written out: this loop runs for every row of
-		// every estimate.
-		r[0], r[1], r[2], r[3], r[4] = units.FromFloat(v[0]), units.FromFloat(v[1]), units.FromFloat(v[2]), units.FromFloat(v[3]), units.FromFloat(v[4])
-		totals[0], totals[1], totals[2] = units.Add(totals[0], r[0]), units.Add(totals[1], r[1]), units.Add(totals[2], r[2])
-		totals[3], totals[4] = units.Add(totals[3], r[3]), units.Add(totals[4], r[4])
-		mx, ph := r[0], 0
-		if r[1] > mx {
-			mx, ph = r[1], 1
-		}
-		if r[2] > mx {
-			mx, ph = r[2], 2
-		}
-		if r[3] > mx {
-			mx, ph = r[3], 3
-		}
-		if r[4] > mx {
-			mx, ph = r[4], 4
-		}
-		most[i], mostPh[i] = mx, ph
-	}
-	peak := 0
-	for ph := 1; ph < numPhases; ph++ {
-		if totals[ph] > totals[peak] {
-			peak = ph
-		}
-	}
-	// The breakdown is allocated at its exact size.
+	var tab rowTable
+	s.buildRows(t, &tab)
+	peak := tab.peak()
 	// A row is listed when it is ever alive in the step (or always
 	// shown), with its size at the peak and, if larger elsewhere, its
 	// largest size and phase.
+	listed := tab.live | tab.always
 	nccl := s.ncclBytes()
 	var comps []Component
 	var box *trainBox
 	if s.out != nil {
 		comps, box = s.out.comps[:0], &s.out.box
 	} else {
-		n := 0
-		for i := range rows {
-			if rows[i].always || most[i] > 0 {
-				n++
-			}
-		}
-		comps, box = make([]Component, 0, n+s.extraRows(t, nccl)), new(trainBox)
+		// The breakdown is allocated at its exact size.
+		n := bits.OnesCount32(listed) + s.extraRows(t, nccl)
+		comps, box = make([]Component, 0, n), new(trainBox)
 	}
-	for i := range rows {
-		if most[i] == 0 && !rows[i].always {
-			continue
-		}
-		b := rounded[i][peak]
-		info := &rowInfo[i]
-		comps = append(comps, Component{Name: info.name, Bytes: b, Level: "allocated", Phase: info.phase,
-			Formula: info.formula, Source: info.source})
-		if most[i] > b {
-			c := &comps[len(comps)-1]
-			c.MaxBytes, c.MaxPhase = most[i], phaseNames[mostPh[i]]
+	for set := listed; set != 0; set &= set - 1 {
+		i := bits.TrailingZeros32(set)
+		// In place: the capacity holds every row (maxTrainRows, or
+		// the exact count above).
+		n := len(comps)
+		comps = comps[:n+1]
+		c := &comps[n]
+		*c = rowComps[i]
+		c.Bytes = tab.b[i][peak]
+		if m := tab.most[i]; m > c.Bytes {
+			c.MaxBytes, c.MaxPhase = m, phaseNames[tab.mostPh[i]]
 		}
 	}
+	totals := &tab.totals
 	alloc := totals[peak]
 	u := s.upperPeaks(t, alloc, nccl)
 	reserved, device := u.reserved, u.device
@@ -625,12 +708,12 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 		s.warn(fmt.Sprintf("reserved peak held to the GPU's %s (cached blocks %s instead of %s): the caching allocator frees cached blocks and retries before it runs out; expect allocator retries, and out-of-memory errors if the free memory is too fragmented",
 			units.FormatIEC(u.limit), units.FormatIEC(reserved-alloc), units.FormatIEC(u.uncapped-alloc)))
 	}
-	for ph := range numPhases {
-		box.phases[ph] = Phase{Name: phaseNames[ph], Bytes: totals[ph]}
-	}
+	box.phases = [numPhases]Phase{{PhaseForward, totals[0]}, {PhaseLoss, totals[1]}, {PhaseBackward, totals[2]},
+		{PhaseBackwardEnd, totals[3]}, {PhaseStep, totals[4]}}
 	// Field by field rather than a composite literal: the Result is
-	// large and this writes it once, in place.
-	*res = Result{}
+	// large (its Job most of all), and this writes every field once, in
+	// place, without zeroing it first (the unkeyed Result below
+	// keeps the list complete). Band is attachBand's.
 	res.Model, res.Architecture = s.m.ID, s.m.Architecture
 	res.TotalParams = t.p.total
 	if !s.haveTrained {
@@ -640,10 +723,9 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 	res.TrainableParams = int64(s.trained + 0.5)
 	res.ActiveParams = s.tab.active
 	res.Job = *s.job
-	pg := &res.PerGPU
-	pg.AllocatedPeakBytes, pg.ReservedPeakBytes, pg.DevicePeakBytes = alloc, reserved, device
-	pg.PeakPhase = phaseNames[peak]
-	pg.Components, pg.Phases = comps, box.phases[:]
+	res.PerGPU = PerGPU{AllocatedPeakBytes: alloc, ReservedPeakBytes: reserved, DevicePeakBytes: device,
+		PeakPhase: phaseNames[peak], Components: comps, Phases: box.phases[:]}
+	res.Host, res.Serving, res.Parallel, res.Stages = nil, nil, nil, nil
 	res.Warnings = s.warnings
 	if t.st.hostCPU > 0 || t.st.hostNVMe > 0 {
 		// Host memory is per node: every rank of the node offloads its share.
@@ -658,13 +740,17 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 			*res.Host = h
 		}
 	}
-	if p, ok := s.parallelInfo(t); ok {
-		if s.out != nil {
-			s.out.parallel = p
-			res.Parallel = &s.out.parallel
-		} else {
-			res.Parallel = new(Parallel)
-			*res.Parallel = p
+	if !s.dist.single {
+		// A single process has no layout (parallelInfo); testing it
+		// here saves returning an empty Parallel.
+		if p, ok := s.parallelInfo(t); ok {
+			if s.out != nil {
+				s.out.parallel = p
+				res.Parallel = &s.out.parallel
+			} else {
+				res.Parallel = new(Parallel)
+				*res.Parallel = p
+			}
 		}
 	}
 	if s.job.Explain {
@@ -675,6 +761,11 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 	}
 	return &box.bandBox
 }
+
+// This lists every field of a Result without keys, so it stops
+// compiling when a field is added: assemble writes each field by hand
+// and must then write the new one too.
+var _ = Result{"", "", 0, 0, 0, Job{}, PerGPU{}, nil, nil, nil, nil, nil}
 
 // extraRows is the number of breakdown rows assemble writes after the
 // allocated ones: the overhead rows, paged optimizer states and NCCL.

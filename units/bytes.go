@@ -143,11 +143,13 @@ func MulInt(n, m int64) int64 {
 // into Bytes, rounding up, saturating at MaxBytes, and mapping NaN or
 // negative values to 0.
 func FromFloat(f float64) Bytes {
-	if math.IsNaN(f) || f <= 0 {
-		return 0
+	// One test for the usual case; it is false for NaN. The largest
+	// float64 below 2⁶³ is an integer, so the ceiling fits.
+	if f > 0 && f < float64(MaxBytes) {
+		return Bytes(math.Ceil(f))
 	}
 	if f >= float64(MaxBytes) {
 		return MaxBytes
 	}
-	return Bytes(math.Ceil(f))
+	return 0
 }
