@@ -185,13 +185,7 @@ func (s *setup) streamCache(t *trainParts) (cache float64, pools fsdpPools, ok b
 	if !ok {
 		return 0, pools, false
 	}
-	var rows [numRows]comp
-	s.rows(t, &rows)
-	var total [numPhases]float64
-	for i := range rows {
-		v := &rows[i].v
-		total[0], total[1], total[2], total[3], total[4] = total[0]+v[0], total[1]+v[1], total[2]+v[2], total[3]+v[3], total[4]+v[4]
-	}
+	total := &t.rows.sum
 	var peak, compute float64
 	for ph := range numPhases {
 		peak = max(peak, total[ph])

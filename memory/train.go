@@ -42,6 +42,9 @@ type trainParts struct {
 	act  actTotals
 	loss lossTerms
 	comm [numPhases]float64
+	// rows is the row table of the parts above, built once they are set
+	// (ov, which the stream pools read it for, aside).
+	rows rowTable
 	ov   Overheads
 }
 
@@ -125,6 +128,8 @@ func (s *setup) batchParts(t *trainParts) {
 		t.loss.persist /= k
 	}
 	t.comm = s.commBuffers(&t.st, &t.p)
+	t.rows.reset()
+	s.buildRows(t, &t.rows)
 	t.ov = s.trainOverheads(t) // its Warning is the job's, given by initJob
 }
 
@@ -246,8 +251,7 @@ func (s *setup) cachedParts(t *trainParts, c *sweepStage, fracs bool) {
 // peaksOf is assemble without the breakdown: the current stage's peaks,
 // summed from the same rounded rows.
 func (s *setup) peaksOf(t *trainParts) Peaks {
-	var tab rowTable
-	s.buildRows(t, &tab)
+	tab := &t.rows
 	peak := tab.peak()
 	u := s.upperPeaks(t, tab.totals[peak], s.ncclBytes())
 	return Peaks{AllocatedBytes: tab.totals[peak], ReservedBytes: u.reserved, DeviceBytes: u.device, Phase: phaseNames[peak], Stage: s.dist.stage}
@@ -403,13 +407,24 @@ type rowTable struct {
 	totals [numPhases]units.Bytes
 	live   uint32 // bit i: row i has bytes in some phase
 	always uint32 // bit i: row i is listed even when it has none
-	// f, if set, also receives each row's unrounded bytes (for the
-	// stream-cache estimate, which sums them as floats).
-	f *[numRows]comp
+	// sum is the unrounded rows' sum in each phase, added in row order
+	// (the stream-cache estimate reads it); f, if set, also receives
+	// each row's unrounded bytes.
+	sum [numPhases]float64
+	f   *[numRows]comp
 }
 
 // The row bit sets must hold every row.
 var _ = [1]struct{}{}[numRows/33]
+
+// reset empties r for the next build. Every build sets always, so a
+// table with none was never built on and is empty already (as a new
+// trainParts' is): no need to zero it again.
+func (r *rowTable) reset() {
+	if r.always != 0 {
+		*r = rowTable{}
+	}
+}
 
 // peak is the peak phase: the first with the largest total.
 func (r *rowTable) peak() int {
@@ -441,6 +456,8 @@ func (r *rowTable) every(i int, x float64) {
 
 // setEvery is every for a row that may hold bytes.
 func (r *rowTable) setEvery(i int, x float64) {
+	u := &r.sum
+	u[0], u[1], u[2], u[3], u[4] = u[0]+x, u[1]+x, u[2]+x, u[3]+x, u[4]+x
 	if r.f != nil {
 		r.f[i].v = [numPhases]float64{x, x, x, x, x}
 	}
@@ -465,6 +482,9 @@ func (r *rowTable) span(i int, x float64, lo, hi int) {
 
 // setSpan is span for a row that may hold bytes.
 func (r *rowTable) setSpan(i int, x float64, lo, hi int) {
+	for ph := lo; ph <= hi; ph++ {
+		r.sum[ph] += x
+	}
 	if r.f != nil {
 		for ph := lo; ph <= hi; ph++ {
 			r.f[i].v[ph] = x
@@ -485,6 +505,8 @@ func (r *rowTable) setSpan(i int, x float64, lo, hi int) {
 
 // phases records row i with x[ph] bytes in phase ph.
 func (r *rowTable) phases(i int, x *[numPhases]float64) {
+	u := &r.sum
+	u[0], u[1], u[2], u[3], u[4] = u[0]+x[0], u[1]+x[1], u[2]+x[2], u[3]+x[3], u[4]+x[4]
 	if r.f != nil {
 		r.f[i].v = *x
 	}
@@ -566,10 +588,11 @@ func (s *setup) buildRows(t *trainParts, tab *rowTable) {
 	} else {
 		tab.span(rowStep, st.optim.transient, phStep, phStep)
 	}
+	// In row order, which sum adds them in.
+	tab.span(rowDequant, st.dequant, phForward, phBackwardEnd)
 	if c := &t.comm; c[0] != 0 || c[1] != 0 || c[2] != 0 || c[3] != 0 || c[4] != 0 {
 		tab.phases(rowComm, c)
 	}
-	tab.span(rowDequant, st.dequant, phForward, phBackwardEnd)
 }
 
 // rowComps are the allocated-level rows of the breakdown with their
@@ -659,8 +682,7 @@ func (s *setup) castPhases(t *trainParts) [numPhases]float64 {
 // phase, the rows at the peak and the reserved/device peaks, written to
 // res. It returns the band box allocated with the phases.
 func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
-	var tab rowTable
-	s.buildRows(t, &tab)
+	tab := &t.rows
 	peak := tab.peak()
 	// A row is listed when it is ever alive in the step (or always
 	// shown), with its size at the peak and, if larger elsewhere, its
