@@ -207,6 +207,9 @@ func (s *setup) streamCache(t *trainParts) (cache float64, pools fsdpPools, ok b
 // fragmentation for the compute stream).
 func (s *setup) trainOverheads(t *trainParts) Overheads {
 	o := runtimeOverheads(s.job, &s.c)
+	if s.dist.single {
+		return o // one GPU: no FSDP or ZeRO-3 stream pools
+	}
 	if cache, p, ok := s.streamCache(t); ok {
 		o.setStreamCache(cache, p.gather, p.reduce, &s.c)
 	}
