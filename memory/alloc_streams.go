@@ -206,10 +206,10 @@ func (s *setup) streamCache(t *trainParts) (cache float64, pools fsdpPools, ok b
 // communication-stream pools as the stream_cache row (and the training
 // fragmentation for the compute stream).
 func (s *setup) trainOverheads(t *trainParts) Overheads {
-	o := runtimeOverheads(s.job, &s.c)
 	if s.dist.single {
-		return o // one GPU: no FSDP or ZeRO-3 stream pools
+		return runtimeOverheads(s.job, &s.c) // one GPU: no FSDP or ZeRO-3 stream pools
 	}
+	o := runtimeOverheads(s.job, &s.c)
 	if cache, p, ok := s.streamCache(t); ok {
 		o.setStreamCache(cache, p.gather, p.reduce, &s.c)
 	}

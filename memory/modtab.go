@@ -34,9 +34,12 @@ type modTab struct {
 	more         []modRow           // the rows of a larger model
 	// frac and fracMore are scratch memory for the per-module rank
 	// fractions of the stage being estimated (setup.fracs): a modTab
-	// belongs to one estimate at a time.
+	// belongs to one estimate at a time. fracOnes says they hold 1 for
+	// every module, as the last stage filled them (setup.fillFracs skips
+	// rewriting them then).
 	frac     [inlineRows]float64
 	fracMore []float64
+	fracOnes bool
 }
 
 // fracs returns the scratch slice for per-module rank fractions.

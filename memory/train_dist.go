@@ -372,13 +372,19 @@ func (s *setup) setStage(i int) {
 func (s *setup) fillFracs() {
 	f := s.tab.fracs()
 	if d := &s.dist; d.single || (d.tp == 1 && d.pp == 1 && d.ep == 1) {
-		// Every module whole on every rank (rankFrac's first case).
-		for i := range f {
-			f[i] = 1
+		// Every module whole on every rank (rankFrac's first case). The
+		// table's scratch often holds these already (the previous estimate
+		// of the model was one such job).
+		if !s.tab.fracOnes {
+			for i := range f {
+				f[i] = 1
+			}
+			s.tab.fracOnes = true
 		}
 		s.fracs, s.unitFracs = f, true
 		return
 	}
+	s.tab.fracOnes = false
 	unit := true
 	for i := range s.m.Modules {
 		f[i] = s.rankFrac(&s.m.Modules[i])
