@@ -338,9 +338,22 @@ type trParams struct {
 }
 
 // countParams sums the model inventory and the trainable set.
-func (s *setup) countParams() trParams {
+func (s *setup) countParams() (p trParams) {
+	tab := s.tab
+	p.total, p.linear, p.maxLinear = tab.total, tab.linear, tab.maxLinear
+	if s.quantHead {
+		p.maxLinear = tab.maxHead
+	}
+	if s.wholeDense() {
+		// Every tensor trains, wholly on this rank, with full-size dense
+		// states: the sums are the model table's totals times the
+		// per-element widths (exact: integer counts times powers of two).
+		addUniform(&p, tab.numel, tab.maxNumel, s.gradElemBytes(false), s.stateElemBytes(false), s.master, s.opt.states)
+		return p
+	}
 	// Per-dtype widths, resolved once: [base, adapter].
 	acc := paramAcc{
+		p:      &p,
 		hf:     s.framework == FrameworkHF,
 		adB:    s.adapter.BytesPerElement(),
 		gradB:  [2]float64{s.gradElemBytes(false), s.gradElemBytes(true)},
@@ -348,24 +361,11 @@ func (s *setup) countParams() trParams {
 		master: s.master,
 		opt:    s.opt,
 	}
-	p := &acc.p
-	tab := s.tab
-	rows := tab.rows()
-	p.total, p.linear, p.maxLinear = tab.total, tab.linear, tab.maxLinear
-	if s.quantHead {
-		p.maxLinear = tab.maxHead
-	}
 	adapters := s.method == MethodLoRA || s.method == MethodQLoRA
-	if s.wholeDense() {
-		// Every tensor trains, wholly on this rank, with full-size dense
-		// states: the sums are the model table's totals times the
-		// per-element widths (exact: integer counts times powers of two).
-		acc.addUniform(tab.numel, tab.maxNumel)
-		return acc.p
-	}
 	if !adapters {
 		// The base groups of forEachTrainable, in its order, without a
 		// call through a function value per group.
+		rows := tab.rows()
 		for i := range s.m.Modules {
 			mod, row := &s.m.Modules[i], &rows[i]
 			if f := s.trainable.fraction(mod); f > 0 {
@@ -383,12 +383,12 @@ func (s *setup) countParams() trParams {
 	case s.countOnly():
 		acc.add(tensorGroup{count: 1, rows: float64(s.trainable.count)})
 	}
-	return acc.p
+	return p
 }
 
 // paramAcc gathers trParams over trainable tensor groups.
 type paramAcc struct {
-	p      trParams
+	p      *trParams
 	hf     bool
 	adB    float64    // adapter bytes per element
 	gradB  [2]float64 // gradient bytes per element: base, adapter
@@ -402,31 +402,32 @@ func (a *paramAcc) add(g tensorGroup) { a.addCount(&g, g.count) }
 
 // wholeDense reports whether every parameter trains, wholly on this rank,
 // with a dense optimizer: then countParams and modelStates read the
-// model table's totals instead of summing module by module.
+// model table's totals instead of summing module by module. (Only full
+// training sets trainable.all, so no adapters train.)
 func (s *setup) wholeDense() bool {
-	return s.trainable.all && s.unitFracs && s.opt.kind == optDense && !s.slowSums &&
-		s.method != MethodLoRA && s.method != MethodQLoRA
+	return s.trainable.all && s.unitFracs && s.opt.kind == optDense && !s.slowSums
 }
 
-// addUniform counts base (non-adapter) tensors of n elements in all,
-// the largest of maxNumel, as addCount over each of them would.
-func (a *paramAcc) addUniform(n, maxNumel float64) {
-	p := &a.p
+// addUniform adds to p base (non-adapter) tensors of n elements in all,
+// the largest of maxNumel, with gradients of gradB and optimizer states
+// of stateB bytes per element (states of them per parameter) and an
+// fp32 master copy when master, as paramAcc.addCount over each of them
+// would.
+func addUniform(p *trParams, n, maxNumel, gradB, stateB float64, master bool, states float64) {
 	p.trainable += n
 	p.maxTensor = max(p.maxTensor, maxNumel)
-	if a.master {
+	if master {
 		p.masterBytes += 4 * n
 	}
-	p.gradBytes += n * a.gradB[0]
-	eb := a.stateB[0]
-	p.optStates += a.opt.states * n * eb
-	p.stateNumel += n * eb
-	p.maxState = max(p.maxState, maxNumel*eb)
+	p.gradBytes += n * gradB
+	p.optStates += states * n * stateB
+	p.stateNumel += n * stateB
+	p.maxState = max(p.maxState, maxNumel*stateB)
 }
 
 // addCount counts count tensors of group g (whose own count it ignores).
 func (a *paramAcc) addCount(g *tensorGroup, count float64) {
-	p := &a.p
+	p := a.p
 	numel := g.numel()
 	n := count * numel
 	k := 0
