@@ -27,8 +27,7 @@ type rankStates struct {
 
 // modelStates computes weights, master copy, gradients, optimizer state
 // and the precision-dependent weight copies.
-func (s *setup) modelStates(p *trParams) rankStates {
-	var r rankStates
+func (s *setup) modelStates(p *trParams) (r rankStates) {
 	whole := s.wholeDense()
 	if whole && !s.weight.Quantized {
 		r.weights = float64(s.tab.total) * s.weight.BytesPerElement()
@@ -42,7 +41,7 @@ func (s *setup) modelStates(p *trParams) rankStates {
 	if s.lora.variant == "lora-fa" {
 		r.adapters += s.frozenLoRAParams() * s.adapter.BytesPerElement()
 	}
-	if (s.method == MethodLoRA || s.method == MethodQLoRA) && len(s.job.Trainable) > 0 {
+	if len(s.job.Trainable) > 0 && (s.method == MethodLoRA || s.method == MethodQLoRA) {
 		// PEFT ModulesToSaveWrapper keeps the original module and a
 		// trainable copy: the copy is counted with the adapters.
 		for i := range s.m.Modules {
