@@ -74,9 +74,9 @@ func (s *setup) fillRegime(r *actRegime) {
 	}
 	r.bnbSaves = s.bnbOld && s.method == MethodQLoRA
 	r.tp, r.sp = float64(max(s.dist.tp, 1)), s.dist.sp
-	r.sepOut = s.framework == FrameworkLitGPT
-	r.litgptQKV = s.framework == FrameworkLitGPT
-	r.vView = s.framework == FrameworkLitGPT && st.KVHeads == st.Heads
+	litgpt := s.framework == FrameworkLitGPT
+	r.sepOut, r.litgptQKV = litgpt, litgpt
+	r.vView = litgpt && st.KVHeads == st.Heads
 	r.extraNorms = s.extraNorms()
 	r.attnOver, r.mlpOver = s.actOverrides(st, r.c)
 	if len(s.trainable.patterns) > 0 {
@@ -189,7 +189,8 @@ func (s *setup) activations() (t actTotals) {
 	// Recording layers on this rank: the stage's layers from the lowest
 	// trainable one (all of them when the embedding trains).
 	lo, hi := max(lowest, s.dist.stageLo), min(s.dist.stageHi, L)
-	if s.method == MethodFull {
+	full := r.trainW // full fine-tuning (fillRegime)
+	if full {
 		lo = s.dist.stageLo
 	}
 	t.nrec = max(hi-lo, 0)
@@ -197,12 +198,11 @@ func (s *setup) activations() (t actTotals) {
 	encoderOnly := !st.Causal && s.m.Encoder == nil && st.Norm == model.LayerNorm
 	// The lowest trainable layer, when its input does not require grad,
 	// saves less than the layers above it (gradFlow).
-	noGradLo := t.nrec > 0 && !encoderOnly && s.inputNoGrad(lo)
+	noGradLo := !full && t.nrec > 0 && !encoderOnly && s.inputNoGrad(lo) // full: every input requires grad
 	var sum, first, last layerAct
 	if s.uniformLayers(lo, hi) {
 		// Fast path: every recording layer has the same type and trains
-		// alike (dense decoders, full or LoRA training).
-		r.trainW = s.method == MethodFull
+		// alike (dense decoders, full or LoRA training); r.trainW is full.
 		var a layerAct
 		if encoderOnly {
 			r.postLN = true
@@ -234,7 +234,7 @@ func (s *setup) activations() (t actTotals) {
 	}
 	for i := lo; i < hi; i++ {
 		lt := layerTypeAt(st, i)
-		train := s.method == MethodFull || (s.trainable.lo <= i && i <= s.trainable.hi)
+		train := full || (s.trainable.lo <= i && i <= s.trainable.hi)
 		var a layerAct
 		hit := false
 		for k := range cache {
@@ -266,7 +266,7 @@ func (s *setup) activations() (t actTotals) {
 		last = a
 		t.layer = max(t.layer, a.bytes(n, kvLen)*scale)
 	}
-	r.trainW = s.method == MethodFull
+	r.trainW = full
 	s.finishActs(&t, &r, sum, first, last, n, kvLen, scale)
 	return t
 }
@@ -416,7 +416,8 @@ func (s *setup) layerPhases(t *actTotals, full, bottomLayer, topLayer float64) {
 		// HF checkpoints every decoder layer; with frozen layers below,
 		// enable_input_require_grads makes all of them record (§5.2).
 		t.nckpt = t.nrec
-		if s.framework == FrameworkHF && s.method != MethodFull && s.trainable.lowest < s.m.Text.Layers {
+		// (Only full training sets trainable.all.)
+		if !s.trainable.all && s.framework == FrameworkHF && s.trainable.lowest < s.m.Text.Layers {
 			t.nckpt = s.dist.stageLayers
 		}
 		ck := float64(t.nckpt) * t.ckpt
