@@ -68,12 +68,48 @@ func (t *modTab) rows() []modRow {
 type modRow struct {
 	gs [2]tensorGroup
 	k  int
+	// place is where pipeline parallelism puts the module (setup.rankFrac),
+	// tpSplit says tensor parallelism splits it (a Linear or an
+	// embedding); head and embed mark the output head or final norm and
+	// the text embedding, whose gradients are produced first and last in
+	// backward (modelStates).
+	place       modPlace
+	tpSplit     bool
+	head, embed bool
 	// lname is the module name in lower case and short its last dotted
 	// element (LoRA target matching); firstLayer is the first layer of
 	// the text stack's first Linear group with the same short name
 	// (per-layer adapter geometry). All three are filled by named.
 	lname, short string
 	firstLayer   int
+}
+
+// modPlace is where a module lives in a pipeline: in the text layers,
+// on the last stage (output head, final norm), with the text embedding,
+// or on the first stage (vision tower, projector, encoder, position
+// tables), as setup.rankFrac and setup.onStage place it.
+type modPlace uint8
+
+// The module places.
+const (
+	placeFirst modPlace = iota
+	placeLayers
+	placeHead
+	placeEmbed
+)
+
+// placeOf returns the place of mod (the cases of rankFrac and onStage,
+// in their order).
+func placeOf(mod *model.Module) modPlace {
+	switch {
+	case mod.Stack == stackText && mod.Layer >= 0:
+		return placeLayers
+	case mod.Component == compLMHead || mod.Component == "final_norm":
+		return placeHead
+	case mod.Component == compEmbedding && mod.Stack == stackText:
+		return placeEmbed
+	}
+	return placeFirst
 }
 
 // newModTab tabulates m.
@@ -107,6 +143,8 @@ func (t *modTab) init(m *model.Model) {
 		}
 		r := &rows[i]
 		r.gs, r.k = moduleGroups(m, mod, 1)
+		r.place = placeOf(mod)
+		r.tpSplit = mod.In > 0 && mod.Out > 0 || mod.Component == compEmbedding
 		for j := range r.k {
 			g := &r.gs[j]
 			t.numel += g.count * g.numel()
@@ -115,8 +153,10 @@ func (t *modTab) init(m *model.Model) {
 		switch {
 		case mod.Component == compLMHead || mod.Component == "final_norm":
 			t.headParams += float64(mod.Params)
+			r.head = true
 		case mod.Component == compEmbedding && mod.Stack == stackText:
 			t.embParams += float64(mod.Params)
+			r.embed = true
 		}
 	}
 }

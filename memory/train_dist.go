@@ -386,11 +386,48 @@ func (s *setup) fillFracs() {
 	}
 	s.tab.fracOnes = false
 	unit := true
+	rows := s.tab.rows()
 	for i := range s.m.Modules {
-		f[i] = s.rankFrac(&s.m.Modules[i])
+		f[i] = s.stageFrac(&rows[i], &s.m.Modules[i])
 		unit = unit && f[i] == 1
 	}
 	s.fracs, s.unitFracs = f, unit
+}
+
+// stageFrac is rankFrac of a distributed job's module mod, whose model
+// table row is row: the same cases, read from the module's place rather
+// than by comparing its names.
+func (s *setup) stageFrac(row *modRow, mod *model.Module) float64 {
+	d := &s.dist
+	f := 1.0
+	switch row.place {
+	case placeLayers:
+		n := max(mod.Layers, 1)
+		lo, hi := max(mod.Layer, d.stageLo), min(mod.Layer+n, d.stageHi)
+		if hi <= lo {
+			return 0
+		}
+		f = float64(hi-lo) / float64(n)
+	case placeHead:
+		if d.pp > 1 && !d.last {
+			return 0
+		}
+	case placeEmbed:
+		if d.pp > 1 && !d.first && !(d.last && s.m.Text.TiedEmbeddings) {
+			return 0
+		}
+	default:
+		if d.pp > 1 && !d.first {
+			return 0
+		}
+	}
+	switch {
+	case mod.Expert:
+		f /= float64(d.ep)
+	case row.tpSplit:
+		f /= float64(d.tp)
+	}
+	return f
 }
 
 // placeStage sets the layer range, end-stage flags and micro-batches in
@@ -485,6 +522,11 @@ func (s *setup) modelTrainable(p *trParams) float64 {
 	d := &s.dist
 	if d.single || (d.tp == 1 && d.pp == 1 && d.ep == 1) {
 		return p.trainable
+	}
+	if s.trainable.all {
+		// Full training: every tensor group of the model at full size,
+		// summed in the model table's order as forEachTrainable would.
+		return s.tab.numel
 	}
 	s.wholeModel = true
 	var n float64
