@@ -368,7 +368,11 @@ func (s *setup) countParams() (p trParams) {
 		rows := tab.rows()
 		for i := range s.m.Modules {
 			mod, row := &s.m.Modules[i], &rows[i]
-			if f := s.trainable.fraction(mod); f > 0 {
+			f := 1.0 // trainable.fraction without a call for full training
+			if !s.trainable.all {
+				f = s.trainable.fraction(mod)
+			}
+			if f > 0 {
 				if frac := f * s.fracs[i]; float64(mod.Instances)*frac > 0 {
 					for j := range row.k {
 						acc.addCount(&row.gs[j], row.gs[j].count*frac)
@@ -432,7 +436,7 @@ func (a *paramAcc) addCount(g *tensorGroup, count float64) {
 	n := count * numel
 	k := 0
 	p.trainable += n
-	p.maxTensor = max(p.maxTensor, numel)
+	p.maxTensor = larger(p.maxTensor, numel)
 	if g.adapter {
 		k = 1
 		p.adapters += n
@@ -448,5 +452,14 @@ func (a *paramAcc) addCount(g *tensorGroup, count float64) {
 		p.optStates += count * a.opt.groupState(*g, eb, a.hf)
 	}
 	p.stateNumel += n * eb
-	p.maxState = max(p.maxState, numel*eb)
+	p.maxState = larger(p.maxState, numel*eb)
+}
+
+// larger is max(a, b) of two sizes: the builtin without its NaN and
+// signed-zero cases, which element counts and byte sizes never take.
+func larger(a, b float64) float64 {
+	if b > a {
+		return b
+	}
+	return a
 }
