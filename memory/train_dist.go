@@ -385,49 +385,45 @@ func (s *setup) fillFracs() {
 		return
 	}
 	s.tab.fracOnes = false
+	// rankFrac of every module, its cases read from the module's place
+	// in the model table rather than by comparing its names, with the
+	// stage's facts loaded once.
+	d := &s.dist
+	mods := s.m.Modules
+	rows, f := s.tab.rows()[:len(mods)], f[:len(mods)]
+	lo, hi := d.stageLo, d.stageHi
+	pipe := d.pp > 1
+	var on [placeEmbed + 1]bool // whether the modules of a place outside the layers are on this stage (onStage)
+	on[placeFirst] = !pipe || d.first
+	on[placeHead] = !pipe || d.last
+	on[placeEmbed] = !pipe || d.first || (d.last && s.m.Text.TiedEmbeddings)
+	ep, tp := float64(d.ep), float64(d.tp)
 	unit := true
-	rows := s.tab.rows()
-	for i := range s.m.Modules {
-		f[i] = s.stageFrac(&rows[i], &s.m.Modules[i])
-		unit = unit && f[i] == 1
+	for i := range mods {
+		mod, row := &mods[i], &rows[i]
+		v := 1.0
+		if row.place == placeLayers {
+			n := max(mod.Layers, 1)
+			a, b := max(mod.Layer, lo), min(mod.Layer+n, hi)
+			if b <= a {
+				f[i], unit = 0, false
+				continue
+			}
+			v = float64(b-a) / float64(n)
+		} else if !on[row.place] {
+			f[i], unit = 0, false
+			continue
+		}
+		switch {
+		case mod.Expert:
+			v /= ep
+		case row.tpSplit:
+			v /= tp
+		}
+		f[i] = v
+		unit = unit && v == 1
 	}
 	s.fracs, s.unitFracs = f, unit
-}
-
-// stageFrac is rankFrac of a distributed job's module mod, whose model
-// table row is row: the same cases, read from the module's place rather
-// than by comparing its names.
-func (s *setup) stageFrac(row *modRow, mod *model.Module) float64 {
-	d := &s.dist
-	f := 1.0
-	switch row.place {
-	case placeLayers:
-		n := max(mod.Layers, 1)
-		lo, hi := max(mod.Layer, d.stageLo), min(mod.Layer+n, d.stageHi)
-		if hi <= lo {
-			return 0
-		}
-		f = float64(hi-lo) / float64(n)
-	case placeHead:
-		if d.pp > 1 && !d.last {
-			return 0
-		}
-	case placeEmbed:
-		if d.pp > 1 && !d.first && !(d.last && s.m.Text.TiedEmbeddings) {
-			return 0
-		}
-	default:
-		if d.pp > 1 && !d.first {
-			return 0
-		}
-	}
-	switch {
-	case mod.Expert:
-		f /= float64(d.ep)
-	case row.tpSplit:
-		f /= float64(d.tp)
-	}
-	return f
 }
 
 // placeStage sets the layer range, end-stage flags and micro-batches in
