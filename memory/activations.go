@@ -85,12 +85,12 @@ type layerTrain struct {
 // AMP), o, two of the MLP norm's output (gate, up), down.
 var wholeLayer = layerTrain{attnNorm: true, qkNorm: true, mlpNorm: true, qkvIn: 3, oIn: 1, mlpIn: 2, downIn: 1}
 
-// weights returns the layer's trainable base weights.
-func (r *actRegime) weights() layerTrain {
+// weights returns the layer's trainable base weights (read only).
+func (r *actRegime) weights() *layerTrain {
 	if r.trainW {
-		return wholeLayer
+		return &wholeLayer
 	}
-	return r.tw
+	return &r.tw
 }
 
 // gradFlow says which tensors of a layer require grad when its input
@@ -111,11 +111,14 @@ type gradFlow struct {
 	mlpOut bool // the MLP block's output: hid, or a trainable down or an adapter on it
 }
 
+// allGrad is the gradFlow of a layer whose input requires grad.
+var allGrad = gradFlow{true, true, true, true, true, true, true}
+
 // flow returns the layer's gradFlow: everything requires grad unless
 // r.noGradIn.
 func (r *actRegime) flow(st *model.Stack) gradFlow {
 	if !r.noGradIn {
-		return gradFlow{true, true, true, true, true, true, true}
+		return allGrad
 	}
 	w := r.weights()
 	var g loraLayer
@@ -168,8 +171,14 @@ func normSaves(st *model.Stack, r *actRegime, width float64, inGrad, weight bool
 		b = 4 * width // x.to(float32) in LlamaRMSNorm
 	}
 	if weight && !keepsIn {
-		// weight * x̂: x̂ saved in the input dtype of the multiply.
-		b += max(r.c, r.resid) * width
+		// weight * x̂: x̂ saved in the input dtype of the multiply, the
+		// wider of the two (max without the NaN handling: both are
+		// element sizes).
+		e := r.c
+		if r.resid > e {
+			e = r.resid
+		}
+		b += e * width
 	}
 	if linears > 0 {
 		if r.amp {
@@ -216,7 +225,8 @@ type layerSplit struct {
 // that block's part, norms included; the whole replacement is split over
 // tensor-parallel ranks, as the estimator the factors come from splits it.
 func decoderLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerAct {
-	p := splitDecoderLayer(st, lt, r)
+	var p layerSplit
+	fillSplit(st, lt, r, &p)
 	// Every term is a whole number of bytes (or a small dyadic fraction),
 	// so the sums below are exact in any order.
 	norms := p.attnNorm + p.mlpNorm + p.postNorms
@@ -239,7 +249,10 @@ func decoderLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerAct {
 	}
 	// Tensor parallelism divides everything but the replicated norms and
 	// their inputs; sequence parallelism divides those too.
-	tp, ntp := max(r.tp, 1), 1.0
+	tp, ntp := 1.0, 1.0
+	if r.tp > 1 {
+		tp = r.tp // max(r.tp, 1); tp is a whole number of ranks
+	}
 	if r.sp {
 		ntp = tp
 	}
@@ -249,9 +262,19 @@ func decoderLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerAct {
 // splitDecoderLayer computes the parts of [decoderLayer] before tensor
 // parallelism and overrides.
 func splitDecoderLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerSplit {
-	h := float64(st.Hidden)
 	var p layerSplit
-	fl := r.flow(st)
+	fillSplit(st, lt, r, &p)
+	return p
+}
+
+// fillSplit is splitDecoderLayer adding into p, a zero layerSplit.
+func fillSplit(st *model.Stack, lt model.LayerType, r *actRegime, p *layerSplit) {
+	h := float64(st.Hidden)
+	fl := &allGrad
+	if r.noGradIn {
+		f := r.flow(st)
+		fl = &f
+	}
 	w := r.weights()
 	// The attention norm reads the layer input; the MLP norm reads it too
 	// with parallel residual, else the residual after attention.
@@ -323,7 +346,6 @@ func splitDecoderLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerS
 		p.attn.lin += attn
 		p.mlp += mlp
 	}
-	return p
 }
 
 // bnbInputs is what bitsandbytes < 0.43.2 adds per layer (MODEL.md

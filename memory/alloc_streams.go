@@ -199,6 +199,10 @@ func (s *setup) streamCache(t *trainParts) (cache float64, pools fsdpPools, ok b
 // communication-stream pools as the stream_cache row (and the training
 // fragmentation for the compute stream).
 func (s *setup) trainOverheads(t *trainParts) Overheads {
+	if s.dist.single || s.dist.zero < 2 {
+		// No FSDP (sharding level 2 or 3) or ZeRO-3 stream pools.
+		return runtimeOverheads(s.job, &s.c)
+	}
 	o := runtimeOverheads(s.job, &s.c)
 	if cache, p, ok := s.streamCache(t); ok {
 		o.setStreamCache(cache, p.gather, p.reduce, &s.c)

@@ -34,9 +34,12 @@ type modTab struct {
 	more         []modRow           // the rows of a larger model
 	// frac and fracMore are scratch memory for the per-module rank
 	// fractions of the stage being estimated (setup.fracs): a modTab
-	// belongs to one estimate at a time.
+	// belongs to one estimate at a time. fracOnes says they hold 1 for
+	// every module, as the last stage filled them (setup.fillFracs skips
+	// rewriting them then).
 	frac     [inlineRows]float64
 	fracMore []float64
+	fracOnes bool
 }
 
 // fracs returns the scratch slice for per-module rank fractions.
@@ -65,59 +68,48 @@ func (t *modTab) rows() []modRow {
 type modRow struct {
 	gs [2]tensorGroup
 	k  int
+	// place is where pipeline parallelism puts the module (setup.rankFrac),
+	// tpSplit says tensor parallelism splits it (a Linear or an
+	// embedding); head and embed mark the output head or final norm and
+	// the text embedding, whose gradients are produced first and last in
+	// backward (modelStates).
+	place       modPlace
+	tpSplit     bool
+	head, embed bool
 	// lname is the module name in lower case and short its last dotted
 	// element (LoRA target matching); firstLayer is the first layer of
 	// the text stack's first Linear group with the same short name
 	// (per-layer adapter geometry). All three are filled by named.
 	lname, short string
 	firstLayer   int
-	// place is where the module sits in a pipeline and split how tensor
-	// and expert parallelism divide it (setup.fracOf).
-	place modPlace
-	split modSplit
 }
 
-// modPlace is where a module sits in a pipeline (setup.fracOf): in the
-// text layers (lo, n: its first layer and how many), with the output
-// layer on the last stage, as the text embedding on the first (and the
-// last, tied), or with the modules outside the text stack on the first.
+// modPlace is where a module lives in a pipeline: in the text layers,
+// on the last stage (output head, final norm), with the text embedding,
+// or on the first stage (vision tower, projector, encoder, position
+// tables), as setup.rankFrac and setup.onStage place it.
 type modPlace uint8
 
+// The module places.
 const (
-	placeFirst modPlace = iota // vision tower, projector, encoder, position tables
+	placeFirst modPlace = iota
 	placeLayers
-	placeLast      // output head, final norm
-	placeEmbedding // the text embedding
+	placeHead
+	placeEmbed
 )
 
-// modSplit is how model parallelism divides a module.
-type modSplit uint8
-
-const (
-	splitNone   modSplit = iota
-	splitTP              // Linear weights and embeddings: 1/tp (vocab- or tensor-parallel)
-	splitExpert          // routed experts: 1/ep
-)
-
-// placeOf classifies a module for fracOf.
-func placeOf(mod *model.Module) (modPlace, modSplit) {
-	place := placeFirst
+// placeOf returns the place of mod (the cases of rankFrac and onStage,
+// in their order).
+func placeOf(mod *model.Module) modPlace {
 	switch {
 	case mod.Stack == stackText && mod.Layer >= 0:
-		place = placeLayers
+		return placeLayers
 	case mod.Component == compLMHead || mod.Component == "final_norm":
-		place = placeLast
+		return placeHead
 	case mod.Component == compEmbedding && mod.Stack == stackText:
-		place = placeEmbedding
+		return placeEmbed
 	}
-	split := splitNone
-	switch {
-	case mod.Expert:
-		split = splitExpert
-	case mod.In > 0 && mod.Out > 0, mod.Component == compEmbedding:
-		split = splitTP
-	}
-	return place, split
+	return placeFirst
 }
 
 // newModTab tabulates m.
@@ -151,7 +143,8 @@ func (t *modTab) init(m *model.Model) {
 		}
 		r := &rows[i]
 		r.gs, r.k = moduleGroups(m, mod, 1)
-		r.place, r.split = placeOf(mod)
+		r.place = placeOf(mod)
+		r.tpSplit = mod.In > 0 && mod.Out > 0 || mod.Component == compEmbedding
 		for j := range r.k {
 			g := &r.gs[j]
 			t.numel += g.count * g.numel()
@@ -160,8 +153,10 @@ func (t *modTab) init(m *model.Model) {
 		switch {
 		case mod.Component == compLMHead || mod.Component == "final_norm":
 			t.headParams += float64(mod.Params)
+			r.head = true
 		case mod.Component == compEmbedding && mod.Stack == stackText:
 			t.embParams += float64(mod.Params)
+			r.embed = true
 		}
 	}
 }

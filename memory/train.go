@@ -383,7 +383,7 @@ func (r *stageShape) sameLayout(s *setup) bool {
 // hold equal shares of every module: the layer modules' shares are the
 // layer count over the stack's (times the tensor and expert splits), and
 // the modules outside the layers sit on the first or the last stage
-// (fracOf).
+// (rankFrac).
 func (s *setup) layerModulesWhole() bool {
 	L := s.m.Text.Layers
 	for i := range s.m.Modules {
@@ -540,13 +540,6 @@ func (r *rowTable) phases(i int, x *[numPhases]float64) {
 // comp is one breakdown row with its unrounded bytes in every phase.
 type comp struct {
 	v [numPhases]float64
-}
-
-// rows writes the allocated-level rows' unrounded bytes per phase to
-// out (rows that are never alive stay zero).
-func (s *setup) rows(t *trainParts, out *[numRows]comp) {
-	tab := rowTable{f: out}
-	s.buildRows(t, &tab)
 }
 
 // buildRows builds the allocated-level rows with their per-phase bytes.

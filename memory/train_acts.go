@@ -27,30 +27,36 @@ type actTotals struct {
 
 // regime builds the activation regime of the text stack.
 func (s *setup) regime() actRegime {
-	r := s.sharedRegime()
-	if s.method == MethodLoRA || s.method == MethodQLoRA {
-		r.lora = &s.lora.perLayer
-	}
+	var r actRegime
+	s.fillRegime(&r)
+	r.lora = s.loraLayer()
 	return r
 }
 
-// sharedRegime is regime without the LoRA geometry, which it points to:
-// a value that holds no pointer into s, so s can keep it (actMemo) and
-// stay off the heap.
-func (s *setup) sharedRegime() actRegime {
-	r := actRegime{
-		c:        s.compute.BytesPerElement(),
-		resid:    s.residual,
-		amp:      s.amp,
-		attn:     s.attn,
-		fused:    s.framework == FrameworkMegatron,
-		selectiv: s.ckpt == ckptSelective,
-		trainW:   s.method == MethodFull,
-		adapterB: s.adapter.BytesPerElement(),
-		dropout:  s.lora.dropout,
-		loraFA:   s.lora.variant == "lora-fa",
-		dora:     s.lora.variant == "dora",
-		rank:     float64(s.lora.rank),
+// loraLayer is the adapters of one text layer (nil unless the job
+// trains LoRA adapters). The regime's lora field is set by the caller
+// holding the regime, so that fillRegime stores no pointer to s through
+// its argument (which would make the set-up escape to the heap).
+func (s *setup) loraLayer() *loraLayer {
+	if s.method == MethodLoRA || s.method == MethodQLoRA {
+		return &s.lora.perLayer
+	}
+	return nil
+}
+
+// fillRegime writes the activation regime of the text stack into r, a
+// zero actRegime, but for its lora field (see loraLayer): regime
+// without copying the struct out.
+func (s *setup) fillRegime(r *actRegime) {
+	r.c, r.resid, r.amp, r.attn = s.compute.BytesPerElement(), s.residual, s.amp, s.attn
+	r.fused = s.framework == FrameworkMegatron
+	r.selectiv = s.ckpt == ckptSelective
+	r.trainW = s.method == MethodFull
+	r.adapterB = s.adapter.BytesPerElement()
+	if !r.trainW {
+		// The LoRA knobs are zero unless the job trains adapters.
+		r.dropout, r.rank = s.lora.dropout, float64(s.lora.rank)
+		r.loraFA, r.dora = s.lora.variant == "lora-fa", s.lora.variant == "dora"
 	}
 	// GQA K/V are saved at query width when repeat_kv runs: HF SDPA with
 	// a padding mask (no native GQA, MODEL.md §15.7), eager attention,
@@ -68,15 +74,14 @@ func (s *setup) sharedRegime() actRegime {
 	}
 	r.bnbSaves = s.bnbOld && s.method == MethodQLoRA
 	r.tp, r.sp = float64(max(s.dist.tp, 1)), s.dist.sp
-	r.sepOut = s.framework == FrameworkLitGPT
-	r.litgptQKV = s.framework == FrameworkLitGPT
-	r.vView = s.framework == FrameworkLitGPT && st.KVHeads == st.Heads
+	litgpt := s.framework == FrameworkLitGPT
+	r.sepOut, r.litgptQKV = litgpt, litgpt
+	r.vView = litgpt && st.KVHeads == st.Heads
 	r.extraNorms = s.extraNorms()
 	r.attnOver, r.mlpOver = s.actOverrides(st, r.c)
 	if len(s.trainable.patterns) > 0 {
 		r.tw = s.layerWeights()
 	}
-	return r
 }
 
 // layerWeights lists the base weights of the lowest trainable text layer
@@ -178,16 +183,15 @@ type actMemo struct {
 	a          layerAct
 }
 
-// actRegime returns s.regime(), computed once per job (the part of it
-// that holds no pointer into s).
+// actRegime returns s.regime(), computed once per job (fillRegime: the
+// part of it that holds no pointer into s).
 func (s *setup) actRegime() actRegime {
 	if !s.acts.haveRegime {
-		s.acts.r, s.acts.haveRegime = s.sharedRegime(), true
+		s.fillRegime(&s.acts.r)
+		s.acts.haveRegime = true
 	}
 	r := s.acts.r
-	if s.method == MethodLoRA || s.method == MethodQLoRA {
-		r.lora = &s.lora.perLayer
-	}
+	r.lora = s.loraLayer()
 	return r
 }
 
@@ -203,10 +207,9 @@ func (s *setup) uniformLayer(st *model.Stack, lt model.LayerType, r *actRegime) 
 }
 
 // activations computes the activation terms (MODEL.md §4, §5, §11).
-func (s *setup) activations() actTotals {
+func (s *setup) activations() (t actTotals) {
 	st := &s.m.Text
 	r := s.actRegime()
-	var t actTotals
 	// Context parallelism splits every sequence over cp ranks (§4.8).
 	n := s.tokens / float64(max(s.dist.cp, 1))
 	kvLen := float64(s.seqTotal)
@@ -219,7 +222,8 @@ func (s *setup) activations() actTotals {
 	// Recording layers on this rank: the stage's layers from the lowest
 	// trainable one (all of them when the embedding trains).
 	lo, hi := max(lowest, s.dist.stageLo), min(s.dist.stageHi, L)
-	if s.method == MethodFull {
+	full := r.trainW // full fine-tuning (fillRegime)
+	if full {
 		lo = s.dist.stageLo
 	}
 	t.nrec = max(hi-lo, 0)
@@ -227,12 +231,11 @@ func (s *setup) activations() actTotals {
 	encoderOnly := !st.Causal && s.m.Encoder == nil && st.Norm == model.LayerNorm
 	// The lowest trainable layer, when its input does not require grad,
 	// saves less than the layers above it (gradFlow).
-	noGradLo := t.nrec > 0 && !encoderOnly && s.inputNoGrad(lo)
+	noGradLo := !full && t.nrec > 0 && !encoderOnly && s.inputNoGrad(lo) // full: every input requires grad
 	var sum, first, last layerAct
 	if s.uniformLayers(lo, hi) {
 		// Fast path: every recording layer has the same type and trains
-		// alike (dense decoders, full or LoRA training).
-		r.trainW = s.method == MethodFull
+		// alike (dense decoders, full or LoRA training); r.trainW is full.
 		var a layerAct
 		if encoderOnly {
 			r.postLN = true
@@ -252,7 +255,8 @@ func (s *setup) activations() actTotals {
 			}
 		}
 		t.layer = max(a.bytes(n, kvLen), first.bytes(n, kvLen)) * scale
-		return s.finishActs(&t, &r, sum, first, last, n, kvLen, scale)
+		s.finishActs(&t, &r, sum, first, last, n, kvLen, scale)
+		return t
 	}
 	// Layers repeat a few types: compute each (type, trains) inventory once.
 	var cache [4]struct {
@@ -263,7 +267,7 @@ func (s *setup) activations() actTotals {
 	}
 	for i := lo; i < hi; i++ {
 		lt := layerTypeAt(st, i)
-		train := s.method == MethodFull || (s.trainable.lo <= i && i <= s.trainable.hi)
+		train := full || (s.trainable.lo <= i && i <= s.trainable.hi)
 		var a layerAct
 		hit := false
 		for k := range cache {
@@ -295,8 +299,9 @@ func (s *setup) activations() actTotals {
 		last = a
 		t.layer = max(t.layer, a.bytes(n, kvLen)*scale)
 	}
-	r.trainW = s.method == MethodFull
-	return s.finishActs(&t, &r, sum, first, last, n, kvLen, scale)
+	r.trainW = full
+	s.finishActs(&t, &r, sum, first, last, n, kvLen, scale)
+	return t
 }
 
 // inputNoGrad reports whether layer lo, the lowest recording layer of
@@ -351,9 +356,9 @@ func (s *setup) inputNoGrad(lo int) bool {
 	return true
 }
 
-// finishActs turns the summed layer inventories into the phase terms and
-// adds the terms outside the layers.
-func (s *setup) finishActs(t *actTotals, r *actRegime, sum, first, last layerAct, n, kvLen, scale float64) actTotals {
+// finishActs turns the summed layer inventories into the phase terms of
+// t and adds the terms outside the layers.
+func (s *setup) finishActs(t *actTotals, r *actRegime, sum, first, last layerAct, n, kvLen, scale float64) {
 	st := &s.m.Text
 	t.perTok = layerAct{sum.lin * scale, sum.quad * scale}
 	full := sum.bytes(n, kvLen) * scale
@@ -381,11 +386,15 @@ func (s *setup) finishActs(t *actTotals, r *actRegime, sum, first, last layerAct
 		t.out = s.outsideActs(r)
 	}
 	if s.dist.first {
-		t.vision = s.visionActs(r)
-		t.encoder = s.encoderActs(r)
+		// Most models have neither stack: skip the calls.
+		if s.m.Vision != nil {
+			t.vision = s.visionActs(r)
+		}
+		if s.m.Encoder != nil {
+			t.encoder = s.encoderActs(r)
+		}
 	}
 	t.mask = s.maskBytes()
-	return *t
 }
 
 // uniformLayers reports whether text layers from..L-1 share one layer
@@ -441,7 +450,8 @@ func (s *setup) layerPhases(t *actTotals, full, bottomLayer, topLayer float64) {
 		// HF checkpoints every decoder layer; with frozen layers below,
 		// enable_input_require_grads makes all of them record (§5.2).
 		t.nckpt = t.nrec
-		if s.framework == FrameworkHF && s.method != MethodFull && s.trainable.lowest < s.m.Text.Layers {
+		// (Only full training sets trainable.all.)
+		if !s.trainable.all && s.framework == FrameworkHF && s.trainable.lowest < s.m.Text.Layers {
 			t.nckpt = s.dist.stageLayers
 		}
 		ck := float64(t.nckpt) * t.ckpt
@@ -520,11 +530,14 @@ func (s *setup) outsideActs(r *actRegime) float64 {
 		return ids + r.c*float64(st.Hidden)*n
 	}
 	headTrains := s.method == MethodFull || s.trainable.fraction(s.lmHead()) > 0
-	rr := *r
-	rr.trainW = headTrains
 	// A 4-bit lm_head on bitsandbytes < 0.43.2 keeps its input (§15.3).
 	keepsInput := headTrains || (r.bnbSaves && s.quantHead)
-	return ids + normAct(st, &rr, float64(st.Hidden), 1, keepsInput && s.loss != lossLiger)*n
+	consumers := 0
+	if keepsInput && s.loss != lossLiger {
+		consumers = 1
+	}
+	// normAct with the final norm's weight training as the head does.
+	return ids + normSaves(st, r, float64(st.Hidden), true, headTrains, consumers)*n
 }
 
 // lmHead returns the output-projection module (or an empty one).

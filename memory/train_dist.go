@@ -374,28 +374,67 @@ func (s *setup) setStage(i int) {
 }
 
 // fillFracs computes the share of every module on the current stage
-// once (s.fracs, fracOf), for the loops over modules that read it.
+// once (s.fracs, rankFrac), for the loops over modules that read it.
 func (s *setup) fillFracs() {
 	f := s.tab.fracs()
 	if d := &s.dist; d.single || (d.tp == 1 && d.pp == 1 && d.ep == 1) {
-		// Every module whole on every rank (fracOf is 1).
-		for i := range f {
-			f[i] = 1
+		// Every module whole on every rank (rankFrac's first case). The
+		// table's scratch often holds these already (the previous estimate
+		// of the model was one such job).
+		if !s.tab.fracOnes {
+			for i := range f {
+				f[i] = 1
+			}
+			s.tab.fracOnes = true
 		}
 		s.fracs, s.unitFracs = f, true
 		return
 	}
-	rows := s.tab.rows()
+	s.tab.fracOnes = false
+	// rankFrac of every module, its cases read from the module's place
+	// in the model table rather than by comparing its names, with the
+	// stage's facts loaded once.
+	d := &s.dist
+	mods := s.m.Modules
+	rows, f := s.tab.rows()[:len(mods)], f[:len(mods)]
+	lo, hi := d.stageLo, d.stageHi
+	pipe := d.pp > 1
+	var on [placeEmbed + 1]bool // whether the modules of a place outside the layers are on this stage (onStage)
+	on[placeFirst] = !pipe || d.first
+	on[placeHead] = !pipe || d.last
+	on[placeEmbed] = !pipe || d.first || (d.last && s.m.Text.TiedEmbeddings)
+	ep, tp := float64(d.ep), float64(d.tp)
 	unit := true
-	for i := range rows {
-		f[i] = s.fracOf(&rows[i], &s.m.Modules[i])
-		unit = unit && f[i] == 1
+	for i := range mods {
+		mod, row := &mods[i], &rows[i]
+		v := 1.0
+		if row.place == placeLayers {
+			n := max(mod.Layers, 1)
+			a, b := max(mod.Layer, lo), min(mod.Layer+n, hi)
+			if b <= a {
+				f[i], unit = 0, false
+				continue
+			}
+			v = float64(b-a) / float64(n)
+		} else if !on[row.place] {
+			f[i], unit = 0, false
+			continue
+		}
+		switch {
+		case mod.Expert:
+			v /= ep
+		case row.tpSplit:
+			v /= tp
+		}
+		f[i] = v
+		unit = unit && v == 1
 	}
 	s.fracs, s.unitFracs = f, unit
 }
 
 // frac is the rank fraction of module i: its share on the current stage
-// (fracOf), or 1 while the whole model is counted.
+// (rankFrac, as fillFracs computed it), or 1 while the whole model is
+// counted.
 func (s *setup) frac(i int) float64 {
 	if s.wholeModel {
 		return 1
@@ -441,46 +480,54 @@ func (s *setup) placeStage(i int) {
 	}
 }
 
-// fracOf is the share of a module's parameters one rank of the current
-// pipeline stage holds before data-parallel sharding: the
-// stage's layers, 1/tp of Linear weights, embeddings and output head
-// (vocab-parallel), 1/ep of routed experts. The embedding sits on the
-// first stage, the final norm and head on the last (with a copy of tied
-// embeddings, as Megatron keeps for the shared output weight). It reads
-// the module's place and split from the model table; fillFracs computes
-// it for every module of a layout with model parallelism (s.fracs).
-func (s *setup) fracOf(r *modRow, mod *model.Module) float64 {
+// rankFrac is the share of a module's parameters one rank of the current
+// pipeline stage holds before data-parallel sharding: the stage's layers,
+// 1/tp of Linear weights, embeddings and output head (vocab-parallel),
+// 1/ep of routed experts. The embedding sits on the first stage, the
+// final norm and head on the last (with a copy of tied embeddings, as
+// Megatron keeps for the shared output weight). fillFracs computes it for
+// every module of a stage from the modules' places in the model table
+// (s.fracs, s.frac); tests check the two agree.
+func (s *setup) rankFrac(mod *model.Module) float64 {
 	d := &s.dist
+	if d.single || (d.tp == 1 && d.pp == 1 && d.ep == 1) || s.wholeModel {
+		return 1
+	}
 	f := 1.0
-	switch r.place {
-	case placeLayers:
+	switch {
+	case mod.Stack == stackText && mod.Layer >= 0:
 		n := max(mod.Layers, 1)
 		lo, hi := max(mod.Layer, d.stageLo), min(mod.Layer+n, d.stageHi)
 		if hi <= lo {
 			return 0
 		}
 		f = float64(hi-lo) / float64(n)
-	case placeLast:
-		if d.pp > 1 && !d.last {
-			return 0
-		}
-	case placeEmbedding:
-		if d.pp > 1 && !d.first && !(d.last && s.m.Text.TiedEmbeddings) {
-			return 0
-		}
-	default:
-		// Vision tower, projector, encoder, position tables: the first stage.
-		if d.pp > 1 && !d.first {
+	case d.pp > 1:
+		if !s.onStage(mod) {
 			return 0
 		}
 	}
-	switch r.split {
-	case splitExpert:
+	switch {
+	case mod.Expert:
 		f /= float64(d.ep)
-	case splitTP:
+	case mod.In > 0 && mod.Out > 0, mod.Component == compEmbedding:
 		f /= float64(d.tp)
 	}
 	return f
+}
+
+// onStage reports whether a module outside the text layers lives on the
+// current pipeline stage.
+func (s *setup) onStage(mod *model.Module) bool {
+	d := &s.dist
+	switch {
+	case mod.Component == compLMHead || mod.Component == "final_norm":
+		return d.last
+	case mod.Component == compEmbedding && mod.Stack == stackText:
+		return d.first || (d.last && s.m.Text.TiedEmbeddings)
+	}
+	// Vision tower, projector, encoder, position tables: the first stage.
+	return d.first
 }
 
 // modelTrainable is the trainable parameter count of the whole model (not
@@ -489,6 +536,11 @@ func (s *setup) modelTrainable(p *trParams) float64 {
 	d := &s.dist
 	if d.single || (d.tp == 1 && d.pp == 1 && d.ep == 1) {
 		return p.trainable
+	}
+	if s.trainable.all {
+		// Full training: every tensor group of the model at full size,
+		// summed in the model table's order as forEachTrainable would.
+		return s.tab.numel
 	}
 	s.wholeModel = true
 	var n float64

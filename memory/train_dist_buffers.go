@@ -118,22 +118,29 @@ func (s *setup) shardStates(r *rankStates, p *trParams) (cpu, nvme float64) {
 		r.weights /= nd
 		r.adapters /= nd
 	}
-	host := map[string]float64{}
+	// Host bytes by offload target (offloadTarget: "cpu" or "nvme").
+	var host [2]float64
+	at := func(target string) *float64 {
+		if target == "nvme" {
+			return &host[1]
+		}
+		return &host[0]
+	}
 	if d.offloadOpt != "" {
 		// ZeRO-Offload (arXiv:2101.06840): fp32 master, optimizer states,
 		// the fp32 gradient partition and the update live on the host;
 		// the GPU keeps its reduce buckets.
-		host[d.offloadOpt] += r.master + r.optim.states + 4*(p.trainable)/nd
+		*at(d.offloadOpt) += r.master + r.optim.states + 4*(p.trainable)/nd
 		r.master, r.optim.states, r.optim.transient = 0, 0, 0
 		if d.zero >= 2 {
 			r.grads, r.gradsHead, r.gradsEmb = 0, 0, 0
 		}
 	}
 	if d.offloadParams != "" {
-		host[d.offloadParams] += r.weights
+		*at(d.offloadParams) += r.weights
 		r.weights = 0
 	}
-	cpu, nvme = host["cpu"], host["nvme"]
+	cpu, nvme = host[0], host[1]
 	if nvme > 0 {
 		// NVMe swapping stages tensors through pinned CPU buffers
 		// (ZeRO-Infinity arXiv:2104.07857 §5).
@@ -415,7 +422,7 @@ func (s *setup) largestModule() float64 {
 		if f == 0 {
 			continue
 		}
-		// One instance of the module, with the tp/ep split of fracOf
+		// One instance of the module, with the tp/ep split of rankFrac
 		// but not its share of layers.
 		each := float64(mod.Each)
 		switch {

@@ -338,9 +338,22 @@ type trParams struct {
 }
 
 // countParams sums the model inventory and the trainable set.
-func (s *setup) countParams() trParams {
+func (s *setup) countParams() (p trParams) {
+	tab := s.tab
+	p.total, p.linear, p.maxLinear = tab.total, tab.linear, tab.maxLinear
+	if s.quantHead {
+		p.maxLinear = tab.maxHead
+	}
+	if s.wholeDense() {
+		// Every tensor trains, wholly on this rank, with full-size dense
+		// states: the sums are the model table's totals times the
+		// per-element widths (exact: integer counts times powers of two).
+		addUniform(&p, tab.numel, tab.maxNumel, s.gradElemBytes(false), s.stateElemBytes(false), s.master, s.opt.states)
+		return p
+	}
 	// Per-dtype widths, resolved once: [base, adapter].
 	acc := paramAcc{
+		p:      &p,
 		hf:     s.framework == FrameworkHF,
 		adB:    s.adapter.BytesPerElement(),
 		gradB:  [2]float64{s.gradElemBytes(false), s.gradElemBytes(true)},
@@ -348,27 +361,18 @@ func (s *setup) countParams() trParams {
 		master: s.master,
 		opt:    s.opt,
 	}
-	p := &acc.p
-	tab := s.tab
-	rows := tab.rows()
-	p.total, p.linear, p.maxLinear = tab.total, tab.linear, tab.maxLinear
-	if s.quantHead {
-		p.maxLinear = tab.maxHead
-	}
 	adapters := s.method == MethodLoRA || s.method == MethodQLoRA
-	if s.wholeDense() {
-		// Every tensor trains, wholly on this rank, with full-size dense
-		// states: the sums are the model table's totals times the
-		// per-element widths (exact: integer counts times powers of two).
-		acc.addUniform(tab.numel, tab.maxNumel)
-		return acc.p
-	}
 	if !adapters {
 		// The base groups of forEachTrainable, in its order, without a
 		// call through a function value per group.
+		rows := tab.rows()
 		for i := range s.m.Modules {
 			mod, row := &s.m.Modules[i], &rows[i]
-			if f := s.trainable.fraction(mod); f > 0 {
+			f := 1.0 // trainable.fraction without a call for full training
+			if !s.trainable.all {
+				f = s.trainable.fraction(mod)
+			}
+			if f > 0 {
 				if frac := f * s.fracs[i]; float64(mod.Instances)*frac > 0 {
 					for j := range row.k {
 						acc.addCount(&row.gs[j], row.gs[j].count*frac)
@@ -383,12 +387,12 @@ func (s *setup) countParams() trParams {
 	case s.countOnly():
 		acc.add(tensorGroup{count: 1, rows: float64(s.trainable.count)})
 	}
-	return acc.p
+	return p
 }
 
 // paramAcc gathers trParams over trainable tensor groups.
 type paramAcc struct {
-	p      trParams
+	p      *trParams
 	hf     bool
 	adB    float64    // adapter bytes per element
 	gradB  [2]float64 // gradient bytes per element: base, adapter
@@ -402,36 +406,37 @@ func (a *paramAcc) add(g tensorGroup) { a.addCount(&g, g.count) }
 
 // wholeDense reports whether every parameter trains, wholly on this rank,
 // with a dense optimizer: then countParams and modelStates read the
-// model table's totals instead of summing module by module.
+// model table's totals instead of summing module by module. (Only full
+// training sets trainable.all, so no adapters train.)
 func (s *setup) wholeDense() bool {
-	return s.trainable.all && s.unitFracs && s.opt.kind == optDense && !s.slowSums &&
-		s.method != MethodLoRA && s.method != MethodQLoRA
+	return s.trainable.all && s.unitFracs && s.opt.kind == optDense && !s.slowSums
 }
 
-// addUniform counts base (non-adapter) tensors of n elements in all,
-// the largest of maxNumel, as addCount over each of them would.
-func (a *paramAcc) addUniform(n, maxNumel float64) {
-	p := &a.p
+// addUniform adds to p base (non-adapter) tensors of n elements in all,
+// the largest of maxNumel, with gradients of gradB and optimizer states
+// of stateB bytes per element (states of them per parameter) and an
+// fp32 master copy when master, as paramAcc.addCount over each of them
+// would.
+func addUniform(p *trParams, n, maxNumel, gradB, stateB float64, master bool, states float64) {
 	p.trainable += n
 	p.maxTensor = max(p.maxTensor, maxNumel)
-	if a.master {
+	if master {
 		p.masterBytes += 4 * n
 	}
-	p.gradBytes += n * a.gradB[0]
-	eb := a.stateB[0]
-	p.optStates += a.opt.states * n * eb
-	p.stateNumel += n * eb
-	p.maxState = max(p.maxState, maxNumel*eb)
+	p.gradBytes += n * gradB
+	p.optStates += states * n * stateB
+	p.stateNumel += n * stateB
+	p.maxState = max(p.maxState, maxNumel*stateB)
 }
 
 // addCount counts count tensors of group g (whose own count it ignores).
 func (a *paramAcc) addCount(g *tensorGroup, count float64) {
-	p := &a.p
+	p := a.p
 	numel := g.numel()
 	n := count * numel
 	k := 0
 	p.trainable += n
-	p.maxTensor = max(p.maxTensor, numel)
+	p.maxTensor = larger(p.maxTensor, numel)
 	if g.adapter {
 		k = 1
 		p.adapters += n
@@ -447,5 +452,14 @@ func (a *paramAcc) addCount(g *tensorGroup, count float64) {
 		p.optStates += count * a.opt.groupState(*g, eb, a.hf)
 	}
 	p.stateNumel += n * eb
-	p.maxState = max(p.maxState, numel*eb)
+	p.maxState = larger(p.maxState, numel*eb)
+}
+
+// larger is max(a, b) of two sizes: the builtin without its NaN and
+// signed-zero cases, which element counts and byte sizes never take.
+func larger(a, b float64) float64 {
+	if b > a {
+		return b
+	}
+	return a
 }

@@ -108,7 +108,7 @@ type setup struct {
 	trained           float64   // the whole model's trainable parameters, once haveTrained
 	haveTrained       bool
 	tab               *modTab   // the model's inventory table; initJob makes one if nil
-	fracs             []float64 // fracOf of each module on the current stage (fillFracs)
+	fracs             []float64 // rankFrac of each module on the current stage (fillFracs)
 	unitFracs         bool      // every module is wholly on this rank (all fracs are 1)
 	slowSums          bool      // tests: sum module by module even where the model table's totals give the answer
 	acts              actMemo   // what activations computes alike for every stage

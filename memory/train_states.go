@@ -27,12 +27,18 @@ type rankStates struct {
 
 // modelStates computes weights, master copy, gradients, optimizer state
 // and the precision-dependent weight copies.
-func (s *setup) modelStates(p *trParams) rankStates {
-	var r rankStates
+func (s *setup) modelStates(p *trParams) (r rankStates) {
 	whole := s.wholeDense()
-	if whole && !s.weight.Quantized {
+	switch {
+	case whole && !s.weight.Quantized:
 		r.weights = float64(s.tab.total) * s.weight.BytesPerElement()
-	} else {
+	case !s.weight.Quantized:
+		// moduleWeightBytes of an unquantized model, without a call per module.
+		wb := s.weight.BytesPerElement()
+		for i := range s.m.Modules {
+			r.weights += float64(s.m.Modules[i].Params) * wb * s.fracs[i]
+		}
+	default:
 		for i := range s.m.Modules {
 			mod := &s.m.Modules[i]
 			r.weights += s.moduleWeightBytes(mod) * s.fracs[i]
@@ -42,7 +48,7 @@ func (s *setup) modelStates(p *trParams) rankStates {
 	if s.lora.variant == "lora-fa" {
 		r.adapters += s.frozenLoRAParams() * s.adapter.BytesPerElement()
 	}
-	if (s.method == MethodLoRA || s.method == MethodQLoRA) && len(s.job.Trainable) > 0 {
+	if len(s.job.Trainable) > 0 && (s.method == MethodLoRA || s.method == MethodQLoRA) {
 		// PEFT ModulesToSaveWrapper keeps the original module and a
 		// trainable copy: the copy is counted with the adapters.
 		for i := range s.m.Modules {
@@ -57,20 +63,24 @@ func (s *setup) modelStates(p *trParams) rankStates {
 		gb := s.gradElemBytes(false)
 		r.gradsHead, r.gradsEmb = s.tab.headParams*gb, s.tab.embParams*gb
 	case s.method == MethodFull || s.method == MethodFrozen || len(s.job.Trainable) > 0:
+		// The output head and final norm, and the text embedding (their
+		// rows are marked in the model table).
+		rows := s.tab.rows()
 		for i := range s.m.Modules {
+			row := &rows[i]
+			if !row.head && !row.embed {
+				continue
+			}
 			mod := &s.m.Modules[i]
 			f := s.trainable.fraction(mod)
 			if f == 0 {
 				continue
 			}
 			b := f * s.fracs[i] * float64(mod.Params) * s.gradElemBytes(false)
-			switch mod.Component {
-			case compLMHead, "final_norm":
+			if row.head {
 				r.gradsHead += b
-			case compEmbedding:
-				if mod.Stack == stackText {
-					r.gradsEmb += b
-				}
+			} else {
+				r.gradsEmb += b
 			}
 		}
 	}
