@@ -178,10 +178,7 @@ func (s *setup) zero3Pools(t *trainParts) (fsdpPools, bool) {
 // pools add their whole size (MODEL.md §10), and the allocated peak is
 // subtracted. It returns false for jobs without such pools.
 func (s *setup) streamCache(t *trainParts) (cache float64, pools fsdpPools, ok bool) {
-	pools, ok = s.fsdpPools(t)
-	if !ok {
-		pools, ok = s.zero3Pools(t)
-	}
+	pools, ok = t.pools, t.poolsOK
 	if !ok {
 		return 0, pools, false
 	}
@@ -192,6 +189,16 @@ func (s *setup) streamCache(t *trainParts) (cache float64, pools fsdpPools, ok b
 		compute = max(compute, total[ph]-pools.live[ph])
 	}
 	return max(0, compute+pools.gather+pools.reduce-peak), pools, true
+}
+
+// commPools are the stage's communication-stream pools (FSDP, or ZeRO-3
+// with overlap_comm), which depend on its parameters and states but not
+// on the micro-batch; false when it has none.
+func (s *setup) commPools(t *trainParts) (fsdpPools, bool) {
+	if p, ok := s.fsdpPools(t); ok {
+		return p, true
+	}
+	return s.zero3Pools(t)
 }
 
 // trainOverheads is [runtimeOverheads] for a training stage whose parts

@@ -137,6 +137,10 @@ type sweepStage struct {
 	unit  bool
 	p     trParams
 	st    rankStates
+	// engine and pools are trainParts' (poolsOK too).
+	engine  [numPhases]float64
+	pools   fsdpPools
+	poolsOK bool
 }
 
 // NewSweep returns a Sweep of e's model; [Sweep.Reset] gives it its job.

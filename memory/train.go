@@ -42,6 +42,12 @@ type trainParts struct {
 	act  actTotals
 	loss lossTerms
 	comm [numPhases]float64
+	// engine is the engine's part of comm and pools the communication
+	// stream pools (poolsOK: the stage has some): set with p and st,
+	// as they do not depend on the micro-batch either.
+	engine  [numPhases]float64
+	pools   fsdpPools
+	poolsOK bool
 	// rows is the row table of the parts above, built once they are set
 	// (ov, which the stream pools read it for, aside).
 	rows rowTable
@@ -106,12 +112,13 @@ type trainBox struct {
 func (s *setup) stageParts(t *trainParts) {
 	t.p = s.countParams()
 	t.st = s.modelStates(&t.p)
+	t.engine = s.engineBuffers(&t.st, &t.p)
+	t.pools, t.poolsOK = s.commPools(t)
 	s.batchParts(t)
 }
 
 // batchParts computes the parts of the current stage that depend on the
-// micro-batch, given the parameter counts and model states (t.p, t.st),
-// which do not.
+// micro-batch, given those that do not (t.p, t.st, t.engine, t.pools).
 func (s *setup) batchParts(t *trainParts) {
 	d := &s.dist
 	t.act = s.activations()
@@ -127,7 +134,13 @@ func (s *setup) batchParts(t *trainParts) {
 		t.loss.held /= k
 		t.loss.persist /= k
 	}
-	t.comm = s.commBuffers(&t.st, &t.p)
+	t.comm = t.engine
+	if !s.dist.single {
+		par := s.parallelBuffers()
+		for ph := range numPhases {
+			t.comm[ph] += par[ph]
+		}
+	}
 	t.rows.reset()
 	s.buildRows(t, &t.rows)
 	t.ov = s.trainOverheads(t) // its Warning is the job's, given by initJob
@@ -237,7 +250,7 @@ func (s *setup) cachedParts(t *trainParts, c *sweepStage, fracs bool) {
 		if fracs {
 			s.fracs, s.unitFracs = c.fracs, c.unit
 		}
-		t.p, t.st = c.p, c.st
+		t.p, t.st, t.engine, t.pools, t.poolsOK = c.p, c.st, c.engine, c.pools, c.poolsOK
 		s.batchParts(t)
 		return
 	}
@@ -246,6 +259,7 @@ func (s *setup) cachedParts(t *trainParts, c *sweepStage, fracs bool) {
 	}
 	s.stageParts(t)
 	c.ok, c.fracs, c.unit, c.p, c.st = true, append(c.fracs[:0], s.fracs...), s.unitFracs, t.p, t.st
+	c.engine, c.pools, c.poolsOK = t.engine, t.pools, t.poolsOK
 }
 
 // peaksOf is assemble without the breakdown: the current stage's peaks,

@@ -163,9 +163,13 @@ func (s *setup) fsdpMaster() bool {
 	return s.isFSDP() && s.dist.zero >= 2 && s.master && !s.weight.Quantized
 }
 
-// commBuffers is the per-phase memory of the engine's communication and
-// gathering buffers on one rank (MODEL.md §3.3, §3.5, §3.6, §3.7, §4.8, §8).
-func (s *setup) commBuffers(r *rankStates, p *trParams) [numPhases]float64 {
+// engineBuffers is the per-phase memory of the engine's communication
+// and gathering buffers on one rank (gradient buckets, gathered
+// parameters, reduce buffers; MODEL.md §3.3, §3.5, §3.6, §3.7, §8), which
+// depends on the parameters and states of the stage but not on the
+// micro-batch. The comm row adds the model-parallel buffers
+// (parallelBuffers, §4.8) to it.
+func (s *setup) engineBuffers(r *rankStates, p *trParams) [numPhases]float64 {
 	d := &s.dist
 	var out [numPhases]float64
 	if d.single {
@@ -178,10 +182,6 @@ func (s *setup) commBuffers(r *rankStates, p *trParams) [numPhases]float64 {
 		out = s.deepspeedBuffers(r, p)
 	case engineFSDP, engineFSDP2:
 		out = s.fsdpBuffers(r, p)
-	}
-	par := s.parallelBuffers()
-	for ph := range numPhases {
-		out[ph] += par[ph]
 	}
 	return out
 }
