@@ -141,7 +141,7 @@ func (s *setup) batchParts(t *trainParts) {
 			t.comm[ph] += par[ph]
 		}
 	}
-	t.rows.reset()
+	t.rows.reset(s.leanRows)
 	s.buildRows(t, &t.rows)
 	t.ov = s.trainOverheads(t) // its Warning is the job's, given by initJob
 }
@@ -219,6 +219,7 @@ func peakTraining(m *model.Model, job *Job, buf *trainBuf, tab *modTab, limit un
 			sw.base, sw.setUp = s, true
 		}
 	}
+	s.leanRows = true // the peaks read the row totals only
 	var p Peaks
 	if s.dist.pp > 1 {
 		p = s.stagePeaks(limit, sw)
@@ -421,6 +422,9 @@ type rowTable struct {
 	totals [numPhases]units.Bytes
 	live   uint32 // bit i: row i has bytes in some phase
 	always uint32 // bit i: row i is listed even when it has none
+	// lean tables keep only totals and sum (setup.leanRows): b, most,
+	// mostPh and live are not written.
+	lean bool
 	// sum is the unrounded rows' sum in each phase, added in row order
 	// (the stream-cache estimate reads it); f, if set, also receives
 	// each row's unrounded bytes.
@@ -431,11 +435,15 @@ type rowTable struct {
 // The row bit sets must hold every row.
 var _ = [1]struct{}{}[numRows/33]
 
-// reset empties r for the next build. Every build sets always, so a
-// table with none was never built on and is empty already (as a new
-// trainParts' is): no need to zero it again.
-func (r *rowTable) reset() {
-	if r.always != 0 {
+// reset empties r for the next build, a lean one (only the totals and
+// sums, all that the peaks read) or a whole one. Every build sets
+// always, so a table with none was never built on and is empty already
+// (as a new trainParts' is): no need to zero it again.
+func (r *rowTable) reset(lean bool) {
+	switch {
+	case lean:
+		r.totals, r.sum, r.live, r.always, r.lean = [numPhases]units.Bytes{}, [numPhases]float64{}, 0, 0, true
+	case r.always != 0 || r.lean:
 		*r = rowTable{}
 	}
 }
@@ -479,9 +487,11 @@ func (r *rowTable) setEvery(i int, x float64) {
 	if v == 0 {
 		return
 	}
-	r.b[i] = [numPhases]units.Bytes{v, v, v, v, v}
-	r.most[i] = v // mostPh[i] is 0, the first phase
-	r.live |= 1 << i
+	if !r.lean {
+		r.b[i] = [numPhases]units.Bytes{v, v, v, v, v}
+		r.most[i] = v // mostPh[i] is 0, the first phase
+		r.live |= 1 << i
+	}
 	t := &r.totals
 	t[0], t[1], t[2], t[3], t[4] = addSize(t[0], v), addSize(t[1], v), addSize(t[2], v), addSize(t[3], v), addSize(t[4], v)
 }
@@ -508,9 +518,16 @@ func (r *rowTable) setSpan(i int, x float64, lo, hi int) {
 	if v == 0 {
 		return
 	}
+	t := &r.totals
+	if r.lean {
+		for ph := lo; ph <= hi; ph++ {
+			t[ph] = addSize(t[ph], v)
+		}
+		return
+	}
 	r.most[i], r.mostPh[i] = v, uint8(lo)
 	r.live |= 1 << i
-	b, t := &r.b[i], &r.totals
+	b := &r.b[i]
 	for ph := lo; ph <= hi; ph++ {
 		b[ph] = v
 		t[ph] = addSize(t[ph], v)
@@ -523,6 +540,12 @@ func (r *rowTable) phases(i int, x *[numPhases]float64) {
 	u[0], u[1], u[2], u[3], u[4] = u[0]+x[0], u[1]+x[1], u[2]+x[2], u[3]+x[3], u[4]+x[4]
 	if r.f != nil {
 		r.f[i].v = *x
+	}
+	if r.lean {
+		t := &r.totals
+		t[0], t[1], t[2] = addSize(t[0], units.FromFloat(x[0])), addSize(t[1], units.FromFloat(x[1])), addSize(t[2], units.FromFloat(x[2]))
+		t[3], t[4] = addSize(t[3], units.FromFloat(x[3])), addSize(t[4], units.FromFloat(x[4]))
+		return
 	}
 	b := &r.b[i]
 	// The five phases written out: this runs for several rows of every

@@ -112,6 +112,7 @@ type setup struct {
 	unitFracs         bool      // every module is wholly on this rank (all fracs are 1)
 	slowSums          bool      // tests: sum module by module even where the model table's totals give the answer
 	acts              actMemo   // what activations computes alike for every stage
+	leanRows          bool      // build lean row tables: totals and sums only (Peak)
 }
 
 // init validates job against m and fills every default.
