@@ -128,6 +128,7 @@ type Sweep struct {
 	// (setUp): only what follows from the micro-batch changes after.
 	base  setup
 	setUp bool
+	work  setup // base's copy that the next micro-batch is estimated with
 }
 
 // sweepStage is what a Sweep keeps of one pipeline stage.
@@ -218,7 +219,8 @@ type trainBuf struct {
 	// a search, reuses them. hitsOK is false until a first match.
 	hitsFor []string
 	hitsOK  bool
-	shape   []float64 // stagePeaks' copy of a stage's module shares
+	shape   []float64  // stagePeaks' copy of a stage's module shares
+	parts   trainParts // Peak's stage parts, reused from stage to stage
 }
 
 // outBuf is the memory of one assembled result (of the job, or of one

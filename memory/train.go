@@ -202,37 +202,43 @@ func (s *setup) estimateStages(res *Result) *bandBox {
 // A sweep also keeps the job's set-up: for the next micro-batch only
 // what follows from the micro-batch is set again (setMicroBatch).
 func peakTraining(m *model.Model, job *Job, buf *trainBuf, tab *modTab, limit units.Bytes, sw *Sweep) (Peaks, error) {
-	var s setup
 	if sw != nil && sw.setUp {
 		if err := checkMicroBatch(job); err != nil {
 			return Peaks{}, err
 		}
-		s = sw.base
+		s := &sw.work // a copy of the set-up, not zeroed first
+		*s = sw.base
 		s.setMicroBatch()
-	} else {
-		s.tab, s.buf = tab, buf
-		s.warnings = buf.warnings[:0]
-		if err := s.initJob(m, job); err != nil {
-			return Peaks{}, err
-		}
-		if sw != nil {
-			sw.base, sw.setUp = s, true
-		}
+		return s.peaks(limit, sw, buf), nil
 	}
+	var s setup
+	s.tab, s.buf = tab, buf
+	s.warnings = buf.warnings[:0]
+	if err := s.initJob(m, job); err != nil {
+		return Peaks{}, err
+	}
+	if sw != nil {
+		sw.base, sw.setUp = s, true
+	}
+	return s.peaks(limit, sw, buf), nil
+}
+
+// peaks is peakTraining once the job is set up.
+func (s *setup) peaks(limit units.Bytes, sw *Sweep, buf *trainBuf) Peaks {
 	s.leanRows = true // the peaks read the row totals only
 	var p Peaks
 	if s.dist.pp > 1 {
 		p = s.stagePeaks(limit, sw)
 	} else {
-		var t trainParts
-		s.cachedParts(&t, sw.stage(0), false)
-		p = s.peaksOf(&t)
+		t := &buf.parts // every part is set again (cachedParts)
+		s.cachedParts(t, sw.stage(0), false)
+		p = s.peaksOf(t)
 	}
 	if sw != nil {
 		sw.base.acts = s.acts // for the next micro-batch too
 	}
 	buf.warnings = s.warnings[:0] // keep their memory for the next call
-	return p, nil
+	return p
 }
 
 // cachedParts is stageParts for the current stage, whose parts that do
@@ -287,7 +293,7 @@ func (s *setup) stagePeaks(limit units.Bytes, sw *Sweep) Peaks {
 	var rep stageShape
 	warnings := len(s.warnings)
 	whole := s.layerModulesWhole()
-	var t trainParts // stageParts writes all of it
+	t := &s.buf.parts // reused: stageParts and cachedParts write all of it
 	for k := range d.pp {
 		// The last stage first: with the output layer and the loss it is
 		// the most loaded as often as the first, so a limit stops sooner.
@@ -309,8 +315,8 @@ func (s *setup) stagePeaks(limit units.Bytes, sw *Sweep) Peaks {
 			continue
 		}
 		s.warnings = s.warnings[:warnings]
-		s.cachedParts(&t, c, false)
-		p := s.peaksOf(&t)
+		s.cachedParts(t, c, false)
+		p := s.peaksOf(t)
 		if limit > 0 && p.DeviceBytes > limit {
 			return p
 		}
