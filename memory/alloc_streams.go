@@ -206,11 +206,15 @@ func (s *setup) commPools(t *trainParts) (fsdpPools, bool) {
 // communication-stream pools as the stream_cache row (and the training
 // fragmentation for the compute stream).
 func (s *setup) trainOverheads(t *trainParts) Overheads {
+	if !s.acts.haveOv {
+		// The job's, alike for every stage: computed once.
+		s.acts.ov, s.acts.haveOv = runtimeOverheads(s.job, &s.c), true
+	}
 	if s.dist.single || s.dist.zero < 2 {
 		// No FSDP (sharding level 2 or 3) or ZeRO-3 stream pools.
-		return runtimeOverheads(s.job, &s.c)
+		return s.acts.ov
 	}
-	o := runtimeOverheads(s.job, &s.c)
+	o := s.acts.ov
 	if cache, p, ok := s.streamCache(t); ok {
 		o.setStreamCache(cache, p.gather, p.reduce, &s.c)
 	}

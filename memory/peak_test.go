@@ -134,10 +134,14 @@ func checkSkippedStages(t *testing.T, id string, m *model.Model, tab *modTab, jo
 	var repStage int
 	var repPeaks Peaks
 	whole := s.layerModulesWhole()
+	repeats := false // middleRepeats held at the last representative
 	for i := range s.dist.pp {
 		s.setStage(i)
 		if whole && rep.sameLayout(&s) && !rep.same(&s) {
 			t.Errorf("%s %+v: stage %d has the layout of stage %d but other module shares", id, *job, i, repStage)
+		}
+		if repeats && !s.dist.last && !rep.sameLayout(&s) {
+			t.Errorf("%s %+v: middle stage %d after stage %d, which middleRepeats held for, has another layout", id, *job, i, repStage)
 		}
 		var parts trainParts
 		s.stageParts(&parts)
@@ -145,6 +149,7 @@ func checkSkippedStages(t *testing.T, id string, m *model.Model, tab *modTab, jo
 		if !rep.same(&s) {
 			rep.set(&s)
 			repStage, repPeaks = i, p
+			repeats = s.middleRepeats(&rep)
 			continue
 		}
 		skipped++

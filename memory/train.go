@@ -324,8 +324,25 @@ func (s *setup) stagePeaks(limit units.Bytes, sw *Sweep) Peaks {
 			best = p // the lowest of equally loaded stages, as Estimate picks
 		}
 		rep.set(s)
+		if whole && s.middleRepeats(&rep) {
+			break // the middle stages left would each be skipped
+		}
 	}
 	return best
+}
+
+// middleRepeats reports whether every middle stage after the current
+// one, rep, has rep's layout (sameLayout): as many layers (placeStage
+// gives the first L mod pp stages one more), no more micro-batches in
+// flight (no schedule puts more on a later stage), and the same trained
+// layers, which holds when the job trains all layers or no layer range.
+func (s *setup) middleRepeats(rep *stageShape) bool {
+	d, t := &s.dist, &s.trainable
+	if !rep.ok || rep.trained < 0 || !(t.lo > t.hi || t.lo <= 0 && t.hi >= s.m.Text.Layers-1) {
+		return false
+	}
+	rem := s.m.Text.Layers % d.pp
+	return d.stage >= rem || d.pp-2 < rem
 }
 
 // stageShape is what makes two middle pipeline stages the same apart

@@ -171,11 +171,15 @@ func (s *setup) warnUnusedActConstants() {
 	}
 }
 
-// actMemo is what activations computes alike for every pipeline stage
-// of a job, and every micro-batch of a [Sweep]: the regime, and the
-// inventory of a decoder layer of type lt on the uniform path (its own
-// weights training as the method says, its input needing grad).
+// actMemo is what the activations and overheads of a stage compute
+// alike for every pipeline stage of a job, and every micro-batch of a
+// [Sweep]: the runtime overheads, the regime, and the inventory of a
+// decoder layer of type lt on the uniform path (its own weights training
+// as the method says, its input needing grad).
 type actMemo struct {
+	// ov is the job's runtime overheads (trainOverheads), once haveOv.
+	ov         Overheads
+	haveOv     bool
 	haveRegime bool
 	r          actRegime
 	haveLayer  bool
