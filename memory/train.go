@@ -314,6 +314,15 @@ func (s *setup) stagePeaks(limit units.Bytes, sw *Sweep) Peaks {
 		if rep.same(s) {
 			continue
 		}
+		if whole && k > 1 && s.firstDominates() {
+			// Stage 0, estimated, peaks no lower: the stages this one
+			// would stand for are skipped too.
+			rep.set(s)
+			if s.middleRepeats(&rep) {
+				break
+			}
+			continue
+		}
 		s.warnings = s.warnings[:warnings]
 		s.cachedParts(t, c, false)
 		p := s.peaksOf(t)
@@ -329,6 +338,19 @@ func (s *setup) stagePeaks(limit units.Bytes, sw *Sweep) Peaks {
 		}
 	}
 	return best
+}
+
+// firstDominates reports whether the first pipeline stage peaks no lower
+// than the current one, a middle stage, part by part: every parameter
+// trains (full training), the layers have one type and each layer module
+// spans the stack (layerModulesWhole), so a stage's parameters, states,
+// gradients and buffers grow with its layers; the first stage holds at
+// least as many layers (placeStage) and micro-batches in flight (no
+// schedule puts more on a later stage), and the embedding and any vision
+// tower or encoder on top. Tests re-estimate such stages to check it.
+func (s *setup) firstDominates() bool {
+	d := &s.dist
+	return !d.first && !d.last && s.method == MethodFull && s.trainable.all && s.tab.oneLayerType
 }
 
 // middleRepeats reports whether every middle stage after the current
