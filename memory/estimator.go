@@ -221,6 +221,10 @@ type trainBuf struct {
 	hitsOK  bool
 	shape   []float64  // stagePeaks' copy of a stage's module shares
 	parts   trainParts // Peak's stage parts, reused from stage to stage
+	// ppNote is the last pipeline note (estimateStages) and the stage
+	// count and peak stage it names: a search repeats it.
+	ppNote    string
+	ppNoteFor [2]int
 }
 
 // outBuf is the memory of one assembled result (of the job, or of one

@@ -107,13 +107,15 @@ func TestEstimatorOverwrites(t *testing.T) {
 	}
 }
 
-// TestEstimatorAllocations checks that a single-GPU and a sharded
-// training estimate allocate nothing once the Estimator has run once.
+// TestEstimatorAllocations checks that a single-GPU, a sharded and a
+// pipeline training estimate allocate nothing once the Estimator has run
+// once.
 func TestEstimatorAllocations(t *testing.T) {
 	e := NewEstimator(catalogModel(t, "meta-llama/Llama-2-7b-hf"))
 	for _, job := range []Job{
 		{SeqLen: 4096, MicroBatch: 2, GradCheckpoint: "full", Attention: "flash"},
 		{SeqLen: 4096, Engine: "deepspeed", ZeRO: 3, NumGPUs: 64, OffloadOptimizer: "cpu", GPUMemory: 80 * units.GiB},
+		{SeqLen: 4096, Engine: "megatron", NumGPUs: 64, PP: 8, TP: 2, GradAccum: 8, GradCheckpoint: "selective"},
 	} {
 		if _, err := e.Estimate(&job); err != nil {
 			t.Fatal(err)

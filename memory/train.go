@@ -81,6 +81,9 @@ func estimateTrainingBuf(m *model.Model, job *Job, res *Result, buf *trainBuf, t
 	}
 	if s.dist.pp > 1 {
 		attachBand(res, s.estimateStages(res))
+		if buf != nil {
+			buf.warnings = res.Warnings[:0] // never empty: the pipeline note
+		}
 		return nil
 	}
 	if buf != nil {
@@ -187,9 +190,25 @@ func (s *setup) estimateStages(res *Result) *bandBox {
 		*res = *best
 	}
 	res.Stages = stages
-	res.Warnings = append(res.Warnings, "--pp "+strconv.Itoa(d.pp)+": pipeline stage "+strconv.Itoa(res.Parallel.PeakStage)+
-		" is the most loaded; every stage's figures are in the stage table (stages in the JSON output)")
+	// The stages' warnings start with the job's (capped above so that no
+	// stage writes over another's); put them back in the job's buffer,
+	// which has room for the note.
+	res.Warnings = append(append(warnings, res.Warnings[len(warnings):]...), s.pipelineNote(d.pp, res.Parallel.PeakStage))
 	return bestBox
+}
+
+// pipelineNote is the note naming the most loaded of pp stages, kept in
+// the buffer for the next estimate of the same shape.
+func (s *setup) pipelineNote(pp, peak int) string {
+	if b := s.buf; b != nil && b.ppNote != "" && b.ppNoteFor == [2]int{pp, peak} {
+		return b.ppNote
+	}
+	w := "--pp " + strconv.Itoa(pp) + ": pipeline stage " + strconv.Itoa(peak) +
+		" is the most loaded; every stage's figures are in the stage table (stages in the JSON output)"
+	if b := s.buf; b != nil {
+		b.ppNote, b.ppNoteFor = w, [2]int{pp, peak}
+	}
+	return w
 }
 
 // peakTraining is estimateTrainingBuf without the breakdown: the job's
