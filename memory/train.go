@@ -873,7 +873,13 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 		s.explain(t, res.PerGPU.Components)
 	}
 	if limit := s.gpuMemory(t); limit > 0 && device > limit {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("device peak %s exceeds the GPU's %s", units.FormatIEC(device), units.FormatIEC(limit)))
+		// A catalog GPU's figure is the total CUDA reports (plan.OnGPU),
+		// a little below nvidia-smi's: say which it is.
+		on := "the GPU's memory, " + units.FormatIEC(limit)
+		if s.job.GPU != "" {
+			on = "the " + units.FormatIEC(limit) + " CUDA can use on " + s.job.GPU
+		}
+		res.Warnings = append(res.Warnings, "device peak "+units.FormatIEC(device)+" exceeds "+on)
 	}
 	return &box.bandBox
 }

@@ -275,7 +275,7 @@ func TestTrainingWarnings(t *testing.T) {
 	}
 	r = estimateOK(t, m, Job{SeqLen: 4096, GPU: "A10G", GPUComputeCapability: 86, GPUMemory: 22 * units.GiB, Engine: "deepspeed", ZeRO: 2, NumGPUs: 8})
 	joined = strings.Join(r.Warnings, "\n")
-	for _, want := range []string{"exceeds the GPU's 22.00 GiB"} {
+	for _, want := range []string{"exceeds the 22.00 GiB CUDA can use on A10G"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("warnings %q lack %q", joined, want)
 		}
