@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -103,8 +104,9 @@ func (r *response) hubHeader(key string) string {
 	return r.header.Get(key)
 }
 
-// send runs req with retries: 429 and 5xx answers and network errors are
-// retried with exponential backoff and jitter, honouring Retry-After.
+// send runs req with retries: 429 and 5xx answers and network errors
+// (but a host name that does not resolve) are retried with exponential
+// backoff and jitter, honouring Retry-After.
 func (c *Client) send(ctx context.Context, req request) (*response, error) {
 	if c.cfg.Offline {
 		return nil, fmt.Errorf("%s %s: %w", req.op, req.repo, ErrOffline)
@@ -165,7 +167,11 @@ func (c *Client) once(ctx context.Context, req request) (resp *response, again b
 	}
 	hresp, err := hc.Do(hreq)
 	if err != nil {
-		return nil, true, c.transportError(ctx, req, err)
+		// A host name that does not resolve will not resolve a second
+		// later either: say so at once rather than after the backoffs.
+		var dns *net.DNSError
+		again := !errors.As(err, &dns) || !dns.IsNotFound
+		return nil, again, c.transportError(ctx, req, err)
 	}
 	defer hresp.Body.Close()
 	resp = &response{status: hresp.StatusCode, header: hresp.Header, first: first,
@@ -199,7 +205,7 @@ func (c *Client) transportError(ctx context.Context, req request, err error) err
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		err = fmt.Errorf("timed out after %s: %w", c.cfg.Timeout, err)
 	}
-	return fmt.Errorf("%s %s %s: %w", req.op, req.repo, req.file, err)
+	return fmt.Errorf("%s %s %s: %w (%w)", req.op, req.repo, req.file, err, ErrUnreachable)
 }
 
 // statusError builds the error for an unsuccessful answer.

@@ -33,10 +33,13 @@
 // # Errors and retries
 //
 // A 429 or 5xx answer or a network error is retried with exponential
-// backoff, honouring Retry-After. Failures wrap [ErrGated] (accept the
-// license and set HF_TOKEN), [ErrUnauthorized] (the token was rejected),
-// [ErrNotFound] (no such model, revision or file; a missing file also
-// matches fs.ErrNotExist) or [ErrOffline]; [StatusError] has the details.
+// backoff, honouring Retry-After; a host name that does not resolve is
+// not retried. Failures wrap [ErrGated] (accept the license and set
+// HF_TOKEN), [ErrUnauthorized] (the token was rejected), [ErrNotFound]
+// (no such model, revision or file; a missing file also matches
+// fs.ErrNotExist), [ErrUnreachable] (no answer: no network, an unknown
+// host, a refused connection, a timeout) or [ErrOffline]; [StatusError]
+// has the details of an answer.
 //
 // Usage:
 //

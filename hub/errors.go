@@ -24,6 +24,9 @@ var (
 	ErrOffline = errors.New("offline mode is on and the file is not in the local cache")
 	// ErrInvalidRef reports a malformed model id, revision or file name.
 	ErrInvalidRef = errors.New("invalid model reference")
+	// ErrUnreachable reports a request that got no answer: no network,
+	// a name that does not resolve, a refused connection or a timeout.
+	ErrUnreachable = errors.New("the Hub could not be reached")
 )
 
 // StatusError is an unsuccessful HTTP answer from the Hub or its CDN.

@@ -9,7 +9,9 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -329,6 +331,53 @@ func TestRetryAfterDate(t *testing.T) {
 	}
 }
 
+// TestUnreachable checks that a request that gets no answer is
+// reported as ErrUnreachable, naming the repository and file, and is not
+// mistaken for a missing model; a refused connection is retried, a host
+// name that does not resolve is not.
+func TestUnreachable(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	endpoint := srv.URL
+	srv.Close() // nothing listens there now
+	for _, tc := range []struct {
+		name     string
+		dial     error // nil: dial the closed server
+		attempts int
+	}{
+		{"refused", nil, 3},
+		{"no such host", &net.DNSError{Err: "no such host", Name: "hub.example", IsNotFound: true}, 1},
+		{"dns timeout", &net.DNSError{Err: "i/o timeout", Name: "hub.example", IsTimeout: true}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			attempts := 0
+			tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				attempts++
+				if tc.dial != nil {
+					return nil, &net.OpError{Op: "dial", Net: network, Err: tc.dial}
+				}
+				return (&net.Dialer{}).DialContext(ctx, network, addr)
+			}}
+			c, err := New(Config{Endpoint: endpoint, Retries: 2, CacheDir: t.TempDir(), HTTPClient: &http.Client{Transport: tr}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.sleep = func(context.Context, time.Duration) error { return nil }
+			_, err = c.Get(ctx, Ref{Repo: "org/model"}, "config.json")
+			switch {
+			case err == nil:
+				t.Fatal("want an error")
+			case !errors.Is(err, ErrUnreachable) || errors.Is(err, ErrNotFound):
+				t.Errorf("got %v, want ErrUnreachable and not ErrNotFound", err)
+			case !strings.Contains(err.Error(), "org/model") || !strings.Contains(err.Error(), "config.json"):
+				t.Errorf("got %v, want the repository and file named", err)
+			}
+			if attempts != tc.attempts {
+				t.Errorf("%d attempts, want %d", attempts, tc.attempts)
+			}
+		})
+	}
+}
+
 func TestTimeout(t *testing.T) {
 	f := newFakeHub(t)
 	newRepo(f)
@@ -336,8 +385,8 @@ func TestTimeout(t *testing.T) {
 	c := f.client(t, Config{Timeout: 50 * time.Millisecond, Retries: 1})
 	start := time.Now()
 	_, err := c.Get(ctx, Ref{Repo: "org/model"}, "config.json")
-	if err == nil || !strings.Contains(err.Error(), "timed out after 50ms") {
-		t.Errorf("got %v, want a timeout", err)
+	if err == nil || !strings.Contains(err.Error(), "timed out after 50ms") || !errors.Is(err, ErrUnreachable) {
+		t.Errorf("got %v, want a timeout wrapping ErrUnreachable", err)
 	}
 	if f.count("/org/model/resolve/main/config.json") != 2 {
 		t.Errorf("attempts = %d, want 2", f.count("/org/model/resolve/main/config.json"))
