@@ -134,6 +134,9 @@ func catalogFile(name string) (string, error) {
 	}
 	file, ok := idx[key]
 	if !ok {
+		if near := Suggest(name, 3); len(near) > 0 {
+			return "", fmt.Errorf("%q is not in the built-in catalog (closest: %s): %w", name, strings.Join(near, ", "), ErrNotFound)
+		}
 		return "", fmt.Errorf("%q is not in the built-in catalog (see the catalog list for ids and aliases): %w", name, ErrNotFound)
 	}
 	return file, nil

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -178,6 +179,51 @@ func TestResolveHubModelThenOffline(t *testing.T) {
 	_, errOut, code = runWithEnv(t, env, "params", "org/other")
 	if code != 1 || !strings.Contains(errOut, "offline") || !strings.Contains(errOut, "HF_HUB_OFFLINE") {
 		t.Errorf("offline miss: exit %d, stderr %s", code, errOut)
+	}
+}
+
+// TestHubMissNamesCatalogModel checks that a Hub id that cannot be
+// fetched, because the Hub is unreachable or has no such model, fails
+// naming the closest embedded catalog model, and that an id with no
+// close catalog model says to pass a local config instead.
+func TestHubMissNamesCatalogModel(t *testing.T) {
+	srv, _ := fakeHub(t, nil)
+	// No network: every connection fails as a name that does not
+	// resolve does, which the Hub client does not retry.
+	noDNS := &http.Client{Transport: &http.Transport{DialContext: func(_ context.Context, network, addr string) (net.Conn, error) {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: &net.DNSError{Err: "no such host", Name: addr, IsNotFound: true}}
+	}}}
+	for _, tc := range []struct {
+		name   string
+		client *http.Client
+		model  string
+		want   []string
+	}{
+		{"unreachable", noDNS, "meta-llama/Llama-2-7b-chat-hf",
+			[]string{"could not be reached", "closest: meta-llama/Llama-2-7b-hf", "config.json or model folder"}},
+		{"not on the Hub", &http.Client{}, "meta-llama/Llama-3.1-8B-Instruct",
+			[]string{"404", "closest: meta-llama/Llama-3.1-8B"}},
+		{"nothing close", noDNS, "org/unknown-model",
+			[]string{"could not be reached", "pass a path to its config.json or model folder"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{"HF_ENDPOINT": srv.URL, "HF_HOME": t.TempDir()}
+			var out, errOut bytes.Buffer
+			f := &Factory{
+				IO:         &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+				Getenv:     func(k string) string { return env[k] },
+				HTTPClient: tc.client,
+				Now:        time.Now,
+			}
+			if code := Main(context.Background(), []string{"params", "--model", tc.model}, f); code != 1 || out.Len() != 0 {
+				t.Errorf("exit %d, stdout %q; want exit 1 and no output", code, out.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errOut.String(), w) {
+					t.Errorf("stderr %q lacks %q", errOut.String(), w)
+				}
+			}
+		})
 	}
 }
 

@@ -62,7 +62,7 @@ func resolveModelWith(ctx context.Context, f *Factory, ref string, ho hubOptions
 	}
 	snap, err := c.FetchConfig(ctx, hr)
 	if err != nil {
-		return nil, hubError(err)
+		return nil, catalogHint(hubError(err), hr.Repo)
 	}
 	m, err := model.ParseFS(snap, ".")
 	if err != nil {
@@ -106,6 +106,20 @@ func hubError(err error) error {
 		return fmt.Errorf("%w (create a read token at https://huggingface.co/settings/tokens)", err)
 	}
 	return err
+}
+
+// catalogHint names the catalog models closest to a Hub id that could
+// not be fetched (the Hub unreachable, or no such model): an -Instruct
+// or -chat variant usually shares its base model's architecture.
+func catalogHint(err error, repo string) error {
+	if !errors.Is(err, hub.ErrUnreachable) && !errors.Is(err, hub.ErrNotFound) {
+		return err
+	}
+	near := model.Suggest(repo, 3)
+	if len(near) == 0 {
+		return fmt.Errorf("%w; pass a path to its config.json or model folder instead", err)
+	}
+	return fmt.Errorf("%w; the embedded catalog's closest: %s (or pass a path to its config.json or model folder)", err, strings.Join(near, ", "))
 }
 
 // newHubClient builds a Hub client from the environment and flags.
