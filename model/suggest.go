@@ -12,8 +12,8 @@ import (
 var variantWords = []string{"instruct", "it", "chat", "hf", "base", "preview", "sft", "dpo", "rlhf"}
 
 // Suggest returns up to n catalog ids whose names are closest to name,
-// best first: ids that differ from it only by a variant ending
-// ("-Instruct", "-it", "-chat", "-hf", "-v0.3") or by its organisation,
+// best first: ids that differ from it only by variant words
+// ("-Instruct", "-it", "-chat", "-hf", "-Base", "-v0.3") or by its organisation,
 // else ids and aliases a few edits away with the same digits. It returns
 // nil when nothing is close.
 func Suggest(name string, n int) []string {
@@ -89,15 +89,19 @@ func Suggest(name string, n int) []string {
 }
 
 // variantBase is a lower-case name without its organisation, its
-// variant endings and its separators: "meta-llama/llama-3.1-8b-instruct"
-// and "llama-3.1-8b" both give "llama318b".
+// variant words (after the first word) and its separators:
+// "meta-llama/llama-3.1-8b-instruct" and "llama-3.1-8b" both give
+// "llama318b", "mistral-nemo-instruct-2407" and "Mistral-Nemo-Base-2407"
+// "mistralnemo2407".
 func variantBase(s string) string {
 	if i := strings.LastIndexByte(s, '/'); i >= 0 {
 		s = s[i+1:]
 	}
 	words := strings.FieldsFunc(s, func(r rune) bool { return r == '-' || r == '_' || r == ' ' })
-	for len(words) > 1 && (slices.Contains(variantWords, words[len(words)-1]) || isVersion(words[len(words)-1])) {
-		words = words[:len(words)-1]
+	if len(words) > 1 {
+		words = append(words[:1], slices.DeleteFunc(words[1:], func(w string) bool {
+			return slices.Contains(variantWords, w) || isVersion(w)
+		})...)
 	}
 	return flatten(strings.Join(words, ""))
 }

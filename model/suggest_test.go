@@ -19,6 +19,7 @@ func TestSuggest(t *testing.T) {
 		{"Qwen/Qwen2.5-7B-Instruct", []string{"Qwen/Qwen2.5-7B"}},
 		{"mistralai/Mistral-7B-Instruct-v0.3", []string{"mistralai/Mistral-7B-v0.1"}},
 		{"gemma-3-4b", []string{"google/gemma-3-4b-it"}},
+		{"mistralai/Mistral-Nemo-Instruct-2407", []string{"mistralai/Mistral-Nemo-Base-2407"}},
 		// Another organisation's copy of the same name.
 		{"someone/Llama-2-7b-hf", []string{"meta-llama/Llama-2-7b-hf"}},
 		// A typo, with the digits right.
