@@ -72,6 +72,8 @@ func TestLookup(t *testing.T) {
 		{"NVIDIA RTX A6000", "RTX-A6000", 49140, 86, false, true},
 		{"NVIDIA A40", "A40", 46068, 86, false, true},
 		{"NVIDIA A800-SXM4-80GB", "A800-SXM-80GB", 81920, 80, false, true},
+		{"NVIDIA H800 80GB HBM3", "H800-SXM", 81559, 90, true, true},
+		{"h800", "H800-SXM", 81559, 90, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

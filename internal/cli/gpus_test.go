@@ -16,7 +16,7 @@ func TestGPUsList(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"H100-SXM", "81559", "79.65 GiB", "MI300X", "Gaudi3", "30 GPUs"} {
+	for _, want := range []string{"H100-SXM", "81559", "79.65 GiB", "MI300X", "Gaudi3", "31 GPUs"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("gpus output lacks %q", want)
 		}
