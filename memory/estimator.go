@@ -142,6 +142,8 @@ type sweepStage struct {
 	engine  [numPhases]float64
 	pools   fsdpPools
 	poolsOK bool
+	// rows is the lean row table of the stage's static rows.
+	rows rowPrefix
 }
 
 // NewSweep returns a Sweep of e's model; [Sweep.Reset] gives it its job.

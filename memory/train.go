@@ -117,12 +117,15 @@ func (s *setup) stageParts(t *trainParts) {
 	t.st = s.modelStates(&t.p)
 	t.engine = s.engineBuffers(&t.st, &t.p)
 	t.pools, t.poolsOK = s.commPools(t)
-	s.batchParts(t)
+	s.batchParts(t, nil)
 }
 
 // batchParts computes the parts of the current stage that depend on the
 // micro-batch, given those that do not (t.p, t.st, t.engine, t.pools).
-func (s *setup) batchParts(t *trainParts) {
+// pre, if not nil, keeps the lean row table's rows that do not depend
+// on the micro-batch either (staticRows): filled by the first call,
+// read by the next ones.
+func (s *setup) batchParts(t *trainParts, pre *rowPrefix) {
 	d := &s.dist
 	t.act = s.activations()
 	if d.pp == 1 || d.last {
@@ -144,8 +147,19 @@ func (s *setup) batchParts(t *trainParts) {
 			t.comm[ph] += par[ph]
 		}
 	}
-	t.rows.reset(s.leanRows)
-	s.buildRows(t, &t.rows)
+	tab := &t.rows
+	switch {
+	case pre == nil || !s.leanRows || tab.f != nil:
+		tab.reset(s.leanRows)
+		s.staticRows(t, tab)
+	case pre.ok:
+		pre.restore(tab)
+	default:
+		tab.reset(true)
+		s.staticRows(t, tab)
+		pre.save(tab)
+	}
+	s.batchRows(t, tab)
 	t.ov = s.trainOverheads(t) // its Warning is the job's, given by initJob
 }
 
@@ -277,13 +291,18 @@ func (s *setup) cachedParts(t *trainParts, c *sweepStage, fracs bool) {
 			s.fracs, s.unitFracs = c.fracs, c.unit
 		}
 		t.p, t.st, t.engine, t.pools, t.poolsOK = c.p, c.st, c.engine, c.pools, c.poolsOK
-		s.batchParts(t)
+		s.batchParts(t, &c.rows)
 		return
 	}
 	if fracs {
 		s.fillFracs()
 	}
-	s.stageParts(t)
+	t.p = s.countParams()
+	t.st = s.modelStates(&t.p)
+	t.engine = s.engineBuffers(&t.st, &t.p)
+	t.pools, t.poolsOK = s.commPools(t)
+	c.rows.ok = false
+	s.batchParts(t, &c.rows)
 	c.ok, c.fracs, c.unit, c.p, c.st = true, append(c.fracs[:0], s.fracs...), s.unitFracs, t.p, t.st
 	c.engine, c.pools, c.poolsOK = t.engine, t.pools, t.poolsOK
 }
@@ -645,7 +664,36 @@ type comp struct {
 
 // buildRows builds the allocated-level rows with their per-phase bytes.
 func (s *setup) buildRows(t *trainParts, tab *rowTable) {
-	st, a, l := &t.st, &t.act, &t.loss
+	s.staticRows(t, tab)
+	s.batchRows(t, tab)
+}
+
+// rowPrefix is a lean row table after staticRows: what batchRows adds
+// to for every micro-batch of a Sweep. Rows are added in row order and
+// the static ones come first, so restoring it and adding the rest gives
+// the same totals and sums, bit for bit, as building every row.
+type rowPrefix struct {
+	ok     bool
+	totals [numPhases]units.Bytes
+	sum    [numPhases]float64
+	always uint32
+}
+
+// save keeps the state of a lean table that holds the static rows only.
+func (p *rowPrefix) save(tab *rowTable) {
+	p.ok, p.totals, p.sum, p.always = true, tab.totals, tab.sum, tab.always
+}
+
+// restore makes tab the lean table p was saved from.
+func (p *rowPrefix) restore(tab *rowTable) {
+	tab.totals, tab.sum, tab.always, tab.live, tab.lean = p.totals, p.sum, p.always, 0, true
+}
+
+// staticRows adds the rows that do not depend on the micro-batch, the
+// first in row order: weights, adapters, master weights, gradients,
+// optimizer states and the AMP weight copies.
+func (s *setup) staticRows(t *trainParts, tab *rowTable) {
+	st := &t.st
 	tab.always = 1<<rowWeights | 1<<rowGrads | 1<<rowActs
 	tab.every(rowWeights, st.weights)
 	tab.every(rowAdapters, st.adapters)
@@ -661,6 +709,13 @@ func (s *setup) buildRows(t *trainParts, tab *rowTable) {
 		c := s.castPhases(t)
 		tab.phases(rowCast, &c)
 	}
+}
+
+// batchRows adds the rows after the static ones: activations, output
+// layer and loss, transients, dequantization workspace and
+// communication buffers.
+func (s *setup) batchRows(t *trainParts, tab *rowTable) {
+	st, a, l := &t.st, &t.act, &t.loss
 	acts := [numPhases]float64{a.fwd, a.fwd, a.top, a.bottom, 0}
 	tab.phases(rowActs, &acts)
 	tab.span(rowVision, a.vision, phForward, phBackwardEnd)
