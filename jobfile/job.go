@@ -21,6 +21,7 @@ type jobField struct {
 var (
 	bytesType = reflect.TypeOf(units.Bytes(0))
 	boolPtr   = reflect.TypeOf((*bool)(nil))
+	int64Ptr  = reflect.TypeOf((*int64)(nil))
 )
 
 // jobFields maps each memory.Job JSON key to its field; it is built on
@@ -175,6 +176,12 @@ func (r *reader) setField(key string, v any, dst reflect.Value, typ reflect.Type
 		b, ok := r.boolean(key, v)
 		if ok {
 			dst.Set(reflect.ValueOf(&b))
+		}
+		return ok
+	case typ == int64Ptr: // a size where 0 is a setting: from 0
+		n, ok := r.integer(key, v, 0)
+		if ok {
+			dst.Set(reflect.ValueOf(&n))
 		}
 		return ok
 	}
@@ -340,6 +347,11 @@ func (f *File) Value(key string) string {
 			return ""
 		}
 		return strconv.FormatBool(v.Elem().Bool())
+	case fd.typ == int64Ptr:
+		if v.IsNil() {
+			return ""
+		}
+		return strconv.FormatInt(v.Elem().Int(), 10)
 	case fd.typ.Kind() == reflect.Slice:
 		return strings.Join(v.Interface().([]string), ",")
 	case fd.typ.Kind() == reflect.Map:

@@ -35,6 +35,11 @@ func TestParseJobFile(t *testing.T) {
 		{"distributed", "d.json", `{"engine": "deepspeed", "zero": 3, "num_gpus": 8, "offload_optimizer": "cpu", "fused_loss": true, "gpu_memory_bytes": 1024}`,
 			memory.Job{Mode: memory.Train, Engine: "deepspeed", ZeRO: 3, NumGPUs: 8, OffloadOptimizer: "cpu", FusedLoss: "liger", GPUMemory: 1024},
 			"", []string{"engine", "fused_loss", "gpu_memory_bytes", "num_gpus", "offload_optimizer", "zero"}},
+		// A ZeRO-3 knob where 0 is a setting of its own: 0 is kept, not
+		// taken for the default.
+		{"zero-3 knobs", "z.json", `{"engine": "deepspeed", "zero": 3, "stage3_max_reuse_distance": 0, "stage3_prefetch_bucket_size": 5e7}`,
+			memory.Job{Mode: memory.Train, Engine: "deepspeed", ZeRO: 3, MaxReuseDistance: new(int64(0)), PrefetchBucketSize: new(int64(5e7))},
+			"", []string{"engine", "stage3_max_reuse_distance", "stage3_prefetch_bucket_size", "zero"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Parse([]byte(tc.src), tc.file)
@@ -60,7 +65,8 @@ func TestParseReportsEveryProblem(t *testing.T) {
 	src := `{"model": 7, "seqlen": 4096, "per_device_batch": 0, "zero": 5, "packed": "yes", "lora_dropout": 1.5,
 		"gpu_memory_utilization": 0, "mode": "dance", "grad_checkpoint": "sometimes", "optimizer": "adamx",
 		"dtype": "fp7", "gpu_memory": "80G", "lora_target_modules": [1], "trainable_params": "lots",
-		"constants": {"fragmentaton": 0.1, "cuda_context_mib": -5}, "seq_len": 1.5, "engine": "deepspeedd"}`
+		"constants": {"fragmentaton": 0.1, "cuda_context_mib": -5}, "seq_len": 1.5, "engine": "deepspeedd",
+		"stage3_max_reuse_distance": -1}`
 	_, err := Parse([]byte(src), "bad.json")
 	var je *Error
 	if !errors.As(err, &je) {
@@ -85,6 +91,7 @@ func TestParseReportsEveryProblem(t *testing.T) {
 		"constants.cuda_context_mib": "out of range",
 		"seq_len":                    "whole number",
 		"engine":                     "deepspeedd",
+		"stage3_max_reuse_distance":  "from 0",
 	}
 	got := map[string]string{}
 	for _, p := range je.Problems {
@@ -98,7 +105,7 @@ func TestParseReportsEveryProblem(t *testing.T) {
 	if len(je.Problems) != len(want) {
 		t.Errorf("%d problems, want %d:\n%v", len(je.Problems), len(want), err)
 	}
-	if !strings.HasPrefix(err.Error(), "bad.json: 18 problems:") {
+	if !strings.HasPrefix(err.Error(), "bad.json: 19 problems:") {
 		t.Errorf("message starts %.40q", err.Error())
 	}
 }
@@ -147,12 +154,13 @@ func TestValueRoundTrip(t *testing.T) {
 	if err == nil {
 		t.Fatal("want an error for the unknown key compile")
 	}
-	f, err := Parse([]byte(`{"packed": false, "lora_target_modules": ["a", "b"], "lora_dropout": 0.05, "gpu_memory": "1GiB", "torch_compile": true}`), "v.json")
+	f, err := Parse([]byte(`{"packed": false, "lora_target_modules": ["a", "b"], "lora_dropout": 0.05, "gpu_memory": "1GiB", "torch_compile": true,
+		"stage3_max_reuse_distance": 0}`), "v.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for key, want := range map[string]string{"packed": "false", "lora_target_modules": "a,b", "lora_dropout": "0.05",
-		"gpu_memory_bytes": "1073741824", "torch_compile": "true"} {
+		"gpu_memory_bytes": "1073741824", "torch_compile": "true", "stage3_max_reuse_distance": "0"} {
 		if got := f.Value(key); got != want {
 			t.Errorf("Value(%s) = %q, want %q", key, got, want)
 		}

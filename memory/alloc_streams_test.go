@@ -261,9 +261,9 @@ func TestZeRO3Pools(t *testing.T) {
 		frag           string
 	}{
 		{"overlap_comm (default)", Job{}, (64000 + 5e7) * 2, params * 2, "fragmentation"},
-		{"prefetch 1000", Job{PrefetchBucketSize: 1000}, (64000 + 1000) * 2, params * 2, "fragmentation"},
+		{"prefetch 1000", Job{PrefetchBucketSize: new(int64(1000))}, (64000 + 1000) * 2, params * 2, "fragmentation"},
 		{"reduce bucket 5000", Job{ReduceBucketSize: 5000}, (64000 + 5e7) * 2, 5000 * 2, "fragmentation"},
-		{"max live 1e6", Job{MaxLiveParameters: 1e6}, 1e6 * 2, params * 2, "fragmentation"},
+		{"max live 1e6", Job{MaxLiveParameters: new(int64(1e6))}, 1e6 * 2, params * 2, "fragmentation"},
 		{"no overlap_comm", Job{OverlapComm: &off}, 0, 0, "fragmentation_sharded"},
 	}
 	for _, tt := range tests {

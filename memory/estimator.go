@@ -283,6 +283,10 @@ func (j Job) clone() Job {
 	c.DoubleQuant = clonePtr(j.DoubleQuant)
 	c.OverlapComm = clonePtr(j.OverlapComm)
 	c.ContiguousGradients = clonePtr(j.ContiguousGradients)
+	c.PrefetchBucketSize = clonePtr(j.PrefetchBucketSize)
+	c.MaxLiveParameters = clonePtr(j.MaxLiveParameters)
+	c.MaxReuseDistance = clonePtr(j.MaxReuseDistance)
+	c.ParamPersistenceThreshold = clonePtr(j.ParamPersistenceThreshold)
 	if j.Constants != nil {
 		c.Constants = make(map[string]float64, len(j.Constants))
 		for k, v := range j.Constants {

@@ -107,14 +107,17 @@ type Job struct {
 	// Engine buffers. Zero or nil means the engine's default; for
 	// DeepSpeed under the HF Trainer (Framework hf) the Trainer's "auto"
 	// values. Sizes are in elements, as DeepSpeed's config counts them.
+	// The four ZeRO-3 knobs for which 0 is a setting of its own (no
+	// prefetching, nothing kept for reuse, no persistent parameters) are
+	// pointers: nil is the default, a pointer to 0 is 0.
 	OverlapComm               *bool   `json:"overlap_comm,omitempty"`                       // DeepSpeed zero_optimization.overlap_comm (default true for ZeRO-3, false below)
 	ContiguousGradients       *bool   `json:"contiguous_gradients,omitempty"`               // DeepSpeed zero_optimization.contiguous_gradients (default true)
 	ReduceBucketSize          int64   `json:"reduce_bucket_size,omitempty"`                 // DeepSpeed reduce_bucket_size (default 5e8; HF auto hidden²)
 	AllgatherBucketSize       int64   `json:"allgather_bucket_size,omitempty"`              // DeepSpeed allgather_bucket_size (default 5e8)
-	PrefetchBucketSize        int64   `json:"stage3_prefetch_bucket_size,omitempty"`        // DeepSpeed stage3_prefetch_bucket_size (default 5e7; HF auto 0.9·hidden²)
-	MaxLiveParameters         int64   `json:"stage3_max_live_parameters,omitempty"`         // DeepSpeed stage3_max_live_parameters (default 1e9)
-	MaxReuseDistance          int64   `json:"stage3_max_reuse_distance,omitempty"`          // DeepSpeed stage3_max_reuse_distance (default 1e9): a released module's parameters met again within this many elements stay gathered
-	ParamPersistenceThreshold int64   `json:"stage3_param_persistence_threshold,omitempty"` // DeepSpeed stage3_param_persistence_threshold (default 1e5; HF auto 10·hidden)
+	PrefetchBucketSize        *int64  `json:"stage3_prefetch_bucket_size,omitempty"`        // DeepSpeed stage3_prefetch_bucket_size (default 5e7; HF auto 0.9·hidden²)
+	MaxLiveParameters         *int64  `json:"stage3_max_live_parameters,omitempty"`         // DeepSpeed stage3_max_live_parameters (default 1e9)
+	MaxReuseDistance          *int64  `json:"stage3_max_reuse_distance,omitempty"`          // DeepSpeed stage3_max_reuse_distance (default 1e9): a released module's parameters met again within this many elements stay gathered
+	ParamPersistenceThreshold *int64  `json:"stage3_param_persistence_threshold,omitempty"` // DeepSpeed stage3_param_persistence_threshold (default 1e5; HF auto 10·hidden)
 	SubGroupSize              int64   `json:"sub_group_size,omitempty"`                     // DeepSpeed sub_group_size (default 1e9)
 	DDPBucketCapMB            float64 `json:"ddp_bucket_cap_mb,omitempty"`                  // torch DDP bucket_cap_mb (default 25)
 	GradientAsBucketView      bool    `json:"gradient_as_bucket_view,omitempty"`            // torch DDP gradient_as_bucket_view (default false: buckets are a second gradient copy)

@@ -58,6 +58,14 @@ func (s *setup) resolveDist() error {
 	if j.NumGPUs|j.DP|j.TP|j.PP|j.CP|j.EP|j.Nodes|j.ZeRO|j.VirtualStages < 0 {
 		return distSizeError(j)
 	}
+	// The engine-buffer sizes, tested one by one only when one may be
+	// negative.
+	if j.ReduceBucketSize|j.AllgatherBucketSize|j.SubGroupSize < 0 || !(j.DDPBucketCapMB >= 0) ||
+		j.PrefetchBucketSize != nil || j.MaxLiveParameters != nil || j.MaxReuseDistance != nil || j.ParamPersistenceThreshold != nil {
+		if err := bufferSizeError(j); err != nil {
+			return err
+		}
+	}
 	d := &s.dist
 	if oneProcessLayout(j) && s.m.Text.Layers > 0 {
 		// What resolveLayout sets for such a job, without its checks,
@@ -130,6 +138,29 @@ func distSizeError(j *Job) error {
 		if n < 0 {
 			return fmt.Errorf("%s: want a non-negative value, got %d", distFlags[i], n)
 		}
+	}
+	return nil
+}
+
+// bufferSizeError is the error naming the first negative engine-buffer
+// size of j (DeepSpeed's config fields are ge=0), or nil if there is none.
+func bufferSizeError(j *Job) error {
+	sizes := [...]struct {
+		key string
+		n   *int64
+	}{
+		{"reduce_bucket_size", &j.ReduceBucketSize}, {"allgather_bucket_size", &j.AllgatherBucketSize},
+		{"stage3_prefetch_bucket_size", j.PrefetchBucketSize}, {"stage3_max_live_parameters", j.MaxLiveParameters},
+		{"stage3_max_reuse_distance", j.MaxReuseDistance}, {"stage3_param_persistence_threshold", j.ParamPersistenceThreshold},
+		{"sub_group_size", &j.SubGroupSize},
+	}
+	for _, sz := range sizes {
+		if sz.n != nil && *sz.n < 0 {
+			return fmt.Errorf("%s: want a non-negative number of elements, got %d", sz.key, *sz.n)
+		}
+	}
+	if !(j.DDPBucketCapMB >= 0) { // negative or NaN
+		return fmt.Errorf("ddp_bucket_cap_mb: want a non-negative size in MB, got %v", j.DDPBucketCapMB)
 	}
 	return nil
 }

@@ -42,14 +42,21 @@ func (s *setup) deepspeedKnobs() dsKnobs {
 		}
 		return def
 	}
+	// The ZeRO-3 knobs where 0 is a setting: nil is the default.
+	pickSet := func(v *int64, auto, def float64) float64 {
+		if v != nil {
+			return float64(*v)
+		}
+		return pick(0, auto, def)
+	}
 	k := dsKnobs{
 		reduce:     pick(j.ReduceBucketSize, h*h, dsReduceBucket),
 		allgather:  pick(j.AllgatherBucketSize, 0, dsAllgatherBucket),
-		prefetch:   pick(j.PrefetchBucketSize, 0.9*h*h, dsPrefetchBucket),
-		maxLive:    pick(j.MaxLiveParameters, 0, dsMaxLive),
-		persist:    pick(j.ParamPersistenceThreshold, 10*h, dsPersistence),
+		prefetch:   pickSet(j.PrefetchBucketSize, 0.9*h*h, dsPrefetchBucket),
+		maxLive:    pickSet(j.MaxLiveParameters, 0, dsMaxLive),
+		persist:    pickSet(j.ParamPersistenceThreshold, 10*h, dsPersistence),
 		subGroup:   pick(j.SubGroupSize, 0, dsSubGroup),
-		maxReuse:   pick(j.MaxReuseDistance, 0, dsMaxReuse),
+		maxReuse:   pickSet(j.MaxReuseDistance, 0, dsMaxReuse),
 		overlap:    s.dist.zero == 3,
 		contiguous: true,
 	}

@@ -155,7 +155,7 @@ func FuzzEstimateDistributed(f *testing.F) {
 		bucket int64, ckpt string, accum int) {
 		job := Job{SeqLen: 1024, Engine: engine, ZeRO: zero, NumGPUs: gpus, TP: tp, PP: pp, CP: cp, EP: ep, Nodes: nodes,
 			VirtualStages: virtual, PipelineSchedule: schedule, OffloadOptimizer: offOpt, OffloadParams: offParams,
-			ReduceBucketSize: bucket, PrefetchBucketSize: bucket, MaxLiveParameters: bucket, GradCheckpoint: ckpt, GradAccum: accum}
+			ReduceBucketSize: bucket, PrefetchBucketSize: new(bucket), MaxLiveParameters: new(bucket), GradCheckpoint: ckpt, GradAccum: accum}
 		if gpus > 4096 || tp > 64 || pp > 64 || cp > 64 || ep > 128 || nodes > 1024 || virtual > 64 || accum > 1024 {
 			return // keep one run short; the bounds are not the model's
 		}

@@ -319,8 +319,9 @@ func (r *reader) dsZeRO(m map[string]any, prefix string) {
 // runtime/zero/config.py). "auto" is the HF Trainer's value, which the
 // memory model applies under the HF framework; the Trainer resolves it
 // for three keys only (integrations/deepspeed.py trainer_config_process),
-// elsewhere DeepSpeed rejects it. 0 is valid but is the memory model's
-// "default", so it is reported as not modelled.
+// elsewhere DeepSpeed rejects it. 0 turns ZeRO-3's prefetching, reuse
+// and persistence off, which the memory model follows; a bucket or
+// sub-group of 0 elements is reported as not modelled.
 func (r *reader) dsSize(key string, v any, jobKey, auto string) {
 	if isAuto(v) {
 		if auto == "" {
@@ -339,26 +340,29 @@ func (r *reader) dsSize(key string, v any, jobKey, auto string) {
 		r.bad(key, v, want)
 		return
 	}
-	if n == 0 {
-		r.ignore(key, reasonNotModelled)
-		return
-	}
 	j := &r.cfg.Job
 	switch jobKey {
-	case "reduce_bucket_size":
-		j.ReduceBucketSize = n
-	case "allgather_bucket_size":
-		j.AllgatherBucketSize = n
 	case "stage3_prefetch_bucket_size":
-		j.PrefetchBucketSize = n
+		j.PrefetchBucketSize = &n
 	case "stage3_param_persistence_threshold":
-		j.ParamPersistenceThreshold = n
+		j.ParamPersistenceThreshold = &n
 	case "stage3_max_live_parameters":
-		j.MaxLiveParameters = n
+		j.MaxLiveParameters = &n
 	case "stage3_max_reuse_distance":
-		j.MaxReuseDistance = n
-	case "sub_group_size":
-		j.SubGroupSize = n
+		j.MaxReuseDistance = &n
+	default:
+		if n == 0 {
+			r.ignore(key, reasonNotModelled)
+			return
+		}
+		switch jobKey {
+		case "reduce_bucket_size":
+			j.ReduceBucketSize = n
+		case "allgather_bucket_size":
+			j.AllgatherBucketSize = n
+		case "sub_group_size":
+			j.SubGroupSize = n
+		}
 	}
 	r.set(jobKey)
 }

@@ -48,7 +48,7 @@ func TestParseFiles(t *testing.T) {
 		{
 			file: "ds_zero3_auto.json", format: DeepSpeed,
 			want: memory.Job{Engine: "deepspeed", ZeRO: 3, Optimizer: "adamw_torch_fused", OffloadOptimizer: "cpu", OffloadParams: "none",
-				OverlapComm: &yes, ContiguousGradients: &yes, SubGroupSize: 1e9, MaxLiveParameters: 1e9, MaxReuseDistance: 1e9},
+				OverlapComm: &yes, ContiguousGradients: &yes, SubGroupSize: 1e9, MaxLiveParameters: new(int64(1e9)), MaxReuseDistance: new(int64(1e9))},
 			keys: []string{"contiguous_gradients", "engine", "offload_optimizer", "offload_params", "optimizer", "overlap_comm",
 				"stage3_max_live_parameters", "stage3_max_reuse_distance", "sub_group_size", "zero"},
 			ignored: []string{"zero_optimisation_typo", "zero_optimization.zero_hpz_partition_size"},
@@ -235,23 +235,24 @@ func TestDeepSpeedValues(t *testing.T) {
 			}
 			return ""
 		}},
-		{"auto buckets and zero threshold", `{"zero_optimization": {"stage": 3, "reduce_bucket_size": "auto", "stage3_param_persistence_threshold": 0, "stage3_max_live_parameters": 2e8}}`, func(c *Config) string {
-			if c.Has("reduce_bucket_size") || c.Has("stage3_param_persistence_threshold") || c.Job.MaxLiveParameters != 2e8 ||
-				!slices.Contains(ignoredKeys(c), "zero_optimization.stage3_param_persistence_threshold") {
-				return "want auto left to the HF framework, 0 reported as not modelled, 2e8 read"
+		{"auto buckets and zero threshold", `{"zero_optimization": {"stage": 3, "reduce_bucket_size": "auto", "stage3_param_persistence_threshold": 0, "stage3_max_live_parameters": 2e8, "sub_group_size": 0}}`, func(c *Config) string {
+			if c.Has("reduce_bucket_size") || !c.Has("stage3_param_persistence_threshold") || c.Job.ParamPersistenceThreshold == nil ||
+				*c.Job.ParamPersistenceThreshold != 0 || c.Job.MaxLiveParameters == nil || *c.Job.MaxLiveParameters != 2e8 ||
+				c.Has("sub_group_size") || !slices.Contains(ignoredKeys(c), "zero_optimization.sub_group_size") {
+				return "want auto left to the HF framework, threshold 0 and 2e8 read, a sub-group of 0 reported as not modelled"
 			}
 			return ""
 		}},
 		{"max reuse distance and its alias", `{"zero_optimization": {"stage": 3, "max_reuse_distance": 5e8}}`, func(c *Config) string {
-			if !c.Has("stage3_max_reuse_distance") || c.Job.MaxReuseDistance != 5e8 {
+			if !c.Has("stage3_max_reuse_distance") || c.Job.MaxReuseDistance == nil || *c.Job.MaxReuseDistance != 5e8 {
 				return "want the stage3_-less alias read as stage3_max_reuse_distance 5e8"
 			}
 			return ""
 		}},
 		{"max reuse distance 0", `{"zero_optimization": {"stage": 3, "stage3_max_reuse_distance": 0}}`, func(c *Config) string {
-			if c.Has("stage3_max_reuse_distance") || c.Job.MaxReuseDistance != 0 ||
-				!slices.Contains(ignoredKeys(c), "zero_optimization.stage3_max_reuse_distance") {
-				return "want 0 (release at once) reported as not modelled, the default kept"
+			if !c.Has("stage3_max_reuse_distance") || c.Job.MaxReuseDistance == nil || *c.Job.MaxReuseDistance != 0 ||
+				slices.Contains(ignoredKeys(c), "zero_optimization.stage3_max_reuse_distance") {
+				return "want 0 (release at once) read as 0, not the default"
 			}
 			return ""
 		}},

@@ -33,31 +33,43 @@ type trainConfigOptions struct {
 }
 
 // elemSizeFlags are the DeepSpeed buffer-size flags, in elements, each
-// the memory.Job key with dashes.
-var elemSizeFlags = [7]struct{ name, usage string }{
-	{"reduce-bucket-size", "DeepSpeed reduce_bucket_size in elements (default 5e8; hidden² under the HF Trainer's auto)"},
-	{"allgather-bucket-size", "DeepSpeed allgather_bucket_size in elements (default 5e8)"},
-	{"stage3-prefetch-bucket-size", "DeepSpeed stage3_prefetch_bucket_size in elements (default 5e7; 0.9·hidden² under auto)"},
-	{"stage3-max-live-parameters", "DeepSpeed stage3_max_live_parameters in elements (default 1e9)"},
-	{"stage3-max-reuse-distance", "DeepSpeed stage3_max_reuse_distance in elements (default 1e9): a ZeRO-3 module's parameters met again within this many stay gathered"},
-	{"stage3-param-persistence-threshold", "DeepSpeed stage3_param_persistence_threshold in elements (default 1e5; 10·hidden under auto)"},
-	{"sub-group-size", "DeepSpeed sub_group_size in elements (default 1e9)"},
+// the memory.Job key with dashes. zero marks the ZeRO-3 knobs that take
+// 0 (prefetching, reuse and persistence off).
+var elemSizeFlags = [7]struct {
+	name, usage string
+	zero        bool
+}{
+	{"reduce-bucket-size", "DeepSpeed reduce_bucket_size in elements (default 5e8; hidden² under the HF Trainer's auto)", false},
+	{"allgather-bucket-size", "DeepSpeed allgather_bucket_size in elements (default 5e8)", false},
+	{"stage3-prefetch-bucket-size", "DeepSpeed stage3_prefetch_bucket_size in elements (default 5e7; 0.9·hidden² under auto; 0: no prefetching)", true},
+	{"stage3-max-live-parameters", "DeepSpeed stage3_max_live_parameters in elements (default 1e9)", true},
+	{"stage3-max-reuse-distance", "DeepSpeed stage3_max_reuse_distance in elements (default 1e9): a ZeRO-3 module's parameters met again within this many stay gathered (0: none)", true},
+	{"stage3-param-persistence-threshold", "DeepSpeed stage3_param_persistence_threshold in elements (default 1e5; 10·hidden under auto; 0: none persist)", true},
+	{"sub-group-size", "DeepSpeed sub_group_size in elements (default 1e9)", false},
 }
 
 // elemCount is a flag value counting elements, written as an integer or
-// in exponent form as DeepSpeed configs write them (5e8).
-type elemCount int64
+// in exponent form as DeepSpeed configs write them (5e8); zero says
+// whether 0 is accepted.
+type elemCount struct {
+	n    int64
+	zero bool
+}
 
-func (e *elemCount) String() string { return strconv.FormatInt(int64(*e), 10) }
+func (e *elemCount) String() string { return strconv.FormatInt(e.n, 10) }
 func (e *elemCount) Type() string   { return "elements" }
 
 // Set parses an element count.
 func (e *elemCount) Set(s string) error {
-	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || f < 1 || f > 1e15 || f != float64(int64(f)) {
-		return fmt.Errorf("want a positive whole number of elements such as 500000000 or 5e8, got %q", s)
+	lo, what := 1.0, "a positive"
+	if e.zero {
+		lo, what = 0, "a non-negative"
 	}
-	*e = elemCount(f)
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || f < lo || f > 1e15 || f != float64(int64(f)) {
+		return fmt.Errorf("want %s whole number of elements such as 500000000 or 5e8, got %q", what, s)
+	}
+	e.n = int64(f)
 	return nil
 }
 
@@ -72,6 +84,7 @@ func addTrainConfigFlags(fs *pflag.FlagSet, o *estimateOptions) {
 	fs.BoolVar(&t.OverlapComm, "overlap-comm", false, "DeepSpeed overlap_comm: double reduce buckets (default on for ZeRO-3 only)")
 	fs.BoolVar(&t.ContiguousGradients, "contiguous-gradients", true, "DeepSpeed contiguous_gradients: the ZeRO-1/2 reduce bucket")
 	for i, f := range elemSizeFlags {
+		t.sizes[i].zero = f.zero
 		fs.Var(&t.sizes[i], f.name, f.usage)
 	}
 	fs.Float64Var(&o.Job.DDPBucketCapMB, "ddp-bucket-cap-mb", 0, "DDP bucket_cap_mb (default 25; the buckets cover every gradient whatever their size)")
@@ -137,11 +150,19 @@ func (o *estimateOptions) applyBufferFlags(fs *pflag.FlagSet) {
 		v := t.ContiguousGradients
 		o.Job.ContiguousGradients = &v
 	}
-	dst := [len(elemSizeFlags)]*int64{&o.Job.ReduceBucketSize, &o.Job.AllgatherBucketSize, &o.Job.PrefetchBucketSize,
-		&o.Job.MaxLiveParameters, &o.Job.MaxReuseDistance, &o.Job.ParamPersistenceThreshold, &o.Job.SubGroupSize}
+	j := &o.Job
+	set := [len(elemSizeFlags)]func(n int64){
+		func(n int64) { j.ReduceBucketSize = n },
+		func(n int64) { j.AllgatherBucketSize = n },
+		func(n int64) { j.PrefetchBucketSize = &n },
+		func(n int64) { j.MaxLiveParameters = &n },
+		func(n int64) { j.MaxReuseDistance = &n },
+		func(n int64) { j.ParamPersistenceThreshold = &n },
+		func(n int64) { j.SubGroupSize = n },
+	}
 	for i, f := range elemSizeFlags {
 		if fs.Changed(f.name) {
-			*dst[i] = int64(t.sizes[i])
+			set[i](t.sizes[i].n)
 		}
 	}
 }

@@ -86,7 +86,7 @@ func TestEstimateFromConfigs(t *testing.T) {
 			if !strings.Contains(w, "zero_optimisation") || !strings.Contains(w, "zero_optimization.zero_hpz_partition_size") {
 				return "want the unknown and the unmodelled keys named in the warnings"
 			}
-			if j.MaxReuseDistance != 5e8 || strings.Contains(w, "stage3_max_reuse_distance") {
+			if j.MaxReuseDistance == nil || *j.MaxReuseDistance != 5e8 || strings.Contains(w, "stage3_max_reuse_distance") {
 				return "want stage3_max_reuse_distance read, not warned about"
 			}
 			return ""
@@ -132,10 +132,11 @@ func TestEstimateFromConfigs(t *testing.T) {
 		}},
 		{"buffer flags", []string{"llama2-7b", "--seq-len", "512", "--num-gpus", "8", "--engine", "deepspeed", "--zero", "2",
 			"--reduce-bucket-size", "5e7", "--overlap-comm", "--stage3-max-live-parameters", "100000000",
-			"--stage3-max-reuse-distance", "2e8"}, func(r memory.Result) string {
+			"--stage3-max-reuse-distance", "2e8", "--stage3-prefetch-bucket-size", "0"}, func(r memory.Result) string {
 			j := r.Job
-			if j.ReduceBucketSize != 5e7 || j.OverlapComm == nil || !*j.OverlapComm || j.MaxLiveParameters != 1e8 ||
-				j.MaxReuseDistance != 2e8 || j.ParamPersistenceThreshold != 0 || j.SubGroupSize != 0 {
+			if j.ReduceBucketSize != 5e7 || j.OverlapComm == nil || !*j.OverlapComm || j.MaxLiveParameters == nil || *j.MaxLiveParameters != 1e8 ||
+				j.MaxReuseDistance == nil || *j.MaxReuseDistance != 2e8 || j.PrefetchBucketSize == nil || *j.PrefetchBucketSize != 0 ||
+				j.ParamPersistenceThreshold != nil || j.SubGroupSize != 0 {
 				return "want the bucket sizes and overlap_comm from the flags"
 			}
 			return ""

@@ -116,12 +116,23 @@ func setField(f reflect.Value, key string, vals []string) error {
 			return err
 		}
 		f.SetBool(b)
-	case reflect.Pointer: // *bool: set only when given
-		b, err := parseBool(key, s)
-		if err != nil {
-			return err
+	case reflect.Pointer: // *bool or *int64: set only when given
+		switch f.Type().Elem().Kind() {
+		case reflect.Bool:
+			b, err := parseBool(key, s)
+			if err != nil {
+				return err
+			}
+			f.Set(reflect.ValueOf(&b))
+		case reflect.Int64:
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return badRequest(key, "%s: want an integer, got %q", key, s)
+			}
+			f.Set(reflect.ValueOf(&n))
+		default:
+			return badRequest(key, "%s cannot be given in a query; POST a JSON body instead", key)
 		}
-		f.Set(reflect.ValueOf(&b))
 	case reflect.Slice: // []string: repeated keys or comma-separated
 		var out []string
 		for _, v := range vals {
