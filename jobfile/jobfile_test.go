@@ -175,6 +175,7 @@ func FuzzParse(f *testing.F) {
 		"model: llama2-7b\nseq_len: 12\n",
 		`{"gpu_memory": "80GiB", "trainable_params": "1.2M", "lora_target_modules": "q,k"}`,
 		`[]`, `{"a": {"b": [1, {"c": null}]}}`,
+		`{"stage3_max_reuse_distance": 0, "stage3_prefetch_bucket_size": -3}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -196,6 +197,11 @@ func FuzzParse(f *testing.F) {
 			}
 			if j.GPUMemory < 0 || j.TrainableParams < 0 || j.ZeRO < 0 || j.ZeRO > 3 {
 				t.Fatalf("impossible value in %+v", j)
+			}
+			for _, p := range []*int64{j.PrefetchBucketSize, j.MaxLiveParameters, j.MaxReuseDistance, j.ParamPersistenceThreshold} {
+				if p != nil && *p < 0 {
+					t.Fatalf("negative ZeRO-3 size in %+v", j)
+				}
 			}
 			if jf.Shape != nil {
 				if m, _, err := jf.Shape.Model(); err == nil && m == nil {
