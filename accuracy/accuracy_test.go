@@ -2,6 +2,7 @@ package accuracy
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -238,6 +239,47 @@ func TestSummaryStatistics(t *testing.T) {
 	}
 	if z := summaryOf("e", nil); z.MedianAbsPct != 0 || z.P90AbsPct != 0 {
 		t.Errorf("empty summary = %+v", z)
+	}
+}
+
+// TestServingComponents checks that the vLLM records whose value is a
+// part of the serving budget (the KV-cache pool, the weights) are compared
+// with the same part of the serving estimate, within 2 %, and kept out of
+// the summaries of peaks.
+func TestServingComponents(t *testing.T) {
+	rep := devReport(t)
+	n := 0
+	for _, row := range rep.Rows {
+		if !row.Component {
+			if row.Mode == "serving" && (row.Metric == "kv_pool" || row.Metric == "weights_only") {
+				t.Errorf("%s: a serving %s row not compared as a component", row.ID, row.Metric)
+			}
+			continue
+		}
+		if row.Scored {
+			t.Errorf("%s: a component counted as a scored peak", row.ID)
+		}
+		if row.Estimated == 0 {
+			if !strings.Contains(row.Note, "config") {
+				t.Errorf("%s: no estimate (%s)", row.ID, row.Note)
+			}
+			continue
+		}
+		n++
+		if math.Abs(row.ErrorPct) > 2 {
+			t.Errorf("%s %s: measured %s, estimated %s (%+.1f %%)", row.ID, row.Metric, row.Measured, row.Estimated, row.ErrorPct)
+		}
+	}
+	if n < 5 || rep.Components.N != n {
+		t.Errorf("%d component rows estimated, summary over %d; want at least 5, all summarized", n, rep.Components.N)
+	}
+	for _, s := range rep.Summaries {
+		if strings.Contains(s.Group, "kv_pool") || strings.Contains(s.Group, "weights_only") {
+			t.Errorf("summary group %q: components must not count among the peaks", s.Group)
+		}
+	}
+	if md := rep.Markdown(); !strings.Contains(md, "## Serving components") || !strings.Contains(md, "| vllm019-llama31-8b-tp1 | kv_pool |") {
+		t.Error("markdown lacks the serving components table")
 	}
 }
 

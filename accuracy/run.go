@@ -42,6 +42,11 @@ type Row struct {
 	SingleGPU   bool   `json:"single_gpu"`
 	Scoreable   bool   `json:"scoreable"`
 	Reliability string `json:"reliability"`
+	// Component is true for a serving row whose metric is a part of the
+	// budget vLLM reports (kv_pool, weights_only) rather than a peak: it
+	// is compared with the same part of the serving estimate but does not
+	// count in the summaries of peaks.
+	Component bool `json:"component,omitempty"`
 	// PeakPhase is the estimate's peak phase.
 	PeakPhase string `json:"peak_phase,omitempty"`
 	// Note says why a row is not compared (no mapper, unknown model,
@@ -67,6 +72,9 @@ type Report struct {
 	// training run kind and metric, multi-GPU training rows
 	// ("train multi-gpu") and any other mode with scored rows.
 	Summaries []Summary `json:"summaries"`
+	// Components summarizes the serving component rows (Row.Component)
+	// with an estimate; N is 0 when there are none.
+	Components Summary `json:"components"`
 }
 
 // Run estimates every record and compares it with its measurement.
@@ -77,6 +85,15 @@ func Run(recs []Record, opt Options) Report {
 		rep.Rows = append(rep.Rows, runOne(r, opt, models))
 	}
 	rep.Summaries = summarize(rep.Rows)
+	var errs []float64
+	for _, row := range rep.Rows {
+		if row.Component && row.Estimated > 0 && row.Measured > 0 {
+			errs = append(errs, row.ErrorPct)
+		}
+	}
+	if len(errs) > 0 {
+		rep.Components = summaryOf("serving components", errs)
+	}
 	return rep
 }
 
@@ -105,10 +122,12 @@ func runOne(r Record, opt Options, ms *models) Row {
 		row.Mode = string(memory.Serving)
 	}
 	pick, comparable := metricPicker(j.MetricKind)
-	if !comparable {
+	component := row.Mode == string(memory.Serving) && componentPicker(j.MetricKind) != nil
+	if !comparable && !component {
 		row.Note = "metric " + j.MetricKind + " is not comparable with a peak"
 		return row
 	}
+	row.Component = component
 	fn, ok := mapperFor(row.Mode)
 	if !ok {
 		row.Note = "no mapper for mode " + row.Mode
@@ -132,13 +151,40 @@ func runOne(r Record, opt Options, ms *models) Row {
 		row.Note = "estimate: " + err.Error()
 		return row
 	}
-	row.Estimated = pick(res.PerGPU)
-	row.PeakPhase = res.PerGPU.PeakPhase
-	if row.Measured > 0 {
+	if component {
+		row.Estimated = componentPicker(j.MetricKind)(res.Serving)
+	} else {
+		row.Estimated = pick(res.PerGPU)
+		row.PeakPhase = res.PerGPU.PeakPhase
+	}
+	if row.Measured > 0 && row.Estimated > 0 {
 		row.ErrorPct = (float64(row.Estimated) - float64(row.Measured)) / float64(row.Measured) * 100
 	}
-	row.Scored = j.Scoreable && j.Reliability == "ok" && row.Measured > 0
+	row.Scored = !component && j.Scoreable && j.Reliability == "ok" && row.Measured > 0
 	return row
+}
+
+// componentPicker returns the part of a serving estimate a component
+// metric compares with (vLLM's startup profiler reports its KV-cache pool
+// and the weights it loaded), or nil for any other metric.
+func componentPicker(kind string) func(*memory.ServingResult) units.Bytes {
+	switch kind {
+	case "kv_pool":
+		return func(s *memory.ServingResult) units.Bytes {
+			if s == nil {
+				return 0
+			}
+			return s.KVPoolBytes
+		}
+	case "weights_only":
+		return func(s *memory.ServingResult) units.Bytes {
+			if s == nil {
+				return 0
+			}
+			return s.WeightsBytes
+		}
+	}
+	return nil
 }
 
 // metricPicker returns the estimate field a metric kind compares with.
@@ -269,12 +315,25 @@ func (r Report) Markdown() string {
 			}
 		}
 	}
+	if r.Components.N > 0 {
+		b.WriteString("\n## Serving components\n\n")
+		b.WriteString(componentsIntro)
+		fmt.Fprintf(&b, "\nOver %d records: median |error| %.1f %%, p90 %.1f %%, signed median %+.1f %%.\n\n",
+			r.Components.N, r.Components.MedianAbsPct, r.Components.P90AbsPct, r.Components.MedianPct)
+		b.WriteString("| id | metric | measured | estimated | error |\n")
+		b.WriteString("|---|---|---:|---:|---:|\n")
+		for _, row := range r.Rows {
+			if row.Component && row.Estimated > 0 {
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", row.ID, row.Metric, units.FormatIEC(row.Measured), estText(row), errText(row))
+			}
+		}
+	}
 	b.WriteString("\n## Not scored\n\n")
 	b.WriteString("These records are estimated where possible but do not count in the summaries.\n\n")
 	b.WriteString("| id | mode | kind | metric | measured | estimated | error | why not scored |\n")
 	b.WriteString("|---|---|---|---|---:|---:|---:|---|\n")
 	for _, row := range r.Rows {
-		if !row.Scored {
+		if !row.Scored && !(row.Component && row.Estimated > 0) {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", row.ID, row.Mode, row.Kind, row.Metric,
 				units.FormatIEC(row.Measured), estText(row), errText(row), mdCell(whyNotScored(row)))
 		}
@@ -293,7 +352,8 @@ measured. gpumem estimates the same job from the model's config.json and compare
 like: torch.cuda.max_memory_allocated (and peak active bytes) with the allocated peak,
 torch.cuda.max_memory_reserved with the reserved peak, and the process memory nvidia-smi shows
 with the device peak. A measurement of something else (a total the source does not define, a
-KV pool, weights alone) is listed but not compared with a peak.
+KV pool, weights alone) is not compared with a peak; a vLLM server's KV-cache pool and weights
+are compared with the same parts of the serving estimate (Serving components).
 
 The error of a record is (estimated − measured) / measured. A record counts in the summaries
 when its source is marked scoreable and reliable, its metric is one of the three peaks and the
@@ -302,6 +362,15 @@ estimate succeeded; "median" and "p90" are the median and the 90th percentile (n
 low). Groups are the job mode (single-GPU training, multi-GPU training, inference, serving),
 each run kind within it and each metric within it. No record tunes a constant of the memory
 model: when an estimate is off, the component that is wrong is fixed, not the total.
+`
+
+// componentsIntro opens the Markdown section of serving components.
+const componentsIntro = `A vLLM server sizes its KV-cache pool from the memory left under
+gpu_memory_utilization once the weights, the profiled activation peak and the memory outside
+torch are counted, and logs each of them at startup. These records give one of those parts;
+it is compared with the same part of the serving estimate (how many tokens and concurrent
+sequences fit follows from the pool). They are parts of a budget rather than peaks, so they
+do not count in the summaries above.
 `
 
 // SummaryMarkdown renders the summaries as one Markdown table.
@@ -356,6 +425,8 @@ func whyNotScored(row Row) string {
 	switch {
 	case row.Note != "":
 		return row.Note
+	case row.Component:
+		return "a part of the serving budget, not a peak"
 	case !row.Scoreable:
 		return "the record is not marked scoreable (see its notes)"
 	case row.Reliability != "ok":
@@ -375,13 +446,27 @@ func (r Report) Text() string {
 	fmt.Fprintf(&b, "%-52s %-9s %-10s %10s %10s %8s %s\n", "ID", "MODE", "METRIC", "MEASURED", "ESTIMATED", "ERROR", "NOTE")
 	for _, row := range r.Rows {
 		fmt.Fprintf(&b, "%-52s %-9s %-10s %10s %10s %8s %s%s\n", row.ID, row.Mode, row.Metric,
-			units.FormatIEC(row.Measured), estText(row), errText(row), cond(row.Scored, "", "(not scored) "), row.Note)
+			units.FormatIEC(row.Measured), estText(row), errText(row), rowMark(row), row.Note)
 	}
 	b.WriteString("\n")
 	for _, s := range r.Summaries {
 		fmt.Fprintf(&b, "%-40s n=%-3d median |err| %5.1f %%  p90 |err| %5.1f %%  bias %+5.1f %%\n", s.Group, s.N, s.MedianAbsPct, s.P90AbsPct, s.MedianPct)
 	}
+	if s := r.Components; s.N > 0 {
+		fmt.Fprintf(&b, "%-40s n=%-3d median |err| %5.1f %%  p90 |err| %5.1f %%  bias %+5.1f %%  (parts, not peaks)\n", s.Group, s.N, s.MedianAbsPct, s.P90AbsPct, s.MedianPct)
+	}
 	return b.String()
+}
+
+// rowMark marks a row of the text table that is not a scored peak.
+func rowMark(r Row) string {
+	switch {
+	case r.Scored:
+		return ""
+	case r.Component && r.Estimated > 0:
+		return "(a part, not a peak) "
+	}
+	return "(not scored) "
 }
 
 // estText formats a row's estimate.
