@@ -5,6 +5,7 @@ import (
 
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/units"
 )
 
 // ExampleEstimate_training estimates full fine-tuning of Llama-2-7B in
@@ -63,4 +64,39 @@ func ExampleEstimator() {
 	//   2048 tokens:  20.1 GiB
 	//   8192 tokens:  31.1 GiB
 	//  32768 tokens:  75.2 GiB
+}
+
+// ExampleSweep finds the largest micro-batch of a full fine-tune that
+// fits in 80 GiB: a Sweep keeps what does not depend on the micro-batch
+// (set-up, parameters, model states) between calls, and PeakUpTo gives
+// the peaks alone, without the breakdown.
+func ExampleSweep() {
+	m, err := model.Lookup("meta-llama/Llama-3.2-1B-Instruct")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	budget := 80 * units.GiB
+	sw := memory.NewEstimator(m).NewSweep()
+	sw.Reset(&memory.Job{SeqLen: 4096, Attention: "flash", GradCheckpoint: "full"})
+	best := 0
+	for mb := 1; mb <= 64; mb *= 2 {
+		p, err := sw.PeakUpTo(mb, budget)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		if p.DeviceBytes > budget {
+			break
+		}
+		best = mb
+		fmt.Printf("micro-batch %2d: %5.1f GiB at %s\n", mb, p.DeviceBytes.GiBf(), p.Phase)
+	}
+	fmt.Println("largest that fits:", best)
+	// Output:
+	// micro-batch  1:  14.4 GiB at loss
+	// micro-batch  2:  20.9 GiB at loss
+	// micro-batch  4:  34.0 GiB at loss
+	// micro-batch  8:  60.3 GiB at loss
+	// largest that fits: 8
 }
