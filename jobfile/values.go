@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/gpumem/gpumem/internal/textdist"
 	"github.com/gpumem/gpumem/units"
 )
 
@@ -208,28 +209,13 @@ func suggest(key string, known []string) string {
 	return ""
 }
 
-// editDistance is the Levenshtein distance of two short keys.
+// editDistance is the Levenshtein distance of two short keys; a value
+// too long to be a key is far from every key.
 func editDistance(a, b string) int {
 	if len(a) > 64 || len(b) > 64 {
 		return 1 << 20 // not a key
 	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return textdist.Levenshtein(a, b)
 }
 
 // unknownKey reports an unknown key; the suggestion compares the last

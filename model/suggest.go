@@ -3,6 +3,8 @@ package model
 import (
 	"slices"
 	"strings"
+
+	"github.com/gpumem/gpumem/internal/textdist"
 )
 
 // variantWords are name endings that mark a fine-tuned or repackaged
@@ -11,11 +13,12 @@ import (
 // but for the token ids): the base model is the closest catalog entry.
 var variantWords = []string{"instruct", "it", "chat", "hf", "base", "preview", "sft", "dpo", "rlhf"}
 
-// Suggest returns up to n catalog ids whose names are closest to name,
-// best first: ids that differ from it only by variant words
-// ("-Instruct", "-it", "-chat", "-hf", "-Base", "-v0.3") or by its organisation,
-// else ids and aliases a few edits away with the same digits. It returns
-// nil when nothing is close.
+// Suggest returns up to n catalog names closest to name, best first:
+// models that differ from it only by variant words ("-Instruct", "-it",
+// "-chat", "-hf", "-Base", "-v0.3") or by its organisation, else names a
+// few edits away with the same digits. Each model is named once, as a
+// Hub id when name is written as one ("org/name"), else by the alias or
+// id that matched. It returns nil when nothing is close.
 func Suggest(name string, n int) []string {
 	idx, err := catalogIndex()
 	if err != nil || n <= 0 {
@@ -26,12 +29,14 @@ func Suggest(name string, n int) []string {
 	if qFlat == "" {
 		return nil
 	}
+	hubForm := strings.Contains(q, "/")
 	type cand struct {
-		id   string
+		name string
 		cost int
+		form int // 0: written as name is (an id for an id, else an alias)
 	}
-	best := map[string]int{} // id → lowest cost over the id and its aliases
-	offer := func(id, key string) {
+	best := map[string]cand{} // by id: the closest spelling of the model
+	offer := func(id, key string, alias bool) {
 		cost := -1
 		switch {
 		case variantBase(key) == qBase:
@@ -44,28 +49,36 @@ func Suggest(name string, n int) []string {
 			if digits(f) != digits(qFlat) {
 				break
 			}
-			if d := editDistance(qFlat, f); d <= max(1, min(len(qFlat), len(f))/5) {
+			if d := textdist.Levenshtein(qFlat, f); d <= max(1, min(len(qFlat), len(f))/5) {
 				cost = d
 			}
 		}
 		if cost < 0 {
 			return
 		}
-		if c, ok := best[id]; !ok || cost < c {
-			best[id] = cost
+		c := cand{name: id, cost: cost}
+		if alias {
+			c.name = key
+		}
+		if alias == hubForm {
+			c.form = 1
+		}
+		if b, ok := best[id]; !ok || c.cost < b.cost || c.cost == b.cost && c.form < b.form {
+			best[id] = c
 		}
 	}
-	for key, file := range idx {
-		offer(fileID(file), key)
+	for _, file := range idx {
+		id := fileID(file)
+		offer(id, strings.ToLower(id), false)
 	}
 	for alias, id := range aliases {
 		if file, ok := idx[strings.ToLower(id)]; ok {
-			offer(fileID(file), alias)
+			offer(fileID(file), alias, true)
 		}
 	}
 	cands := make([]cand, 0, len(best))
-	for id, c := range best {
-		cands = append(cands, cand{id, c})
+	for _, c := range best {
+		cands = append(cands, c)
 	}
 	// A variant of the same base model is the answer; near spellings
 	// are offered only when there is none.
@@ -76,11 +89,11 @@ func Suggest(name string, n int) []string {
 		if a.cost != b.cost {
 			return a.cost - b.cost
 		}
-		return strings.Compare(a.id, b.id)
+		return strings.Compare(a.name, b.name)
 	})
 	out := make([]string, 0, min(n, len(cands)))
 	for _, c := range cands[:min(n, len(cands))] {
-		out = append(out, c.id)
+		out = append(out, c.name)
 	}
 	if len(out) == 0 {
 		return nil
@@ -144,25 +157,4 @@ func flatten(s string) string {
 		}
 	}
 	return b.String()
-}
-
-// editDistance is the Levenshtein distance between two ASCII strings.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/gpumem/gpumem/internal/textdist"
 	"github.com/gpumem/gpumem/jobfile"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
@@ -506,7 +507,7 @@ func checkConstant(name string, v float64) error {
 func suggestName(s string, names []string) string {
 	best, bestD := "", 1<<30
 	for _, n := range names {
-		if d := levenshtein(strings.ToLower(s), strings.ToLower(n)); d < bestD {
+		if d := textdist.Levenshtein(strings.ToLower(s), strings.ToLower(n)); d < bestD {
 			best, bestD = n, d
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -111,50 +110,9 @@ func validateModel(ctx context.Context, f *Factory, jf *jobfile.File) (*model.Mo
 		}
 		return nil, []jobfile.Problem{{Key: "model", Message: fmt.Sprintf("%q is not in the catalog or the local Hugging Face cache (validate does not use the network; gpumem params %s fetches it)", jf.Model, jf.Model)}}
 	}
-	msg := err.Error()
-	if errors.Is(err, model.ErrNotFound) {
-		if s := suggestModel(jf.Model); s != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", s)
-		}
-	}
-	return nil, []jobfile.Problem{{Key: "model", Message: msg}}
-}
-
-// suggestModel returns the catalog alias nearest to name, if close.
-func suggestModel(name string) string {
-	best, bestD := "", 1<<30
-	for _, e := range model.Catalog() {
-		for _, k := range append([]string{e.ID}, e.Aliases...) {
-			if d := levenshtein(strings.ToLower(name), strings.ToLower(k)); d < bestD {
-				best, bestD = k, d
-			}
-		}
-	}
-	if bestD <= max(2, len(name)/4) {
-		return best
-	}
-	return ""
-}
-
-// levenshtein is the edit distance of two short names.
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	// A name missing from the catalog names the closest one already
+	// (model.Suggest).
+	return nil, []jobfile.Problem{{Key: "model", Message: err.Error()}}
 }
 
 func renderValidation(f *Factory, g *globalOptions, v validation) error {
