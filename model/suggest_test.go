@@ -64,3 +64,25 @@ func TestLookupNamesClosest(t *testing.T) {
 		t.Errorf("got %v, want ErrNotFound with no suggestion", err)
 	}
 }
+
+// FuzzSuggest checks that any name gets at most n suggestions, each a
+// name the catalog loads, without panicking.
+func FuzzSuggest(f *testing.F) {
+	for _, s := range []string{"llama3.1-70b-instruct", "meta-llama/Llama-2-7b-chat-hf", "", "-", "v0.1", "a/b/c", "x-it-it-it"} {
+		f.Add(s, 3)
+	}
+	f.Fuzz(func(t *testing.T, name string, n int) {
+		if len(name) > 300 || n > 100 {
+			return
+		}
+		got := Suggest(name, n)
+		if len(got) > max(n, 0) {
+			t.Fatalf("Suggest(%q, %d) = %d names", name, n, len(got))
+		}
+		for _, s := range got {
+			if _, err := Lookup(s); err != nil {
+				t.Fatalf("Suggest(%q) gave %q: %v", name, s, err)
+			}
+		}
+	})
+}
