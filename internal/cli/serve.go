@@ -102,6 +102,9 @@ func serveResolver(f *Factory, o *serveOptions) web.ResolveFunc {
 	return func(ctx context.Context, ref string) (*model.Model, error) {
 		if !o.AllowPaths && mayReadLocal(ref) {
 			if _, err := model.Lookup(ref); err != nil {
+				if _, statErr := os.Stat(ref); !looksLikeLocalPath(ref) && statErr != nil {
+					return nil, err // a name the catalog lacks: its error names the closest
+				}
 				return nil, fmt.Errorf("%q: %w", ref, errLocalPath)
 			}
 		}

@@ -152,6 +152,19 @@ func TestServeLocalPaths(t *testing.T) {
 	if status, body := httpGet(t, base+"/api/params?model=org/name"); status != http.StatusBadRequest || !strings.Contains(string(body), "--allow-local-paths") {
 		t.Errorf("existing folder org/name without --allow-local-paths: %d %s", status, body)
 	}
+	// A bare name the catalog lacks is a misspelt model, not a path: the
+	// answer names the closest catalog model; one that exists here is
+	// still refused as a path.
+	if status, body := httpGet(t, base+"/api/params?model=llama3.1-8b-instruct"); status != http.StatusBadRequest ||
+		!strings.Contains(string(body), "closest: llama3.1-8b") || strings.Contains(string(body), "--allow-local-paths") {
+		t.Errorf("misspelt catalog name: %d %s", status, body)
+	}
+	if err := os.MkdirAll("mymodel", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := httpGet(t, base+"/api/params?model=mymodel"); status != http.StatusBadRequest || !strings.Contains(string(body), "--allow-local-paths") {
+		t.Errorf("existing folder mymodel without --allow-local-paths: %d %s", status, body)
+	}
 
 	base, _ = startServe(t, env, "--allow-local-paths")
 	want, _, _ := runWithEnv(t, env, "params", path, "--format", "json")
