@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/units"
 )
 
 // Estimate returns the per-GPU memory of job on model m. It is a pure
@@ -32,7 +33,21 @@ func Estimate(m *model.Model, job Job) (r Result, err error) {
 	default:
 		return Result{}, fmt.Errorf("estimate: unknown mode %q (want train, inference or serving)", job.Mode)
 	}
+	noteCapped(&r)
 	return r, nil
+}
+
+// noteCapped warns when a peak reached units.MaxBytes: sizes saturate
+// there rather than wrap, so the figures shown are a floor, not the
+// job's memory. Only absurd jobs get there (a batch or sequence of
+// billions), which the warning asks the user to check.
+func noteCapped(r *Result) {
+	p := &r.PerGPU
+	if p.AllocatedPeakBytes < units.MaxBytes && p.ReservedPeakBytes < units.MaxBytes && p.DevicePeakBytes < units.MaxBytes {
+		return
+	}
+	r.Warnings = append(r.Warnings, "the estimate reaches "+units.FormatIEC(units.MaxBytes)+
+		", the largest size gpumem counts: the peaks shown are capped there, not the job's memory (check the batch and sequence sizes)")
 }
 
 // maxComputeCapability bounds Job.GPUComputeCapability: CUDA's are major

@@ -55,6 +55,7 @@ func (e *Estimator) Estimate(job *Job) (*Result, error) {
 	default:
 		return nil, fmt.Errorf("estimate: unknown mode %q (want train, inference or serving)", job.Mode)
 	}
+	noteCapped(&e.res)
 	return &e.res, nil
 }
 

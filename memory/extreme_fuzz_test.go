@@ -90,6 +90,11 @@ func checkExtreme(t *testing.T, m *model.Model, job memory.Job) bool {
 		t.Error(p)
 	}
 	checkPeaks(t, "per_gpu", res.PerGPU)
+	// A capped figure is not the job's memory: the result must say so.
+	if p := res.PerGPU; max(p.AllocatedPeakBytes, p.ReservedPeakBytes, p.DevicePeakBytes) == units.MaxBytes &&
+		!strings.Contains(strings.Join(res.Warnings, "\n"), "capped") {
+		t.Errorf("a peak reached units.MaxBytes without a warning: %q", res.Warnings)
+	}
 	for _, s := range res.Stages {
 		checkPeaks(t, fmt.Sprintf("stage %d", s.Stage), s.PerGPU)
 	}
