@@ -122,7 +122,9 @@ func runOne(r Record, opt Options, ms *models) Row {
 		row.Mode = string(memory.Serving)
 	}
 	pick, comparable := metricPicker(j.MetricKind)
-	component := row.Mode == string(memory.Serving) && componentPicker(j.MetricKind) != nil
+	// vLLM's startup profiler reports its KV-cache pool and the weights
+	// it loaded: parts of a serving estimate (metricOf), not peaks.
+	component := row.Mode == string(memory.Serving) && (j.MetricKind == MetricKVPool || j.MetricKind == MetricWeights)
 	if !comparable && !component {
 		row.Note = "metric " + j.MetricKind + " is not comparable with a peak"
 		return row
@@ -152,7 +154,7 @@ func runOne(r Record, opt Options, ms *models) Row {
 		return row
 	}
 	if component {
-		row.Estimated = componentPicker(j.MetricKind)(res.Serving)
+		row.Estimated, _ = metricOf(res, j.MetricKind)
 	} else {
 		row.Estimated = pick(res.PerGPU)
 		row.PeakPhase = res.PerGPU.PeakPhase
@@ -162,29 +164,6 @@ func runOne(r Record, opt Options, ms *models) Row {
 	}
 	row.Scored = !component && j.Scoreable && j.Reliability == "ok" && row.Measured > 0
 	return row
-}
-
-// componentPicker returns the part of a serving estimate a component
-// metric compares with (vLLM's startup profiler reports its KV-cache pool
-// and the weights it loaded), or nil for any other metric.
-func componentPicker(kind string) func(*memory.ServingResult) units.Bytes {
-	switch kind {
-	case "kv_pool":
-		return func(s *memory.ServingResult) units.Bytes {
-			if s == nil {
-				return 0
-			}
-			return s.KVPoolBytes
-		}
-	case "weights_only":
-		return func(s *memory.ServingResult) units.Bytes {
-			if s == nil {
-				return 0
-			}
-			return s.WeightsBytes
-		}
-	}
-	return nil
 }
 
 // metricPicker returns the estimate field a metric kind compares with.

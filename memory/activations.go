@@ -259,15 +259,8 @@ func decoderLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerAct {
 	return layerAct{lin: lin/tp + norms/ntp, quad: quad / tp}
 }
 
-// splitDecoderLayer computes the parts of [decoderLayer] before tensor
-// parallelism and overrides.
-func splitDecoderLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerSplit {
-	var p layerSplit
-	fillSplit(st, lt, r, &p)
-	return p
-}
-
-// fillSplit is splitDecoderLayer adding into p, a zero layerSplit.
+// fillSplit adds into p, a zero layerSplit, the parts of [decoderLayer]
+// before tensor parallelism and overrides.
 func fillSplit(st *model.Stack, lt model.LayerType, r *actRegime, p *layerSplit) {
 	h := float64(st.Hidden)
 	fl := &allGrad

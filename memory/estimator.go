@@ -77,9 +77,10 @@ type Peaks struct {
 // Peak returns the per-GPU peaks of job on e's model: the figures
 // [Estimator.Estimate] reports, computed without the breakdown rows, the
 // band, the explanations and the stage table, so a training estimate
-// costs a fraction as much. Pipeline stages that provably peak no higher
-// than one already estimated are skipped. Searches use it to decide
-// which jobs fit; estimate the chosen ones in full.
+// costs a fraction as much. Pipeline stages that cannot peak higher than
+// one already estimated are skipped (tests re-estimate every skipped
+// stage to check it). Searches use it to decide which jobs fit;
+// estimate the chosen ones in full.
 func (e *Estimator) Peak(job *Job) (Peaks, error) {
 	return e.PeakUpTo(job, 0)
 }
@@ -90,9 +91,6 @@ func (e *Estimator) Peak(job *Job) (Peaks, error) {
 // least that stage's, so it does not fit in limit either; below limit
 // the answer is Peak's. A limit of zero or less sets no limit.
 func (e *Estimator) PeakUpTo(job *Job, limit units.Bytes) (Peaks, error) {
-	if e == nil || e.m == nil {
-		return Peaks{}, fmt.Errorf("estimate: no model")
-	}
 	if job.Mode != "" && job.Mode != Train {
 		r, err := e.Estimate(job)
 		if err != nil {
@@ -100,13 +98,22 @@ func (e *Estimator) PeakUpTo(job *Job, limit units.Bytes) (Peaks, error) {
 		}
 		return peaksOfResult(r), nil
 	}
+	return e.trainingPeaks(job, limit, nil)
+}
+
+// trainingPeaks is PeakUpTo of a training job, with the Sweep sw keeping
+// its parts (nil: none).
+func (e *Estimator) trainingPeaks(job *Job, limit units.Bytes, sw *Sweep) (Peaks, error) {
+	if e == nil || e.m == nil {
+		return Peaks{}, fmt.Errorf("estimate: no model")
+	}
 	if err := checkGPU(job.GPUComputeCapability); err != nil {
 		return Peaks{}, err
 	}
 	if e.tab == nil {
 		e.tab = newModTab(e.m)
 	}
-	return peakTraining(e.m, job, &e.buf, e.tab, limit, nil)
+	return peakTraining(e.m, job, &e.buf, e.tab, limit, sw)
 }
 
 // Sweep is a training job whose peaks are wanted at several
@@ -174,16 +181,7 @@ func (w *Sweep) PeakUpTo(microBatch int, limit units.Bytes) (Peaks, error) {
 		return e.PeakUpTo(job, limit)
 	}
 	job.MicroBatch = microBatch
-	if e == nil || e.m == nil {
-		return Peaks{}, fmt.Errorf("estimate: no model")
-	}
-	if err := checkGPU(job.GPUComputeCapability); err != nil {
-		return Peaks{}, err
-	}
-	if e.tab == nil {
-		e.tab = newModTab(e.m)
-	}
-	return peakTraining(e.m, job, &e.buf, e.tab, limit, w)
+	return e.trainingPeaks(job, limit, w)
 }
 
 // stage returns what the Sweep keeps of pipeline stage i; nil for no Sweep.

@@ -68,14 +68,12 @@ func (t *modTab) rows() []modRow {
 type modRow struct {
 	gs [2]tensorGroup
 	k  int
-	// place is where pipeline parallelism puts the module (setup.rankFrac),
-	// tpSplit says tensor parallelism splits it (a Linear or an
-	// embedding); head and embed mark the output head or final norm and
-	// the text embedding, whose gradients are produced first and last in
-	// backward (modelStates).
-	place       modPlace
-	tpSplit     bool
-	head, embed bool
+	// place is where pipeline parallelism puts the module (setup.rankFrac;
+	// placeHead and placeEmbed also mark the modules whose gradients are
+	// produced first and last in backward, modelStates); tpSplit says
+	// tensor parallelism splits it (a Linear or an embedding).
+	place   modPlace
+	tpSplit bool
 	// lname is the module name in lower case and short its last dotted
 	// element (LoRA target matching); firstLayer is the first layer of
 	// the text stack's first Linear group with the same short name
@@ -150,13 +148,11 @@ func (t *modTab) init(m *model.Model) {
 			t.numel += g.count * g.numel()
 			t.maxNumel = max(t.maxNumel, g.numel())
 		}
-		switch {
-		case mod.Component == compLMHead || mod.Component == "final_norm":
+		switch r.place {
+		case placeHead:
 			t.headParams += float64(mod.Params)
-			r.head = true
-		case mod.Component == compEmbedding && mod.Stack == stackText:
+		case placeEmbed:
 			t.embParams += float64(mod.Params)
-			r.embed = true
 		}
 	}
 }

@@ -24,31 +24,25 @@ type GPU struct {
 	Memory units.Bytes `json:"memory_bytes"`
 }
 
-// jobGPU returns the GPU job runs on as the estimator sees it, and a
-// warning when the job names a GPU but gives none of its facts
-// (Job.GPUComputeCapability, Job.GPUMemory): the estimator reads no
-// catalog, so it then falls back to the pre-Hopper cuBLAS workspace and
-// no memory limit rather than guessing from the name.
-func jobGPU(job *Job) (GPU, string) {
-	return GPU{Name: job.GPU, SM: job.GPUComputeCapability, Memory: job.GPUMemory}, gpuWarning(job)
+// jobGPU returns the GPU job runs on as the estimator sees it: the
+// facts the job gives (see gpuWarning when it gives none).
+func jobGPU(job *Job) GPU {
+	return GPU{Name: job.GPU, SM: job.GPUComputeCapability, Memory: job.GPUMemory}
 }
 
-// gpuWarning is the warning of [jobGPU] alone, for callers that need
-// no GPU. The test is small enough to be inlined; the text is built
-// only when it is needed.
+// gpuWarning is the warning of a job that names a GPU but gives none of
+// its facts (Job.GPUComputeCapability, Job.GPUMemory): the estimator
+// reads no catalog, so it then falls back to the pre-Hopper cuBLAS
+// workspace and no memory limit rather than guessing from the name. It
+// is too large to be inlined: the hot callers test job.GPU first, as
+// most jobs name no GPU.
 func gpuWarning(job *Job) string {
 	if job.GPU == "" || job.GPUComputeCapability > 0 || job.GPUMemory > 0 {
 		return ""
 	}
-	return noGPUFactsWarning(job.GPU)
-}
-
-// noGPUFactsWarning is the warning of a job that names a GPU but none of
-// its facts.
-func noGPUFactsWarning(gpu string) string {
 	return fmt.Sprintf("gpu %q: the job gives neither its compute capability nor its memory "+
 		"(gpu_compute_capability, gpu_memory_bytes; front ends fill them from the GPU catalog): "+
-		"using the pre-Hopper cuBLAS workspace and no memory limit", gpu)
+		"using the pre-Hopper cuBLAS workspace and no memory limit", job.GPU)
 }
 
 // Overheads is the device memory of one process outside the live tensors
@@ -120,7 +114,7 @@ func runtimeOverheads(job *Job, c *constants) Overheads {
 	}
 	o.CUDAContext = units.FromFloat(ctx * float64(units.MiB))
 	ws := c[cWorkspaceMiB]
-	o.GPU = GPU{Name: job.GPU, SM: job.GPUComputeCapability, Memory: job.GPUMemory}
+	o.GPU = jobGPU(job)
 	if job.GPU != "" {
 		o.Warning = gpuWarning(job)
 	}

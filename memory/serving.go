@@ -136,7 +136,7 @@ func resolveServing(m *model.Model, job Job, in *inferenceInputs) (servingSetup,
 // servingGPUMemory is the job's GPU memory (--gpu-memory, or the
 // catalog total a front end filled in for --gpu).
 func servingGPUMemory(job Job) (units.Bytes, error) {
-	g, _ := jobGPU(&job)
+	g := jobGPU(&job)
 	if g.Memory > 0 {
 		return g.Memory, nil
 	}

@@ -18,44 +18,55 @@ var stageTabJobs = []Job{
 	{SeqLen: 512, Engine: "megatron", NumGPUs: 8, PP: 2, EP: 2, GradAccum: 4},
 }
 
-// TestStageFracMatchesRankFrac checks the rank fractions fillFracs
-// reads from the model table's module places against rankFrac, which
-// compares the modules' names, on every stage of every catalog model.
-func TestStageFracMatchesRankFrac(t *testing.T) {
-	places := map[modPlace]int{}
-	zeros, splits := 0, 0
+// eachStageTabJob sets up every stageTabJobs job on every catalog model
+// and calls fn with it; jobs a model rejects (more stages than layers, EP
+// without experts) are passed over, and the callers check that enough
+// remain.
+func eachStageTabJob(t *testing.T, fn func(m *model.Model, job Job, s *setup)) {
+	t.Helper()
 	for _, e := range model.Catalog() {
 		m := catalogModel(t, e.ID)
 		for _, job := range stageTabJobs {
 			job.AllowLong = true
 			var s setup
 			if err := s.init(m, job); err != nil {
-				continue // e.g. more stages than layers, or no experts for EP
+				continue
 			}
-			rows := s.tab.rows()
-			for stage := range s.dist.pp {
-				s.setStage(stage)
-				unit := true
-				for i := range m.Modules {
-					mod := &m.Modules[i]
-					want := s.rankFrac(mod)
-					if got := s.fracs[i]; got != want {
-						t.Errorf("%s %+v stage %d: module %s: fraction %v, rankFrac %v", e.ID, job, stage, mod.Name, got, want)
-					}
-					unit = unit && want == 1
-					places[rows[i].place]++
-					if want == 0 {
-						zeros++
-					} else if want < 1 {
-						splits++
-					}
-				}
-				if s.unitFracs != unit {
-					t.Errorf("%s %+v stage %d: unitFracs %v, want %v", e.ID, job, stage, s.unitFracs, unit)
-				}
-			}
+			fn(m, job, &s)
 		}
 	}
+}
+
+// TestStageFracMatchesRankFrac checks the rank fractions fillFracs
+// reads from the model table's module places against rankFrac, which
+// compares the modules' names, on every stage of every catalog model.
+func TestStageFracMatchesRankFrac(t *testing.T) {
+	places := map[modPlace]int{}
+	zeros, splits := 0, 0
+	eachStageTabJob(t, func(m *model.Model, job Job, s *setup) {
+		rows := s.tab.rows()
+		for stage := range s.dist.pp {
+			s.setStage(stage)
+			unit := true
+			for i := range m.Modules {
+				mod := &m.Modules[i]
+				want := s.rankFrac(mod)
+				if got := s.fracs[i]; got != want {
+					t.Errorf("%s %+v stage %d: module %s: fraction %v, rankFrac %v", m.ID, job, stage, mod.Name, got, want)
+				}
+				unit = unit && want == 1
+				places[rows[i].place]++
+				if want == 0 {
+					zeros++
+				} else if want < 1 {
+					splits++
+				}
+			}
+			if s.unitFracs != unit {
+				t.Errorf("%s %+v stage %d: unitFracs %v, want %v", m.ID, job, stage, s.unitFracs, unit)
+			}
+		}
+	})
 	for _, p := range []modPlace{placeFirst, placeLayers, placeHead, placeEmbed} {
 		if places[p] == 0 {
 			t.Errorf("no module placed %d: the comparison misses that case", p)
@@ -71,27 +82,19 @@ func TestStageFracMatchesRankFrac(t *testing.T) {
 // summing every trainable tensor group with whole modules.
 func TestModelTrainableShortcut(t *testing.T) {
 	checked := 0
-	for _, e := range model.Catalog() {
-		m := catalogModel(t, e.ID)
-		for _, job := range stageTabJobs {
-			job.AllowLong = true
-			var s setup
-			if err := s.init(m, job); err != nil {
-				continue
-			}
-			s.setStage(0) // a pipeline's stages are set before they are estimated
-			p := s.countParams()
-			got := s.modelTrainable(&p)
-			s.wholeModel = true
-			var want float64
-			s.forEachTrainable(func(g tensorGroup) { want += g.count * g.numel() })
-			s.wholeModel = false
-			if got != want {
-				t.Errorf("%s %+v: trainable %v, want %v", e.ID, job, got, want)
-			}
-			checked++
+	eachStageTabJob(t, func(m *model.Model, job Job, s *setup) {
+		s.setStage(0) // a pipeline's stages are set before they are estimated
+		p := s.countParams()
+		got := s.modelTrainable(&p)
+		s.wholeModel = true
+		var want float64
+		s.forEachTrainable(func(g tensorGroup) { want += g.count * g.numel() })
+		s.wholeModel = false
+		if got != want {
+			t.Errorf("%s %+v: trainable %v, want %v", m.ID, job, got, want)
 		}
-	}
+		checked++
+	})
 	if checked < 100 {
 		t.Errorf("checked %d jobs, want the shortcut exercised on most models", checked)
 	}

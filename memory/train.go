@@ -113,11 +113,18 @@ type trainBox struct {
 // stageParts computes the parts of the current pipeline stage, writing
 // every field of t.
 func (s *setup) stageParts(t *trainParts) {
+	s.staticParts(t)
+	s.batchParts(t, nil)
+}
+
+// staticParts computes the parts of the current stage that do not
+// depend on the micro-batch: parameters, model states, engine buffers
+// and communication-stream pools.
+func (s *setup) staticParts(t *trainParts) {
 	t.p = s.countParams()
 	t.st = s.modelStates(&t.p)
 	t.engine = s.engineBuffers(&t.st, &t.p)
 	t.pools, t.poolsOK = s.commPools(t)
-	s.batchParts(t, nil)
 }
 
 // batchParts computes the parts of the current stage that depend on the
@@ -297,10 +304,7 @@ func (s *setup) cachedParts(t *trainParts, c *sweepStage, fracs bool) {
 	if fracs {
 		s.fillFracs()
 	}
-	t.p = s.countParams()
-	t.st = s.modelStates(&t.p)
-	t.engine = s.engineBuffers(&t.st, &t.p)
-	t.pools, t.poolsOK = s.commPools(t)
+	s.staticParts(t)
 	c.rows.ok = false
 	s.batchParts(t, &c.rows)
 	c.ok, c.fracs, c.unit, c.p, c.st = true, append(c.fracs[:0], s.fracs...), s.unitFracs, t.p, t.st
@@ -319,7 +323,7 @@ func (s *setup) peaksOf(t *trainParts) Peaks {
 // stagePeaks is estimateStages without the breakdown: the peaks of the
 // most loaded pipeline stage. It skips a middle stage that repeats the
 // last middle stage estimated with no more micro-batches in flight
-// (sameStage): all its parts but the activations are the same, and
+// (stageShape.same): all its parts but the activations are the same, and
 // those scale with the micro-batches in flight, so its peaks are no
 // larger. Estimate lists every stage, so its answer is the same.
 //

@@ -25,14 +25,6 @@ type actTotals struct {
 	perTok  layerAct
 }
 
-// regime builds the activation regime of the text stack.
-func (s *setup) regime() actRegime {
-	var r actRegime
-	s.fillRegime(&r)
-	r.lora = s.loraLayer()
-	return r
-}
-
 // loraLayer is the adapters of one text layer (nil unless the job
 // trains LoRA adapters). The regime's lora field is set by the caller
 // holding the regime, so that fillRegime stores no pointer to s through
@@ -45,8 +37,8 @@ func (s *setup) loraLayer() *loraLayer {
 }
 
 // fillRegime writes the activation regime of the text stack into r, a
-// zero actRegime, but for its lora field (see loraLayer): regime
-// without copying the struct out.
+// zero actRegime, but for its lora field (see loraLayer); actRegime
+// keeps it for the job.
 func (s *setup) fillRegime(r *actRegime) {
 	r.c, r.resid, r.amp, r.attn = s.compute.BytesPerElement(), s.residual, s.amp, s.attn
 	r.fused = s.framework == FrameworkMegatron
@@ -187,8 +179,9 @@ type actMemo struct {
 	a          layerAct
 }
 
-// actRegime returns s.regime(), computed once per job (fillRegime: the
-// part of it that holds no pointer into s).
+// actRegime returns the activation regime of the text stack, computed
+// once per job (fillRegime: the part of it that holds no pointer into
+// s), with its lora field.
 func (s *setup) actRegime() actRegime {
 	if !s.acts.haveRegime {
 		s.fillRegime(&s.acts.r)

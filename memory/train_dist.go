@@ -353,10 +353,7 @@ func (s *setup) resolveSchedule(d *distSpec) error {
 	j := s.job
 	L := s.m.Text.Layers
 	d.virtual = max(j.VirtualStages, 1)
-	sch := j.PipelineSchedule
-	if sch != "" {
-		sch = fold(sch)
-	}
+	sch := fold(j.PipelineSchedule)
 	switch sch {
 	case "":
 		sch = schedule1F1B

@@ -119,11 +119,7 @@ func (s *setup) resolveCompute() error {
 
 // resolveMaster decides whether a separate fp32 master copy exists.
 func (s *setup) resolveMaster() error {
-	mw := s.job.MasterWeights
-	if mw != "" {
-		mw = fold(mw)
-	}
-	switch mw {
+	switch mw := fold(s.job.MasterWeights); mw {
 	case "":
 		mixed := s.framework == FrameworkMegatron || s.framework == FrameworkDeepSpeed
 		if !mixed && s.job.Engine != "" {

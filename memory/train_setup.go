@@ -169,10 +169,7 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 
 // resolveFramework reads Framework and Software.
 func (s *setup) resolveFramework() error {
-	f := s.job.Framework
-	if f != "" {
-		f = fold(f)
-	}
+	f := fold(s.job.Framework)
 	switch f {
 	case "":
 		// The engine implies its framework: Megatron runs Megatron-Core
@@ -360,11 +357,7 @@ func (s *setup) resolveActivationKnobs() error {
 	default:
 		return fmt.Errorf("--grad-checkpoint: unknown mode %q (want none, full, selective, every-N, or op with torchtitan)", j.GradCheckpoint)
 	}
-	fl := j.FusedLoss
-	if fl != "" {
-		fl = fold(fl)
-	}
-	switch fl {
+	switch fl := fold(j.FusedLoss); fl {
 	case "":
 		// Framework defaults: litgpt chunks lm_head and CE; torchtune
 		// recipes use CEWithChunkedOutputLoss (compiled with the model

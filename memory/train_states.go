@@ -68,7 +68,7 @@ func (s *setup) modelStates(p *trParams) (r rankStates) {
 		rows := s.tab.rows()
 		for i := range s.m.Modules {
 			row := &rows[i]
-			if !row.head && !row.embed {
+			if row.place != placeHead && row.place != placeEmbed {
 				continue
 			}
 			mod := &s.m.Modules[i]
@@ -77,7 +77,7 @@ func (s *setup) modelStates(p *trParams) (r rankStates) {
 				continue
 			}
 			b := f * s.fracs[i] * float64(mod.Params) * s.gradElemBytes(false)
-			if row.head {
+			if row.place == placeHead {
 				r.gradsHead += b
 			} else {
 				r.gradsEmb += b

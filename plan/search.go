@@ -36,7 +36,7 @@ func For(m *model.Model) EstimateFunc {
 // [memory.Estimator] that reuses its memory, so a training estimate
 // allocates nothing. A result it returns shares memory with the next one:
 // use it before the next call, or keep [memory.Result.Clone]. It is not
-// safe for concurrent use; [SearchModel] gives one to each worker.
+// safe for concurrent use: give one to each worker ([SearchWith]).
 func ForWorker(m *model.Model) EstimateFunc {
 	e := memory.NewEstimator(m)
 	var job memory.Job // the estimator reads the job through a pointer: one copy, reused
