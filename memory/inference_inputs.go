@@ -75,9 +75,14 @@ func resolveInference(m *model.Model, job Job) (*inferenceInputs, error) {
 		noKV:        job.NoKVCache,
 		encoderOnly: !m.Text.Causal && m.Encoder == nil,
 		encDec:      m.Encoder != nil,
-		legacyCache: hasSoftware(job.Software, "transformers<4.36"),
 	}
-	in.fullLogits = in.legacyCache || hasSoftware(job.Software, "transformers<4.45")
+	rs, sw, err := jobRules(&job)
+	if err != nil {
+		return nil, err
+	}
+	in.warnings = append(in.warnings, sw...)
+	in.legacyCache = rs.has(ruleTransformersTupleCache)
+	in.fullLogits = in.legacyCache || rs.has(ruleTransformersFullLogits)
 	plan, err := planWeights(m, job)
 	if err != nil {
 		return nil, err

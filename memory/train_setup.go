@@ -167,7 +167,7 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 	return nil
 }
 
-// resolveFramework reads Framework and Software.
+// resolveFramework reads Framework and the stack's version rules.
 func (s *setup) resolveFramework() error {
 	f := fold(s.job.Framework)
 	switch f {
@@ -192,20 +192,16 @@ func (s *setup) resolveFramework() error {
 	default:
 		return fmt.Errorf("--framework: unknown framework %q (want hf, torchtune, litgpt, megatron or torchtitan)", s.job.Framework)
 	}
-	for _, sw := range s.job.Software {
-		switch fold(sw) {
-		case "torch1":
-			s.torch1 = true
-		case "bnb<0.43.2":
-			s.bnbOld = true
-		case "torchtitan-2024q1":
-			s.titanLogits = true
-		case "transformers<4.36", "transformers<4.45", "vllm<0.8":
-			// Inference-only eras: no effect on training.
-		default:
-			return fmt.Errorf("--software: unknown software era %q (want torch1, transformers<4.36, bnb<0.43.2 or torchtitan-2024q1)", sw)
-		}
+	rs, warnings, err := jobRules(s.job)
+	if err != nil {
+		return err
 	}
+	for _, w := range warnings {
+		s.warn(w)
+	}
+	s.torch1 = rs.has(ruleTorchZeroGradKeeps)
+	s.bnbOld = rs.has(ruleBnb4bitSavesInput)
+	s.titanLogits = rs.has(ruleTitanLogitsThroughBackward)
 	return nil
 }
 
