@@ -28,5 +28,5 @@ def nvmlDeviceGetName(h):
 
 
 def nvmlDeviceGetMemoryInfo(h):
-    total = int(os.environ.get("FAKE_TORCH_TOTAL_BYTES") or 80 << 30)
+    total = int(os.environ.get("FAKE_NVML_TOTAL_BYTES") or os.environ.get("FAKE_TORCH_TOTAL_BYTES") or 80 << 30)
     return types.SimpleNamespace(total=total, free=total, used=0)

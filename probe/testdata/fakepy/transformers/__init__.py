@@ -100,6 +100,8 @@ class ToyCausalLM(nn.Module):
     def forward(self, input_ids=None, labels=None, use_cache=None, pixel_values=None, past_key_values=None, **kw):
         if os.environ.get("FAKE_TORCH_CRASH"):
             raise RuntimeError("fake forward failed on purpose")
+        if os.environ.get("FAKE_TORCH_EXIT"):
+            os._exit(int(os.environ["FAKE_TORCH_EXIT"]))  # dies without a result line, as a segfault would
         torch._sleep()
         b, s = input_ids.shape
         dt = self.lm_head.weight.dtype
