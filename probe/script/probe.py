@@ -525,6 +525,15 @@ class PhaseAfterFirstToken:
         return self.torch.zeros(input_ids.shape[0], dtype=self.torch.bool, device=input_ids.device)
 
 
+def phase_criterion(transformers):
+    """PhaseAfterFirstToken as a subclass of transformers' StoppingCriteria
+    where that class exists (generate merges criteria by type)."""
+    base = getattr(transformers, "StoppingCriteria", None)
+    if isinstance(base, type):
+        return type("PhaseAfterFirstTokenCriteria", (PhaseAfterFirstToken, base), {})
+    return PhaseAfterFirstToken
+
+
 def generate(torch, transformers, model, inputs, gen, cache, criterion, applied, warnings):
     """model.generate of exactly gen greedy tokens (min_new_tokens keeps a
     random model's end-of-sequence token from stopping it early)."""
@@ -564,6 +573,10 @@ def infer(torch, transformers, model, config, job, dev, args, tracker, result, a
     applied.update(batch=b, prompt_len=prompt, gen_len=gen)
     dtype = next(model.parameters()).dtype
     inputs, _ = make_inputs(torch, getattr(config, "model_type", ""), config, job, b, prompt, dev, dtype, applied)
+    if gen > 0:
+        # every position is real: without a mask generate warns, and with
+        # pad == eos it may infer one from the random tokens
+        inputs["attention_mask"] = torch.ones_like(inputs["input_ids"])
     model.eval()
     if gen > 0:
         applied.update(generate="model.generate, greedy", cache_implementation=cache)
@@ -581,7 +594,7 @@ def infer(torch, transformers, model, config, job, dev, args, tracker, result, a
                 del out
                 tracker.end("prefill", measured)
                 continue
-            criterion = PhaseAfterFirstToken(torch, tracker, measured)
+            criterion = phase_criterion(transformers)(torch, tracker, measured)
             out = generate(torch, transformers, model, inputs, gen, cache, criterion, applied, warnings)
             tracker.end("decode" if criterion.calls > 1 else "prefill", measured)
             if criterion.calls < gen:

@@ -171,6 +171,10 @@ def full_like(t, value, **kw):
     return Tensor(t.shape, t.dtype)
 
 
+def ones_like(t, **kw):
+    return Tensor(t.shape, t.dtype)
+
+
 def zeros_like(t, **kw):
     return Tensor(t.shape, t.dtype)
 

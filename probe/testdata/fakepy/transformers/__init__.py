@@ -35,10 +35,16 @@ class AutoConfig:
         return c
 
 
+class StoppingCriteria:
+    pass
+
+
 class StoppingCriteriaList(list):
     def __call__(self, input_ids, scores):
         out = None
         for c in self:
+            if not isinstance(c, StoppingCriteria):
+                raise TypeError("stopping criteria must subclass StoppingCriteria")
             out = c(input_ids, scores)
         return out
 
@@ -129,7 +135,7 @@ class ToyCausalLM(nn.Module):
 
     def generate(self, input_ids=None, max_new_tokens=1, min_new_tokens=0, do_sample=False,
                  stopping_criteria=None, pad_token_id=None, cache_implementation=None,
-                 disable_compile=None, pixel_values=None, **kw):
+                 disable_compile=None, pixel_values=None, attention_mask=None, **kw):
         if kw:
             raise ValueError("The following `model_kwargs` are not used by the model: %s" % sorted(kw))
         b, s = input_ids.shape
