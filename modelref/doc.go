@@ -46,6 +46,15 @@
 // cannot be reached is reported in those words, without the network
 // error's details.
 //
+// # Checkpoints
+//
+// With [Options.Checkpoint], [Resolve] also reads the safetensors headers
+// of a model folder or a Hub repository (by Range requests through a
+// [HubFiles], or from the Hub cache) into [Source.Checkpoint], and notes
+// a stored parameter count that differs from config.json's with both
+// figures. It is off by default, so that resolving a catalog model or a
+// config.json stays offline and takes microseconds.
+//
 // # Usage
 //
 //	c, err := hub.New(hub.Config{CacheDir: hub.CacheDirFor(hfHome), Offline: true})

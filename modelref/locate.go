@@ -56,6 +56,13 @@ type Options struct {
 	// Exact turns off the stand-ins (see the package documentation): a
 	// model that cannot be read is an error.
 	Exact bool
+	// Checkpoint reads the safetensors headers of a model folder or a Hub
+	// repository (the Hub by Range requests when the Hub client is a
+	// [HubFiles], or its cache) into [Source.Checkpoint], and notes a
+	// parameter count that differs from config.json's with both figures.
+	// It costs a read of every shard's header, so it is off by default:
+	// the catalog and config.json alone give an estimate offline.
+	Checkpoint bool
 }
 
 // hub returns the Hub client, nil when there is none. A nil *hub.Client

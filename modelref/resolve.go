@@ -31,8 +31,12 @@ type Source struct {
 	Config []byte `json:"-"`
 	// Commit is the Hub commit the files come from (Hub), "" when unknown.
 	Commit string `json:"commit,omitempty"`
-	// Notes say how the reference was read when not literally: a
-	// stand-in for a model that could not be read, and why.
+	// Checkpoint is what the safetensors headers say, with
+	// [Options.Checkpoint]; nil otherwise or without safetensors weights.
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+	// Notes say how the reference was read when not literally (a
+	// stand-in for a model that could not be read, and why) and where
+	// the checkpoint's count differs from config.json's.
 	Notes []string `json:"notes,omitempty"`
 }
 
@@ -55,7 +59,13 @@ func Resolve(ctx context.Context, ref string, o Options) (*Source, error) {
 	if err != nil && loc.Kind == Hub {
 		return o.recoverHub(loc, err)
 	}
-	return src, err
+	if err == nil && o.Checkpoint {
+		err = o.readCheckpoint(ctx, src)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return src, nil
 }
 
 // load reads a located model.

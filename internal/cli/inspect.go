@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -252,7 +251,7 @@ func inspectHub(ctx context.Context, f *Factory, opts *inspectOptions, ref hub.R
 		res.Warnings = append(res.Warnings, fmt.Sprintf("config.json: %v", err))
 	}
 	prog := c.Config().Progress
-	ck, err := safetensors.ReadCheckpoint(ctx, hubOpener(c, pinned, opts.File), safetensors.Options{
+	ck, err := safetensors.ReadCheckpoint(ctx, modelref.HubOpener(c, pinned, opts.File), safetensors.Options{
 		Progress: func(done, total int) { prog.Update("safetensors headers", int64(done), int64(total)) },
 	})
 	if errors.Is(err, fs.ErrNotExist) && opts.File == "" {
@@ -311,31 +310,6 @@ func shardNames(name string) []string {
 	}
 	return parts
 }
-
-// hubOpener opens checkpoint files of ref on the Hub; file, when set,
-// replaces model.safetensors as the single-file name. The index is
-// fetched whole through the cache (so it is there for the next run);
-// weight files are read with Range requests.
-func hubOpener(c *hub.Client, ref hub.Ref, file string) safetensors.Opener {
-	return func(ctx context.Context, name string) (safetensors.File, error) {
-		if file != "" && name == safetensors.SingleName {
-			name = file
-		}
-		if name == safetensors.IndexName {
-			got, err := c.Get(ctx, ref, name)
-			if err != nil {
-				return nil, err
-			}
-			return memFile{bytes.NewReader(got.Data)}, nil
-		}
-		return c.Open(ctx, ref, name)
-	}
-}
-
-// memFile is a fetched file as a [safetensors.File].
-type memFile struct{ *bytes.Reader }
-
-func (memFile) Close() error { return nil }
 
 func (r *inspection) addCheckpoint(ck *safetensors.Checkpoint, tied bool) {
 	s := safetensors.Summarize(ck.Tensors, tied)

@@ -107,13 +107,37 @@ type lazyHub struct {
 	err  error
 }
 
+// client builds the client once.
+func (l *lazyHub) client() (*hub.Client, error) {
+	l.once.Do(func() { l.c, l.err = newHubClient(l.f, l.ho) })
+	return l.c, l.err
+}
+
 // FetchConfig fetches a model's config files with the client.
 func (l *lazyHub) FetchConfig(ctx context.Context, ref hub.Ref) (*hub.Snapshot, error) {
-	l.once.Do(func() { l.c, l.err = newHubClient(l.f, l.ho) })
-	if l.err != nil {
-		return nil, l.err
+	c, err := l.client()
+	if err != nil {
+		return nil, err
 	}
-	return l.c.FetchConfig(ctx, ref)
+	return c.FetchConfig(ctx, ref)
+}
+
+// Get fetches one file whole with the client.
+func (l *lazyHub) Get(ctx context.Context, ref hub.Ref, file string) (*hub.Fetched, error) {
+	c, err := l.client()
+	if err != nil {
+		return nil, err
+	}
+	return c.Get(ctx, ref, file)
+}
+
+// Open opens one file for Range reads with the client.
+func (l *lazyHub) Open(ctx context.Context, ref hub.Ref, file string) (hub.File, error) {
+	c, err := l.client()
+	if err != nil {
+		return nil, err
+	}
+	return c.Open(ctx, ref, file)
 }
 
 // newHubClient builds a Hub client from the environment and flags.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,5 +113,22 @@ func TestInspectCatalogName(t *testing.T) {
 	_, errOut, code := runWithEnv(t, map[string]string{"HF_HOME": t.TempDir(), "HF_HUB_OFFLINE": "1"}, "inspect", "llama3-8b")
 	if code != 1 || !strings.Contains(errOut, "meta-llama/Meta-Llama-3-8B") || !strings.Contains(errOut, "offline") {
 		t.Errorf("exit %d, stderr %q; want the Hub id, offline", code, errOut)
+	}
+}
+
+// TestParamsCheckpoint checks that params --checkpoint warns with both
+// figures when the safetensors headers store more than config.json
+// counts, and reads nothing without the flag.
+func TestParamsCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte(tinyConfig), 0o644)
+	os.WriteFile(filepath.Join(dir, "model.safetensors"), tinyCheckpoint(t, stTensor{"model.layers.2.eh_proj.weight", []int64{64, 128}}), 0o644)
+	out, errOut, code := runWithEnv(t, nil, "params", dir, "--checkpoint")
+	want := fmt.Sprintf("warning: config.json counts %d parameters, the checkpoint's safetensors headers %d", tinyParams, tinyParams+64*128)
+	if code != 0 || !strings.Contains(out, want) {
+		t.Errorf("exit %d, stdout %s, stderr %s; want %q", code, out, errOut, want)
+	}
+	if out, _, code := runWithEnv(t, nil, "params", dir); code != 0 || strings.Contains(out, "warning") {
+		t.Errorf("without --checkpoint: exit %d, %s", code, out)
 	}
 }
