@@ -113,3 +113,29 @@ func TestIsReleaseDate(t *testing.T) {
 		}
 	}
 }
+
+// FuzzVariantOf checks that any name gives, without panicking, a release
+// answer the catalog loads and a publisher that publishes catalog models.
+func FuzzVariantOf(f *testing.F) {
+	for _, s := range []string{"meta-llama/Llama-3.1-8B-Instruct", "gemma-3-4b-pt", "DeepSeek-V3-0324", "Qwen2-7B", "a/b/c", "-", "", "x-2407-2501", "İ-it"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if id, ok := VariantOf(name); ok {
+			if _, err := Lookup(id); err != nil {
+				t.Fatalf("VariantOf(%q) = %q, which does not load: %v", name, id, err)
+			}
+		}
+		if org, ok := PublisherOf(name); ok {
+			found := false
+			for _, e := range Catalog() {
+				if o, _ := splitOrg(e.ID); o == org {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("PublisherOf(%q) = %q, which publishes no catalog model", name, org)
+			}
+		}
+	})
+}
