@@ -82,9 +82,10 @@ func llama4Attention(c *config, s *Stack) {
 // bias) and a projector linear_1 (vision_output_dim → text width, no bias)
 // (see readLlama4Vision for the vision defaults).
 func readLlama4(c *config, m *Model, b *builder) {
-	readLanguageModel(c.sub("text_config").orEmpty(c, "text_config"), "llama4_text", m, b, "model.language_model")
-	vc := c.sub("vision_config").orEmpty(c, "vision_config")
+	readLanguageModel(needText(c), "llama4_text", m, b, "model.language_model")
+	vc := fixedTower(c, "vision_config", "llama4_vision_model")
 	v := readLlama4Vision(vc)
+	v.Tower = "llama4_vision_model"
 	buildLlama4Vision(vc, b, &v)
 	b.top(StackProjector).linear(CompProjector, "model.multi_modal_projector.linear_1", "linear_1",
 		vc.dim("vision_output_dim", 4096), m.Text.Hidden, false)

@@ -14,7 +14,7 @@ const mllamaExtraTokens = 8
 // bias, LayerNorms), tiled position embeddings, and a projector
 // Linear(vision_output_dim, text hidden) with bias.
 func readMllama(c *config, m *Model, b *builder) {
-	t := c.sub("text_config").orEmpty(c, "text_config")
+	t := needSub(c, "text_config", "the language model's config (an object): its size cannot be inferred without it").orEmpty(c, "text_config")
 	s := readStack(t, dims{hidden: 4096, layers: 40, heads: 32, kvHeads: 8, inter: 14336, vocab: 128256, maxPos: 131072})
 	cross := t.ints("cross_attention_layers", 0, s.Layers-1)
 	if cross == nil && !t.has("cross_attention_layers") {
@@ -28,8 +28,9 @@ func readMllama(c *config, m *Model, b *builder) {
 		}
 	}
 	m.Text = s
-	vc := c.sub("vision_config").orEmpty(c, "vision_config")
+	vc := fixedTower(c, "vision_config", "mllama_vision_model")
 	v := readMllamaVision(vc)
+	v.Tower = "mllama_vision_model"
 	buildMllamaText(b, &m.Text, isCross)
 	buildMllamaVision(vc, b, &v)
 	b.top(StackProjector).linear(CompProjector, "model.multi_modal_projector", "multi_modal_projector",

@@ -173,8 +173,26 @@ type Vision struct {
 	SpatialMerge int `json:"spatial_merge_size,omitempty"`
 	// TemporalPatch is the number of frames an image is repeated into (Qwen2-VL: 2).
 	TemporalPatch int `json:"temporal_patch_size,omitempty"`
-	// TokensPerImage is the number of LLM tokens one image at ImageSize becomes.
+	// TokensPerImage is the number of LLM tokens one image at the
+	// processor's default size becomes (Image(0).Tokens).
 	TokensPerImage int `json:"tokens_per_image"`
+
+	// Tower names the tower: its vision_config model_type, or the
+	// family's tower when the wrapper fixes it.
+	Tower string `json:"tower,omitempty"`
+	// Resize is ResizeFixed (empty) or ResizeNative; tiled towers set Tiling.
+	Resize string `json:"resize,omitempty"`
+	// MaxImageSize caps the side of a ResizeNative image; 0 when uncapped.
+	MaxImageSize int `json:"max_image_size,omitempty"`
+	// Tiling says how an image is cut into ImageSize tiles; nil when the
+	// tower sees the whole image.
+	Tiling *Tiling `json:"tiling,omitempty"`
+	// ImageTokens, TileTokens and RowTokens are the special tokens the
+	// processor adds per image (start/end markers), per tile and per row
+	// of merged patches (Pixtral's [IMG_BREAK]).
+	ImageTokens int `json:"image_special_tokens,omitempty"`
+	TileTokens  int `json:"tile_special_tokens,omitempty"`
+	RowTokens   int `json:"row_special_tokens,omitempty"`
 }
 
 // Module is one group of identical parameter tensors: one module kind

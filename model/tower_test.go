@@ -1,0 +1,75 @@
+package model
+
+import (
+	"errors"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// TestVLMWithoutSubConfig checks that every multimodal wrapper refuses a
+// config missing the sub-config that sizes its tower or its language
+// model, naming the key, instead of filling it from a config class's
+// defaults (a Llama 4 config without vision_config came out 435M
+// parameters short).
+func TestVLMWithoutSubConfig(t *testing.T) {
+	towerKey := map[string]string{"phi3_v": "img_processor"}
+	types := make([]string, 0, len(vlmTypes))
+	for mt := range vlmTypes {
+		types = append(types, mt)
+	}
+	sort.Strings(types)
+	for _, mt := range types {
+		key := towerKey[mt]
+		if key == "" {
+			key = "vision_config"
+		}
+		t.Run(mt+" without "+key, func(t *testing.T) {
+			cfg := `{"model_type": "` + mt + `", "text_config": {}, "embd_layer": {}}`
+			wantConfigError(t, cfg, key, "missing, want")
+		})
+		if mt == "phi3_v" || mt == "qwen2_vl" || mt == "qwen2_5_vl" {
+			continue // their language model's keys are top-level
+		}
+		t.Run(mt+" without text_config", func(t *testing.T) {
+			wantConfigError(t, `{"model_type": "`+mt+`", "vision_config": {}}`, "text_config", "missing, want the language model's config")
+		})
+	}
+}
+
+// TestUnknownTower checks that a tower gpumem cannot read is refused with
+// its model_type named, not read as another tower.
+func TestUnknownTower(t *testing.T) {
+	tests := []struct {
+		name, json, want string
+	}{
+		{"llava with an unknown tower", `{"model_type": "llava", "text_config": {}, "vision_config": {"model_type": "eva_vit"}}`,
+			`want a supported vision tower (clip_vision_model, `},
+		{"gemma3 with a CLIP tower", `{"model_type": "gemma3", "text_config": {}, "vision_config": {"model_type": "clip_vision_model"}}`,
+			"want a vision tower this model builds (siglip_vision_model)"},
+		{"mistral3 with an unknown tower", `{"model_type": "mistral3", "text_config": {}, "vision_config": {"model_type": "moonvit"}}`,
+			`got "moonvit"`},
+		{"qwen3_vl with a Qwen2 tower", `{"model_type": "qwen3_vl", "text_config": {}, "vision_config": {"model_type": "qwen2_vl"}}`,
+			"want a vision tower this model builds (qwen3_vl)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantConfigError(t, tt.json, "vision_config.model_type", tt.want)
+		})
+	}
+	wantConfigError(t, `{"model_type": "phi3_v", "embd_layer": {}, "img_processor": {"name": "siglip"}}`, "img_processor.name", `got "siglip"`)
+}
+
+// wantConfigError parses cfg and checks that it fails with a
+// *ConfigError for key whose message contains want.
+func wantConfigError(t *testing.T, cfg, key, want string) {
+	t.Helper()
+	m, err := Parse([]byte(cfg))
+	if err == nil {
+		t.Fatalf("Parse succeeded (%d params), want an error for %s", m.TotalParams(), key)
+	}
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Key != key || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q, want a ConfigError for key %q containing %q", err, key, want)
+	}
+}
