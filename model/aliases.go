@@ -102,4 +102,7 @@ var aliases = map[string]string{
 	"t5-base":           "google-t5/t5-base",
 	"t0-3b":             "bigscience/T0_3B",
 	"bart-large":        "facebook/bart-large",
+	// multimodal releases (tower.go)
+	"qwen3-vl-30b-a3b":      "Qwen/Qwen3-VL-30B-A3B-Instruct",
+	"mistral-small-3.1-24b": "mistralai/Mistral-Small-3.1-24B-Instruct-2503",
 }

@@ -59,6 +59,11 @@ func familyReaders() map[string]reader {
 		"mllama":          readMllama,
 		"llama4":          readLlama4,
 		"llama4_text":     readLlama4Text,
+		// multimodal wrappers whose text_config and vision_config go to
+		// their own readers (tower.go), and their language models
+		"qwen3_vl_moe":      readQwen3VLMoE,
+		"qwen3_vl_moe_text": readQwen3VLMoEText,
+		"mistral3":          readMistral3,
 		// encoders and encoder-decoders
 		"bert": readBERT,
 		"t5":   readT5,
@@ -108,4 +113,7 @@ var archTypes = map[string]string{
 	"T5ForConditionalGeneration":         "t5",
 	"BartForConditionalGeneration":       "bart",
 	"BartModel":                          "bart",
+	// multimodal wrappers whose sub-configs go to their own readers (tower.go)
+	"Qwen3VLMoeForConditionalGeneration": "qwen3_vl_moe",
+	"Mistral3ForConditionalGeneration":   "mistral3",
 }
