@@ -69,9 +69,11 @@ func buildMllamaText(b *builder, s *Stack, isCross []bool) {
 
 // readMllamaVision reads a MllamaVisionConfig (defaults: 1280 wide, 32
 // local + 8 global layers, 16 heads, MLP 5120, 448 px tiles, patch 14, up
-// to 4 tiles, 8 supported aspect ratios). The released Llama 3.2 Vision
-// checkpoints set image_size 560 (1601 positions per tile); the position
-// and tile embeddings grow with it.
+// to 4 tiles, 8 supported aspect ratios). The base Llama 3.2 Vision 11B
+// keeps 448 px tiles (1025 positions per tile); the Instruct releases and
+// the 90B set image_size 560 (1601 positions per tile), and the position
+// and tile embeddings grow with it (meta-llama/llama-models:
+// models/sku_list.py@2386bf56e67c, vision_chunk_size).
 func readMllamaVision(vc *config) Vision {
 	v := Vision{SpatialMerge: 1}
 	v.Hidden = vc.dim("hidden_size", 1280)

@@ -185,7 +185,7 @@ func TestVisionTowers(t *testing.T) {
 		{"qwen2.5-vl-7b", 32, 1280, 448, 14, 256},
 		{"qwen3-vl-8b", 27, 1152, 448, 16, 196},
 		{"phi3.5-vision", 24, 1024, 336, 14, 144},
-		{"llama3.2-11b-vision", 40, 1280, 560, 14, 4 * 1601},
+		{"llama3.2-11b-vision", 40, 1280, 448, 14, 4 * 1025},
 	}
 	for _, tt := range tests {
 		t.Run(tt.model, func(t *testing.T) {
@@ -347,13 +347,14 @@ func TestLlama4Vision(t *testing.T) {
 // TestMllamaVisionEmbeddings pins the Llama-3.2-11B-Vision tensors whose
 // size follows image_size (MllamaPrecomputedPositionEmbedding and
 // MllamaPrecomputedAspectRatioEmbedding in transformers'
-// models/mllama/modeling_mllama.py). The checkpoint's tiles are 560 px with
-// 14 px patches: 40² + 1 (CLS) = 1601 positions per tile, 4 tiles, and 8
-// supported aspect ratios + 1 = 9 embedding rows.
+// models/mllama/modeling_mllama.py). The base checkpoint's tiles are 448
+// px with 14 px patches (Meta's sku_list gives it vision_chunk_size 448;
+// only the Instruct release uses 560): 32² + 1 (CLS) = 1025 positions per
+// tile, 4 tiles, and 8 supported aspect ratios + 1 = 9 embedding rows.
 func TestMllamaVisionEmbeddings(t *testing.T) {
 	const (
 		hidden    = 1280
-		positions = (560/14)*(560/14) + 1 // 1601
+		positions = (448/14)*(448/14) + 1 // 1025
 		tiles     = 4
 		ratioRows = 8 + 1
 	)
