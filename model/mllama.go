@@ -88,9 +88,11 @@ func readMllamaVision(vc *config) Vision {
 	checkPatches(vc, &v)
 	v.LayerTypes = uniformLayers(v.Layers, FullAttention)
 	// Each tile becomes (patches + CLS) cross-attention states, not LLM
-	// tokens; a full image is max_num_tiles tiles.
-	side := v.ImageSize / v.PatchSize
-	v.TokensPerImage = vc.dim("max_num_tiles", 4) * (side*side + 1)
+	// tokens; MllamaImageProcessor pads every image to max_image_tiles
+	// tiles, which the tower encodes one by one.
+	v.Tiling = &Tiling{Kind: TilesFixed, MaxTiles: vc.dim("max_num_tiles", 4)}
+	v.TileTokens = 1
+	v.TokensPerImage = v.Image(0).Tokens
 	return v
 }
 
