@@ -128,6 +128,15 @@ type LayerType struct {
 	CrossAttention bool `json:"cross_attention,omitempty"`
 	// MoE is true when the layer's FFN is a mixture of experts.
 	MoE bool `json:"moe,omitempty"`
+	// KVHeads and HeadDim override the stack's num_key_value_heads and
+	// head_dim for this layer's attention (Gemma 4's full-attention
+	// layers); 0 keeps the stack's.
+	KVHeads int `json:"num_key_value_heads,omitempty"`
+	HeadDim int `json:"head_dim,omitempty"`
+	// SharedKV is true when the layer attends with the keys and values of
+	// an earlier layer and caches none of its own (Gemma 4's
+	// num_kv_shared_layers).
+	SharedKV bool `json:"shared_kv,omitempty"`
 }
 
 // MoE describes the mixture-of-experts FFN layers of a stack.

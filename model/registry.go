@@ -64,6 +64,9 @@ func familyReaders() map[string]reader {
 		"qwen3_vl_moe":      readQwen3VLMoE,
 		"qwen3_vl_moe_text": readQwen3VLMoEText,
 		"mistral3":          readMistral3,
+		"internvl_chat":     readInternVLChat,
+		"gemma4":            readGemma4,
+		"gemma4_text":       readGemma4Text,
 		// encoders and encoder-decoders
 		"bert": readBERT,
 		"t5":   readT5,
@@ -116,4 +119,7 @@ var archTypes = map[string]string{
 	// multimodal wrappers whose sub-configs go to their own readers (tower.go)
 	"Qwen3VLMoeForConditionalGeneration": "qwen3_vl_moe",
 	"Mistral3ForConditionalGeneration":   "mistral3",
+	"InternVLChatModel":                  "internvl_chat",
+	"Gemma4ForConditionalGeneration":     "gemma4",
+	"Gemma4ForCausalLM":                  "gemma4_text",
 }

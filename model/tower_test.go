@@ -14,6 +14,8 @@ import (
 // parameters short).
 func TestVLMWithoutSubConfig(t *testing.T) {
 	towerKey := map[string]string{"phi3_v": "img_processor"}
+	textKey := map[string]string{"internvl_chat": "llm_config"}
+	optionalTower := map[string]bool{"gemma4": true}
 	types := make([]string, 0, len(vlmTypes))
 	for mt := range vlmTypes {
 		types = append(types, mt)
@@ -25,14 +27,26 @@ func TestVLMWithoutSubConfig(t *testing.T) {
 			key = "vision_config"
 		}
 		t.Run(mt+" without "+key, func(t *testing.T) {
-			cfg := `{"model_type": "` + mt + `", "text_config": {}, "embd_layer": {}}`
+			cfg := `{"model_type": "` + mt + `", "text_config": {}, "llm_config": {}, "embd_layer": {}}`
+			if optionalTower[mt] {
+				// Gemma4Model builds no vision tower for a null vision_config.
+				m, err := Parse([]byte(cfg))
+				if err != nil || m.Vision != nil || m.StackParams(StackVision) != 0 {
+					t.Fatalf("got %v, vision %+v; want a text-only model", err, m)
+				}
+				return
+			}
 			wantConfigError(t, cfg, key, "missing, want")
 		})
 		if mt == "phi3_v" || mt == "qwen2_vl" || mt == "qwen2_5_vl" {
 			continue // their language model's keys are top-level
 		}
-		t.Run(mt+" without text_config", func(t *testing.T) {
-			wantConfigError(t, `{"model_type": "`+mt+`", "vision_config": {}}`, "text_config", "missing, want the language model's config")
+		text := textKey[mt]
+		if text == "" {
+			text = "text_config"
+		}
+		t.Run(mt+" without "+text, func(t *testing.T) {
+			wantConfigError(t, `{"model_type": "`+mt+`", "vision_config": {}}`, text, "missing, want the language model's config")
 		})
 	}
 }
