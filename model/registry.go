@@ -9,7 +9,10 @@ type reader func(c *config, m *Model, b *builder)
 // init because VLM readers look up their language model's reader in it.
 var readers map[string]reader
 
-func init() { readers = familyReaders() }
+func init() {
+	readers = familyReaders()
+	addUnread(readers) // multimodal families refused by name (unread.go)
+}
 
 func familyReaders() map[string]reader {
 	return map[string]reader{

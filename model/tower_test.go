@@ -87,3 +87,27 @@ func wantConfigError(t *testing.T, cfg, key, want string) {
 		t.Fatalf("error %q, want a ConfigError for key %q containing %q", err, key, want)
 	}
 }
+
+// TestUnreadVLMsRefused checks that each multimodal family gpumem does not
+// read yet is refused naming it, by model_type and by architectures[0],
+// even when its top level holds the keys of a text model (phi4mm).
+func TestUnreadVLMsRefused(t *testing.T) {
+	byType := map[string]string{}
+	for arch, mt := range unreadArchs {
+		byType[mt] = arch
+	}
+	for mt := range unreadVLMs {
+		for _, cfg := range []string{
+			`{"model_type": "` + mt + `", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100, "text_config": {}, "vision_config": {}}`,
+			`{"architectures": ["` + byType[mt] + `"], "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100}`,
+		} {
+			m, err := Parse([]byte(cfg))
+			if err == nil {
+				t.Fatalf("%s: read (%d params), want a refusal", cfg, m.TotalParams())
+			}
+			if !errors.Is(err, ErrUnsupportedArchitecture) || !strings.Contains(err.Error(), mt) {
+				t.Errorf("%s: error %q, want ErrUnsupportedArchitecture naming %s", cfg, err, mt)
+			}
+		}
+	}
+}
