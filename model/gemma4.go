@@ -81,6 +81,9 @@ func readGemma4Text(c *config, m *Model, b *builder) {
 	}
 	if c.boolean("enable_moe_block", false) {
 		s.MoE = readMoE(c, moeDefaults{})
+		if s.MoE.Experts == 0 {
+			c.fail("num_experts", "a positive integer when enable_moe_block", nil)
+		}
 		s.MoE.ExpertsPerToken = c.intIn("top_k_experts", 0, 1, maxExperts)
 		if s.MoE.ExpertsPerToken == 0 {
 			c.fail("top_k_experts", "a positive integer when enable_moe_block", nil)

@@ -1,5 +1,7 @@
 package model
 
+import "fmt"
+
 // readPixtralTower reads a PixtralVisionModel (transformers
 // src/transformers/models/pixtral/modeling_pixtral.py@0233e509531a): a
 // patch_conv Conv2d without bias, an RMSNorm ln_pre, and
@@ -69,6 +71,7 @@ func readMistral3(c *config, m *Model, b *builder) {
 		v.TokensPerImage = v.Image(0).Tokens
 	}
 	nFeat := featureLayers(c, -1)
+	checkFeatureLayers(c, v.Layers)
 	bias := c.boolean("multimodal_projector_bias", false)
 	h, t := v.Hidden, m.Text.Hidden
 	p := b.top(StackProjector)
@@ -89,4 +92,25 @@ func featureLayers(c *config, def int) int {
 	}
 	c.intIn("vision_feature_layer", def, -maxLayers, maxLayers)
 	return 1
+}
+
+// checkFeatureLayers refuses a vision_feature_layer that indexes past the
+// tower's hidden states (layers + 1 of them, the embeddings first), which
+// LLaVA-style get_image_features would fail on.
+func checkFeatureLayers(c *config, layers int) {
+	if layers <= 0 || c.err() != nil {
+		return
+	}
+	var idx []int
+	if _, isList := c.m["vision_feature_layer"].([]any); isList {
+		idx = c.ints("vision_feature_layer", -maxLayers, maxLayers)
+	} else if i, ok := integer(c.m["vision_feature_layer"]); ok {
+		idx = []int{int(i)}
+	}
+	for _, i := range idx {
+		if i < -(layers+1) || i > layers {
+			c.fail("vision_feature_layer", fmt.Sprintf("a hidden-state index of the %d-layer tower, in [%d, %d]", layers, -(layers+1), layers), i)
+			return
+		}
+	}
 }

@@ -111,3 +111,29 @@ func TestUnreadVLMsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestVLMContradictions checks that keys of a multimodal config that
+// contradict each other are refused naming them.
+func TestVLMContradictions(t *testing.T) {
+	tests := []struct{ name, json, key, want string }{
+		{"tie at both levels disagreeing", `{"model_type": "llava", "tie_word_embeddings": true, "text_config": {"tie_word_embeddings": false}, "vision_config": {}}`,
+			"tie_word_embeddings", "text_config.tie_word_embeddings states (false)"},
+		{"feature layer past the tower", `{"model_type": "llava", "vision_feature_layer": -30, "text_config": {}, "vision_config": {"num_hidden_layers": 24}}`,
+			"vision_feature_layer", "in [-25, 24], got -30"},
+		{"feature layers list past the tower", `{"model_type": "mistral3", "vision_feature_layer": [-1, 40], "text_config": {}, "vision_config": {}}`,
+			"vision_feature_layer", "got 40"},
+		{"internvl tiles reversed", `{"model_type": "internvl_chat", "dynamic_image_size": true, "min_dynamic_patch": 9, "max_dynamic_patch": 2, "llm_config": {}, "vision_config": {}}`,
+			"min_dynamic_patch", "at most max_dynamic_patch (2)"},
+		{"gemma4 experts per token above experts", `{"model_type": "gemma4", "text_config": {"enable_moe_block": true, "num_experts": 4, "top_k_experts": 8, "moe_intermediate_size": 64}}`,
+			"text_config.top_k_experts", "at most num_experts (4)"},
+		{"gemma4 MoE block without experts", `{"model_type": "gemma4", "text_config": {"enable_moe_block": true, "top_k_experts": 8, "moe_intermediate_size": 64}}`,
+			"text_config.num_experts", "a positive integer when enable_moe_block"},
+		{"gemma4 every layer KV-shared", `{"model_type": "gemma4", "text_config": {"num_hidden_layers": 4, "num_kv_shared_layers": 4}}`,
+			"text_config.num_kv_shared_layers", "fewer than num_hidden_layers (4)"},
+		{"qwen3_vl_moe top-k above experts", `{"model_type": "qwen3_vl_moe", "text_config": {"num_experts": 2, "num_experts_per_tok": 3}, "vision_config": {}}`,
+			"text_config.num_experts_per_tok", "at most the number of experts (2)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { wantConfigError(t, tt.json, tt.key, tt.want) })
+	}
+}

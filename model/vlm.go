@@ -13,6 +13,13 @@ func textSub(c *config) *config {
 	if t == nil {
 		return c
 	}
+	if v, ok := c.m["tie_word_embeddings"]; ok && v != nil && t.has("tie_word_embeddings") {
+		// Both levels state it: transformers versions differ on which one
+		// ties lm_head, so a disagreement leaves the count unknown.
+		if top, inner := c.boolean("tie_word_embeddings", false), t.boolean("tie_word_embeddings", false); top != inner {
+			c.fail("tie_word_embeddings", fmt.Sprintf("the value text_config.tie_word_embeddings states (%v)", inner), top)
+		}
+	}
 	if v, ok := c.m["tie_word_embeddings"]; ok && v != nil && !t.has("tie_word_embeddings") {
 		m := make(map[string]any, len(t.m)+1)
 		for k, x := range t.m {
@@ -86,6 +93,7 @@ func readLlava(c *config, m *Model, b *builder) {
 			v.TokensPerImage--
 		}
 	}
+	checkFeatureLayers(c, v.Layers)
 	bias := c.boolean("multimodal_projector_bias", true)
 	p := b.top(StackProjector)
 	p.linear(CompProjector, "model.multi_modal_projector.linear_1", "linear_1", v.Hidden*nFeat, m.Text.Hidden, bias)
