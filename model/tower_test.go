@@ -137,3 +137,35 @@ func TestVLMContradictions(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) { wantConfigError(t, tt.json, tt.key, tt.want) })
 	}
 }
+
+// TestLlavaPixtralTower checks that a LLaVA config whose vision_config
+// names pixtral (Pixtral-12B's layout) is read with the Pixtral tower, not
+// as CLIP: bias-free attention and gated MLP, RMSNorms, no class or
+// position embedding, and one [IMG_BREAK] per row of patches. The count
+// is worked out by hand from modeling_pixtral.py for Pixtral-12B's vision
+// dimensions.
+func TestLlavaPixtralTower(t *testing.T) {
+	m, err := Parse([]byte(`{"model_type": "llava", "vision_feature_select_strategy": "full", "vision_feature_layer": -1,
+		"text_config": {"model_type": "mistral", "hidden_size": 5120, "num_hidden_layers": 2, "num_attention_heads": 32,
+			"num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 14336, "vocab_size": 131072},
+		"vision_config": {"model_type": "pixtral", "hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 24,
+			"num_attention_heads": 16, "image_size": 1024, "patch_size": 16}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const h, f, layers = 1024, 4096, 24
+	layer := int64(4*h*h + 3*h*f + 2*h)  // q/k/v/o, gate/up/down, two RMSNorms
+	want := layers*layer + 3*16*16*h + h // + patch_conv (no bias) + ln_pre
+	if got := m.StackParams(StackVision); got != want {
+		t.Errorf("vision tower %d, want %d", got, want)
+	}
+	for _, mod := range m.Modules {
+		if mod.Stack == StackVision && (strings.Contains(mod.Name, "class_embedding") || strings.Contains(mod.Name, "position_embedding")) {
+			t.Errorf("CLIP module %s in a Pixtral tower", mod.Name)
+		}
+	}
+	// 1024 px in 16 px patches: 64 rows of 64 patches and a break each.
+	if v := m.Vision; v.Tower != "pixtral" || v.TokensPerImage != 64*65 {
+		t.Errorf("tower %q, %d tokens per image; want pixtral, %d", v.Tower, v.TokensPerImage, 64*65)
+	}
+}
