@@ -339,8 +339,16 @@ func TestLlama4Vision(t *testing.T) {
 	if got, want := whole.TotalParams()-alone.TotalParams(), tower+adapter+projector; got != want {
 		t.Errorf("vision + projector = %d, want %d", got, want)
 	}
-	if v := whole.Vision; v == nil || v.TokensPerImage != side*side/4 {
-		t.Errorf("vision %+v, want %d tokens per tile", v, side*side/4)
+	// One 56-px tile pixel-shuffled 2×2: 4 tokens, with <|image_start|>,
+	// <|image|> and <|image_end|> (processing_llama4.py).
+	v := whole.Vision
+	if v == nil || v.TokensPerImage != side*side/4+3 {
+		t.Fatalf("vision %+v, want %d tokens per image", v, side*side/4+3)
+	}
+	// A 150-px square fits a 3×3 canvas of 56-px tiles: 9 tiles with a
+	// separator each, and the global tile.
+	if got, want := v.Image(150), (ImageShape{Tiles: 10, Patches: side * side, Tokens: 9*(4+1) + 4 + 3}); got != want {
+		t.Errorf("Image(150) = %+v, want %+v", got, want)
 	}
 }
 
