@@ -42,7 +42,7 @@ var vlmReleases = []vlmRelease{
 	{"mistralai/Mistral-Small-3.1-24B-Instruct-2503", 24_011_361_280,
 		"keras-hub's Mistral 3 presets (mistral_small_3.1_24b_*_2503_en \"params\"; search-index file id 61107991196)",
 		"keras-hub counts its port's weights, which hold each tensor of the checkpoint once (lm_head untied)", nil},
-	{"OpenGVLab__InternVL3-1B.json", 938_193_024, llmfit + " of OpenGVLab/InternVL3-1B", hubTotal, nil},
+	{"OpenGVLab/InternVL3-1B", 938_193_024, llmfit + " of OpenGVLab/InternVL3-1B", hubTotal, nil},
 	{"google/gemma-4-26B-A4B", 26_544_131_376, llmfit + " of google/gemma-4-26B-A4B",
 		"the release stores lm_head.weight beside the embed_tokens it is tied to", tiedCopy},
 	{"google/gemma-4-26B-A4B", 25_805_933_872, llmfit + " of TrevorJS/gemma-4-26B-A4B-it-uncensored, a bf16 re-save of the -it release",
