@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 // TestVLMWithoutSubConfig checks that every multimodal wrapper refuses a
@@ -167,5 +168,28 @@ func TestLlavaPixtralTower(t *testing.T) {
 	// 1024 px in 16 px patches: 64 rows of 64 patches and a break each.
 	if v := m.Vision; v.Tower != "pixtral" || v.TokensPerImage != 64*65 {
 		t.Errorf("tower %q, %d tokens per image; want pixtral, %d", v.Tower, v.TokensPerImage, 64*65)
+	}
+}
+
+// TestLlavaPixtralPreprocessor checks that a preprocessor_config.json next
+// to a Pixtral-under-LLaVA config caps the image at its longest_edge and
+// keeps the row breaks in the token count.
+func TestLlavaPixtralPreprocessor(t *testing.T) {
+	cfg := `{"model_type": "llava", "vision_feature_select_strategy": "full", "vision_feature_layer": -1,
+		"text_config": {"model_type": "mistral", "hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 4,
+			"intermediate_size": 128, "vocab_size": 100},
+		"vision_config": {"model_type": "pixtral", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1,
+			"num_attention_heads": 4, "image_size": 1024, "patch_size": 16}}`
+	fsys := fstest.MapFS{
+		"m/" + ConfigFile:       {Data: []byte(cfg)},
+		"m/" + PreprocessorFile: {Data: []byte(`{"size": {"longest_edge": 512}, "patch_size": {"height": 16, "width": 16}}`)},
+	}
+	m, err := ParseFS(fsys, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 512 px in 16 px patches: 32 rows of 32 patches and a break each.
+	if v := m.Vision; v.TokensPerImage != 32*33 || v.Image(2000).Tokens != 32*33 {
+		t.Errorf("tokens per image %d (at 2000 px %d), want %d", v.TokensPerImage, v.Image(2000).Tokens, 32*33)
 	}
 }
