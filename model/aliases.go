@@ -102,4 +102,9 @@ var aliases = map[string]string{
 	"t5-base":           "google-t5/t5-base",
 	"t0-3b":             "bigscience/T0_3B",
 	"bart-large":        "facebook/bart-large",
+	// multimodal releases (tower.go)
+	"qwen3-vl-30b-a3b":      "Qwen/Qwen3-VL-30B-A3B-Instruct",
+	"mistral-small-3.1-24b": "mistralai/Mistral-Small-3.1-24B-Instruct-2503",
+	"gemma4-26b-a4b":        "google/gemma-4-26B-A4B",
+	"internvl3-1b":          "OpenGVLab/InternVL3-1B",
 }

@@ -9,7 +9,10 @@ type reader func(c *config, m *Model, b *builder)
 // init because VLM readers look up their language model's reader in it.
 var readers map[string]reader
 
-func init() { readers = familyReaders() }
+func init() {
+	readers = familyReaders()
+	addUnread(readers) // multimodal families refused by name (unread.go)
+}
 
 func familyReaders() map[string]reader {
 	return map[string]reader{
@@ -59,6 +62,14 @@ func familyReaders() map[string]reader {
 		"mllama":          readMllama,
 		"llama4":          readLlama4,
 		"llama4_text":     readLlama4Text,
+		// multimodal wrappers whose text_config and vision_config go to
+		// their own readers (tower.go), and their language models
+		"qwen3_vl_moe":      readQwen3VLMoE,
+		"qwen3_vl_moe_text": readQwen3VLMoEText,
+		"mistral3":          readMistral3,
+		"internvl_chat":     readInternVLChat,
+		"gemma4":            readGemma4,
+		"gemma4_text":       readGemma4Text,
 		// encoders and encoder-decoders
 		"bert": readBERT,
 		"t5":   readT5,
@@ -108,4 +119,10 @@ var archTypes = map[string]string{
 	"T5ForConditionalGeneration":         "t5",
 	"BartForConditionalGeneration":       "bart",
 	"BartModel":                          "bart",
+	// multimodal wrappers whose sub-configs go to their own readers (tower.go)
+	"Qwen3VLMoeForConditionalGeneration": "qwen3_vl_moe",
+	"Mistral3ForConditionalGeneration":   "mistral3",
+	"InternVLChatModel":                  "internvl_chat",
+	"Gemma4ForConditionalGeneration":     "gemma4",
+	"Gemma4ForCausalLM":                  "gemma4_text",
 }
