@@ -57,6 +57,8 @@ func isVLMType(mt string) bool {
 	switch mt {
 	case "llava", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "mllama", "llama4", "gemma3", "phi3_v":
 		return true
+	case "qwen3_5", "qwen3_5_moe":
+		return true
 	}
 	return false
 }
