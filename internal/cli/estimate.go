@@ -211,6 +211,9 @@ func (opts *estimateOptions) inputs(cmd *cobra.Command, f *Factory, args []strin
 		return in, nil
 	}
 	in.model, err = resolveModelWith(cmd.Context(), f, opts.Model, opts.Hub)
+	if err == nil {
+		in.warnings = in.model.Warnings
+	}
 	return in, err
 }
 

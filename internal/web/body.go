@@ -27,8 +27,9 @@ const requestBody = "request body"
 type jobInput struct {
 	model *model.Model
 	job   memory.Job
-	// warnings go before the estimate's own, as gpumem estimate puts a
-	// synthetic model's assumed shape first.
+	// warnings are the model's (a generic reading, a synthetic model's
+	// assumed shape, defaults a sparse config left to its family); they go
+	// before the estimate's own, as gpumem estimate puts them.
 	warnings []string
 	// gpus are the GPU kinds /api/plan checks.
 	gpus []string
@@ -56,6 +57,9 @@ func (s *Server) readInput(w http.ResponseWriter, r *http.Request, plan bool) (j
 	}
 	in.job = j
 	in.model, err = s.model(r.Context(), q.Get("model"))
+	if err == nil {
+		in.warnings = in.model.Warnings
+	}
 	return in, err
 }
 
@@ -104,9 +108,7 @@ func (s *Server) bodyInput(w http.ResponseWriter, r *http.Request, plan bool) (j
 		return in, problemsError(problems)
 	}
 	in.model, in.job = m, jf.Job
-	if jf.Shape != nil {
-		in.warnings = m.Warnings
-	}
+	in.warnings = m.Warnings
 	return in, nil
 }
 
