@@ -72,27 +72,6 @@ func layerPattern(c *config, key string, kinds kindNames) []LayerType {
 	return checkLayerCount(c, key, out)
 }
 
-// layerIndices marks the layers listed at key (attn_layer_indices and the
-// like, 0-based) with set and the others with other, for n layers.
-func layerIndices(c *config, key string, n int, set, other LayerType) []LayerType {
-	idx := c.ints(key, 0, maxLayers)
-	if idx == nil {
-		return nil
-	}
-	out := make([]LayerType, n)
-	for i := range out {
-		out[i] = fillAttn(other)
-	}
-	for j, i := range idx {
-		if i >= n {
-			c.fail(fmt.Sprintf("%s[%d]", key, j), fmt.Sprintf("a layer index below num_hidden_layers (%d)", n), i)
-			return nil
-		}
-		out[i] = fillAttn(set)
-	}
-	return out
-}
-
 // fillAttn makes the zero attention kind explicit (NoSelfAttention).
 func fillAttn(lt LayerType) LayerType {
 	if lt.Attention == "" {
@@ -154,22 +133,6 @@ func checkRecurrent(c *config, r *RecurrentState, headsKey, groupsKey string) {
 	if r.Groups > 0 && r.Heads%r.Groups != 0 {
 		c.fail(groupsKey, fmt.Sprintf("a divisor of %s (%d)", headsKey, r.Heads), r.Groups)
 	}
-}
-
-// mamba1Mixer adds a Mamba selective-SSM mixer under g (MambaMixer in
-// huggingface/transformers: src/transformers/models/mamba/modeling_mamba.py):
-// in_proj h → 2·d_inner, a depthwise conv1d, x_proj d_inner → dt_rank +
-// 2·d_state, dt_proj dt_rank → d_inner (with bias), A_log d_inner ×
-// d_state, D d_inner, out_proj d_inner → h.
-func mamba1Mixer(g group, h int, r *RecurrentState, dtRank int, bias, convBias bool) {
-	d := r.Heads
-	g.linear(CompRecurrent, "in_proj", "in_proj", h, 2*d, bias)
-	conv1d(g, d, r.ConvKernel, convBias)
-	g.linear(CompRecurrent, "x_proj", "x_proj", d, dtRank+2*r.StateDim, false)
-	g.linear(CompRecurrent, "dt_proj", "dt_proj", dtRank, d, true)
-	g.param(CompRecurrent, KindParam, "A_log", int64(d)*int64(r.StateDim))
-	g.param(CompRecurrent, KindParam, "D", int64(d))
-	g.linear(CompRecurrent, "out_proj", "out_proj", d, h, bias)
 }
 
 // mamba2Mixer adds a Mamba-2 mixer under g (Mamba2Mixer in
