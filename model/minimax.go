@@ -25,7 +25,7 @@ func readMiniMaxM1(c *config, m *Model, b *builder) {
 		c.fail("attn_type_list", "one entry per layer: 0 for lightning attention, 1 for softmax attention", nil)
 		return
 	case len(kinds) != s.Layers && c.err() == nil:
-		c.fail("attn_type_list", fmt.Sprintf("%d entries, as num_hidden_layers says", s.Layers), fmt.Sprintf("%d entries", len(kinds)))
+		c.fail("attn_type_list", fmt.Sprintf("one entry per layer, %d as num_hidden_layers says", s.Layers), len(kinds))
 		return
 	}
 	for i, k := range kinds {

@@ -85,7 +85,7 @@ func fillAttn(lt LayerType) LayerType {
 func checkLayerCount(c *config, key string, lts []LayerType) []LayerType {
 	if c.has("num_hidden_layers") {
 		if n := c.layers("num_hidden_layers", 1); n != len(lts) && c.err() == nil {
-			c.fail(key, fmt.Sprintf("%d layers, as num_hidden_layers says", n), fmt.Sprintf("%d layers", len(lts)))
+			c.fail(key, fmt.Sprintf("one entry per layer, %d as num_hidden_layers says", n), len(lts))
 			return nil
 		}
 	}
