@@ -97,3 +97,19 @@ func TestCatalogNeverGeneric(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreadHybridsRefusedByName checks that the hybrid families without a
+// reader are refused by name even when their keys would pass the generic
+// checks (a Mamba config's keys are not all prefixed).
+func TestUnreadHybridsRefusedByName(t *testing.T) {
+	for mt := range unreadHybrids {
+		cfg := `{"model_type": "` + mt + `", ` + denseKeys + `}`
+		_, err := Parse([]byte(cfg))
+		if !errors.Is(err, ErrUnsupportedArchitecture) || !strings.Contains(err.Error(), "does not read yet") || !strings.Contains(err.Error(), `"`+mt+`"`) {
+			t.Errorf("%s: err = %v", mt, err)
+		}
+		if _, ok := readers[mt]; ok {
+			t.Errorf("%s has a reader and is still listed as unread", mt)
+		}
+	}
+}
