@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -258,5 +259,46 @@ func TestHybridContradictions(t *testing.T) {
 				t.Errorf("err = %v, want a ConfigError naming %s", err, tt.key)
 			}
 		})
+	}
+}
+
+// TestQwen35SubConfigs checks that a missing vision_config is a stated
+// assumption (Qwen3_5VisionConfig's defaults, which transformers builds)
+// and a missing text_config an error naming it.
+func TestQwen35SubConfigs(t *testing.T) {
+	data, err := os.ReadFile("testdata/hybrid/Qwen__Qwen3.5-27B.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := decodeConfig("config.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(c.m, "vision_config")
+	noVision, err := json.Marshal(c.m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Parse(noVision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Warnings) != 1 || !strings.Contains(m.Warnings[0], "vision_config not set") {
+		t.Errorf("warnings %q, want the stated vision defaults", m.Warnings)
+	}
+	// The release's tower has the class defaults (out_hidden_size aside).
+	if m.StackParams(StackVision) != full.StackParams(StackVision) {
+		t.Errorf("default tower %d params, release tower %d", m.StackParams(StackVision), full.StackParams(StackVision))
+	}
+	delete(c.m, "text_config")
+	noText, _ := json.Marshal(c.m)
+	_, err = Parse(noText)
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Key != "text_config" {
+		t.Errorf("err = %v, want a ConfigError naming text_config", err)
 	}
 }
