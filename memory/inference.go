@@ -108,7 +108,11 @@ func (in *inferenceInputs) stage(m *model.Model, stages []stageRange, s int) (st
 	if err != nil {
 		return stageEstimate{}, err
 	}
-	ctx := phaseContext{in: in, m: m, w: w, kv: spec, r: r, first: s == 0, last: s == len(stages)-1}
+	state, err := buildStateSpec(&m.Text, r.lo, r.hi, in.act, in.tp, in.engine)
+	if err != nil {
+		return stageEstimate{}, err
+	}
+	ctx := phaseContext{in: in, m: m, w: w, kv: spec, state: state, r: r, first: s == 0, last: s == len(stages)-1}
 	var phases []phaseParts
 	if ctx.first && m.Vision != nil && in.images > 0 {
 		phases = append(phases, ctx.vision())
@@ -132,6 +136,7 @@ type phaseContext struct {
 	m           *model.Model
 	w           stageWeights
 	kv          kvSpec
+	state       stateSpec // recurrent layers' per-sequence state
 	r           stageRange
 	first, last bool
 }

@@ -49,6 +49,12 @@ type ServingResult struct {
 	MaxModelLenFits bool `json:"max_model_len_fits"`
 	// CUDAGraphBytes is the CUDA-graph pool, outside vLLM's budget (0 unless counted).
 	CUDAGraphBytes units.Bytes `json:"cuda_graph_bytes,omitempty"`
+	// RecurrentStateBytesPerSeq is one sequence's state in the
+	// linear-attention and SSM layers of one GPU (0 for models without
+	// them). vLLM takes it from the same pool as the KV cache, one page
+	// per layer per running sequence, so BlockSize and KVTokens then
+	// follow vLLM's hybrid layout.
+	RecurrentStateBytesPerSeq int64 `json:"recurrent_state_bytes_per_seq,omitempty"`
 }
 
 // vLLM defaults and measured constants.

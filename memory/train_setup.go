@@ -157,6 +157,9 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 	if err := s.resolveTrainable(); err != nil {
 		return err
 	}
+	if err := s.checkRecurrent(); err != nil {
+		return err
+	}
 	s.warnUnusedActConstants()
 	if job.GPU != "" {
 		if w := gpuWarning(job); w != "" {

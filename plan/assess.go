@@ -67,6 +67,9 @@ type Assessment struct {
 	Suggestions []Suggestion `json:"suggestions,omitempty"`
 	// Warning notes a format the GPU does not compute in natively.
 	Warning string `json:"warning,omitempty"`
+	// Warnings are the estimate's warnings (Result.Warnings), repeated at
+	// the top of the JSON; front ends put the model's warnings first.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Assess estimates job on g, checks the fit, and runs the three inverse
@@ -78,7 +81,7 @@ func Assess(est EstimateFunc, job memory.Job, g gpu.GPU, maxGPUs int) (Assessmen
 	if err != nil {
 		return Assessment{GPU: g}, err
 	}
-	a := Assessment{GPU: g, Fit: Check(res, g), Result: res, Warning: FormatWarning(job, g)}
+	a := Assessment{GPU: g, Fit: Check(res, g), Result: res, Warning: FormatWarning(job, g), Warnings: res.Warnings}
 	a.MaxBatch = NewAnswer(MaxBatch(est, job, g, AssessMaxBatch))
 	a.MaxSeqLen = NewAnswer(MaxSeqLen(est, job, g, AssessMinSeqLen, AssessMaxSeqLen))
 	if job.Mode == memory.Inference || job.Mode == memory.Serving {

@@ -199,6 +199,9 @@ type Plan struct {
 	// Skipped groups the estimator's errors by message (unsupported
 	// combinations), most frequent first.
 	Skipped []Skip `json:"skipped,omitempty"`
+	// Warnings are the model's warnings (a generic reading, defaults a
+	// sparse config left to its family): every layout rests on them.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Search enumerates the layouts of s for training base on GPUs of kind g
@@ -222,9 +225,11 @@ func Search(est EstimateFunc, base memory.Job, g gpu.GPU, s Space) (Plan, error)
 // keeps no figure of a layout that does not fit). A test checks that
 // both searches return the same plan.
 func SearchModel(m *model.Model, base memory.Job, g gpu.GPU, s Space) (Plan, error) {
-	return search(func() fitter {
+	p, err := search(func() fitter {
 		return &sweepFitter{sw: memory.NewEstimator(m).NewSweep(), g: g}
 	}, base, g, s)
+	p.Warnings = slices.Clone(m.Warnings)
+	return p, err
 }
 
 // fitter checks one layout's job against the searched GPU at several

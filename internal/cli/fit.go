@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -155,13 +154,11 @@ func fitRun(f *Factory, g *globalOptions, o *fitOptions, m *model.Model) error {
 		if !explicit {
 			gs = nil
 		}
-		warnModel(f, m)
 		return sweepRun(f, ro, o, m, est, job, gs)
 	}
 	if len(gs) == 1 {
 		return fitOne(f, ro, o, m, est, job, gs[0])
 	}
-	warnModel(f, m)
 	recs := plan.Recommend(est, job, gs, o.MaxGPUs)
 	if err := writeRecommendations(f.IO.Out, ro, m, job, recs); err != nil {
 		return err
@@ -182,7 +179,7 @@ func fitOne(f *Factory, ro report.Options, o *fitOptions, m *model.Model, est pl
 	if err != nil {
 		return err
 	}
-	rep.Result.Warnings = slices.Concat(m.Warnings, rep.Result.Warnings)
+	rep.Warnings = report.Warnings(m.Warnings, rep.Warnings)
 	if ro.Format == report.JSON {
 		err = report.WriteJSON(f.IO.Out, rep)
 	} else {
@@ -251,7 +248,7 @@ func writeFitOne(w io.Writer, ro report.Options, o *fitOptions, m *model.Model, 
 	if rep.Warning != "" {
 		fmt.Fprintf(&b, "note: %s\n", rep.Warning)
 	}
-	for _, s := range rep.Result.Warnings {
+	for _, s := range rep.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", s)
 	}
 	_, err := io.WriteString(w, b.String())
@@ -298,9 +295,18 @@ func modeName(job memory.Job) string {
 	return string(job.Mode)
 }
 
+// fitRecommendations is what gpumem fit prints as JSON for several GPUs.
+type fitRecommendations struct {
+	Model string `json:"model"`
+	// Recommendations has one entry per GPU, best first.
+	Recommendations []plan.Recommendation `json:"recommendations"`
+	// Warnings are the model's warnings: every row rests on them.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
 func writeRecommendations(w io.Writer, ro report.Options, m *model.Model, job memory.Job, recs []plan.Recommendation) error {
 	if ro.Format == report.JSON {
-		return report.WriteJSON(w, recs)
+		return report.WriteJSON(w, fitRecommendations{Model: m.ID, Recommendations: recs, Warnings: report.Warnings(m.Warnings)})
 	}
 	headers, rows := plan.RecommendationRows(recs, ro.Bytes)
 	t := &report.TableData{
@@ -320,11 +326,12 @@ func writeRecommendations(w io.Writer, ro report.Options, m *model.Model, job me
 			notes = append(notes, r.Warning)
 		}
 	}
-	if len(notes) == 0 {
-		return nil
+	if len(notes) > 0 {
+		if _, err := fmt.Fprintf(w, "\nnote: %s (speed and numerics differ; the memory figures hold)\n", strings.Join(notes, "; ")); err != nil {
+			return err
+		}
 	}
-	_, err := fmt.Fprintf(w, "\nnote: %s (speed and numerics differ; the memory figures hold)\n", strings.Join(notes, "; "))
-	return err
+	return report.WriteWarnings(w, m.Warnings)
 }
 
 func lower(ss []string) []string {
@@ -364,6 +371,11 @@ func sweepRun(f *Factory, ro report.Options, o *fitOptions, m *model.Model, est 
 	if o.PlotOut != "" {
 		return writePlot(f, o, m, job, xs, rs, gs)
 	}
+	ws := [][]string{m.Warnings}
+	for _, r := range rs {
+		ws = append(ws, r.Warnings)
+	}
+	warnings := report.Warnings(ws...)
 	if ro.Format == report.JSON {
 		type point struct {
 			X      int           `json:"x"`
@@ -373,7 +385,12 @@ func sweepRun(f *Factory, ro report.Options, o *fitOptions, m *model.Model, est 
 		for i := range xs {
 			pts[i] = point{xs[i], rs[i].PerGPU}
 		}
-		return report.WriteJSON(f.IO.Out, pts)
+		return report.WriteJSON(f.IO.Out, struct {
+			Model    string   `json:"model"`
+			Sweep    string   `json:"sweep"`
+			Points   []point  `json:"points"`
+			Warnings []string `json:"warnings,omitempty"`
+		}{m.ID, o.Sweep, pts, warnings})
 	}
 	t := &report.TableData{
 		Title:   fmt.Sprintf("%s, %s: per-GPU peaks by %s", m.ID, modeName(job), o.Sweep),
@@ -392,7 +409,10 @@ func sweepRun(f *Factory, ro report.Options, o *fitOptions, m *model.Model, est 
 		}
 		t.AddRow(row...)
 	}
-	return t.Render(f.IO.Out, ro.Format)
+	if err := t.Render(f.IO.Out, ro.Format); err != nil {
+		return err
+	}
+	return report.WriteWarnings(f.IO.Out, warnings)
 }
 
 func writePlot(f *Factory, o *fitOptions, m *model.Model, job memory.Job, xs []int, rs []memory.Result, gs []gpu.GPU) error {

@@ -48,8 +48,12 @@ func TestPlanAcrossGPUs(t *testing.T) {
 		}
 	}
 	out, _, code = runCommand(t, "plan", "Qwen/Qwen2.5-0.5B", "--gpu", "t4,h100", "--max-gpus", "2", "--seq-len", "1024", "--format", "json")
-	var plans []plan.Plan
-	if err := json.Unmarshal([]byte(out), &plans); err != nil || code != 0 || len(plans) != 2 {
+	var rep struct {
+		Plans []plan.Plan `json:"plans"`
+	}
+	err := json.Unmarshal([]byte(out), &rep)
+	plans := rep.Plans
+	if err != nil || code != 0 || len(plans) != 2 {
 		t.Fatalf("exit %d, %v, %d plans", code, err, len(plans))
 	}
 	for _, p := range plans {
