@@ -3,12 +3,10 @@ package trainconfig
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"gopkg.in/yaml.v3"
 
@@ -91,33 +89,17 @@ func (c *Config) Warnings() []string {
 	return out
 }
 
-// jobFieldIndex maps memory.Job JSON keys to field indexes; it is built
-// on first use.
-var jobFieldIndex = sync.OnceValue(func() map[string]int {
-	t := reflect.TypeFor[memory.Job]()
-	out := make(map[string]int, t.NumField())
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name != "" && name != "-" {
-			out[name] = i
-		}
-	}
-	return out
-})
-
 // Apply copies the settings of c onto job, except the keys for which
 // skip returns true (settings given elsewhere that win). It returns the
 // keys it copied.
 func (c *Config) Apply(job *memory.Job, skip func(key string) bool) []string {
-	dst := reflect.ValueOf(job).Elem()
-	src := reflect.ValueOf(&c.Job).Elem()
 	var done []string
 	for _, k := range c.Keys {
-		i, ok := jobFieldIndex()[k]
+		jk, ok := memory.LookupJobKey(k)
 		if !ok || (skip != nil && skip(k)) {
 			continue
 		}
-		dst.Field(i).Set(src.Field(i))
+		jk.Copy(job, &c.Job)
 		done = append(done, k)
 	}
 	return done

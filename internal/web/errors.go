@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gpumem/gpumem/jobfile"
+	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
 )
 
@@ -89,7 +90,7 @@ func fieldOf(err error) string {
 		return k
 	}
 	k := strings.ReplaceAll(m[1], "-", "_")
-	if _, ok := jobFields()[k]; ok {
+	if _, ok := memory.LookupJobKey(k); ok {
 		return k
 	}
 	return ""
