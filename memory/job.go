@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/gpumem/gpumem/units"
@@ -29,7 +28,7 @@ func ParseMode(s string) (Mode, error) {
 	case "serving", "serve":
 		return Serving, nil
 	}
-	return "", fmt.Errorf("unknown mode %q (want train, inference or serving)", s)
+	return "", FieldErrorf("mode", "unknown mode %q (want train, inference or serving)", s)
 }
 
 // Job describes one run whose per-GPU memory is estimated. Its zero value
@@ -66,7 +65,7 @@ type Job struct {
 	// config's architecture: "sequence_classification",
 	// "token_classification" or "none" drop the vocabulary logits and loss
 	// ("" = the model's own LM head).
-	TaskHead string `json:"task_head,omitempty"` // --task-head
+	TaskHead string `json:"task_head,omitempty"` // job files, training configs and the API (no flag)
 
 	// Fine-tuning method.
 	Method          string   `json:"method,omitempty"`              // full|lora|qlora|frozen (default full)

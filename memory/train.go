@@ -224,7 +224,7 @@ func (s *setup) pipelineNote(pp, peak int) string {
 	if b := s.buf; b != nil && b.ppNote != "" && b.ppNoteFor == [2]int{pp, peak} {
 		return b.ppNote
 	}
-	w := "--pp " + strconv.Itoa(pp) + ": pipeline stage " + strconv.Itoa(peak) +
+	w := "pp=" + strconv.Itoa(pp) + ": pipeline stage " + strconv.Itoa(peak) +
 		" is the most loaded; every stage's figures are in the stage table (stages in the JSON output)"
 	if b := s.buf; b != nil {
 		b.ppNote, b.ppNoteFor = w, [2]int{pp, peak}

@@ -447,10 +447,12 @@ func TestPageInChromium(t *testing.T) {
 	checkPlan(t, base, st, "H100-SXM")
 	saveScreenshot(ctx, t, "serve-8b-h100")
 
-	// An impossible job shows the API's error and marks the field.
+	// An impossible job shows the API's error under the field's label
+	// and marks the field.
 	setField(ctx, t, "#f-tp", "3")
 	st = waitFor(ctx, t, "tp 3", func(q url.Values) bool { return q.Get("tp") == "3" })
-	if st.State != "error" || !st.ErrorShow || !strings.Contains(st.Error, "--tp 3") || len(st.Invalid) != 1 || st.Invalid[0] != "tp" {
+	if st.State != "error" || !st.ErrorShow || !strings.HasPrefix(st.Error, "Tensor parallel: ") || !strings.Contains(st.Error, "tp=3") ||
+		len(st.Invalid) != 1 || st.Invalid[0] != "tp" {
 		t.Errorf("tp=3: state %q, error %q shown=%v, invalid %v", st.State, st.Error, st.ErrorShow, st.Invalid)
 	}
 

@@ -96,6 +96,10 @@ const DEFAULT_JOB = { model: 'llama3-8b', seq_len: '2048' };
 const DEBOUNCE_MS = 200;
 const FIELD_TYPES = new Map([['model', 'text'], ['mode', 'select'], ['gpu', 'select']]);
 for (const g of GROUPS) for (const f of g.fields) FIELD_TYPES.set(f.k, f.type);
+// FIELD_LABELS names a job key as the form does: an API error's field
+// (a JSON key such as "tp") is shown by its label ("Tensor parallel").
+const FIELD_LABELS = new Map([['model', 'Model'], ['mode', 'Mode'], ['gpu', 'GPU']]);
+for (const g of GROUPS) for (const f of g.fields) FIELD_LABELS.set(f.k, f.label);
 
 const $ = (sel) => document.querySelector(sel);
 const form = $('#job');
@@ -326,7 +330,8 @@ async function recompute() {
     document.body.dataset.state = 'ready';
   } catch (err) {
     if (err.name === 'AbortError' || ctl !== inflight) return;
-    $('#error').textContent = err.message;
+    const label = err.field && FIELD_LABELS.get(err.field);
+    $('#error').textContent = label ? `${label}: ${err.message}` : err.message;
     $('#error').hidden = false;
     $('#status').textContent = '';
     const f = err.field && form.elements[err.field];
