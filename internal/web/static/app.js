@@ -341,6 +341,12 @@ async function recompute() {
   }
 }
 
+// settingsText names the settings of a suggestion by their form labels:
+// "Grad. checkpointing = full, Method = qlora".
+function settingsText(settings) {
+  return (settings || []).map((x) => `${FIELD_LABELS.get(x.key) || x.key} = ${x.value}`).join(', ');
+}
+
 function withoutGPU(job) {
   const j = Object.assign({}, job);
   delete j.gpu;
@@ -448,7 +454,7 @@ function renderGPUs(plan, gpuName) {
   const largest = $('#fits-largest');
   const sugg = $('#fit-suggestions');
   sugg.replaceChildren(...((sel && sel.suggestions) || []).map((s) => el('li', {
-    text: `${s.combined ? 'together: ' : ''}${s.change}: ${formatIEC(s.need_bytes)} per GPU (${s.verdict.replaceAll('_', ' ')})${s.combined ? '' : ' — ' + s.why}`,
+    text: `${s.combined ? 'together: ' : ''}${settingsText(s.settings)}: ${formatIEC(s.need_bytes)} per GPU (${s.verdict.replaceAll('_', ' ')})${s.combined ? '' : ' — ' + s.why}`,
   })));
   if (!sel) {
     sum.className = 'verdict';
