@@ -292,8 +292,8 @@ func (c *calcReader) parallelism(body map[string]any) {
 
 // calcEngines maps the calculators' engine names onto gpumem's.
 var calcEngines = map[string]string{
-	"pytorch": "ddp", "pytorch_ddp": "ddp", "ddp": "ddp", "deepspeed": "deepspeed",
-	"megatron": "megatron", "megatron_lm": "megatron", "megatron-lm": "megatron", "fsdp": "fsdp",
+	"pytorch": memory.EngineDDP, "pytorch_ddp": memory.EngineDDP, "ddp": memory.EngineDDP, "deepspeed": memory.EngineDeepSpeed,
+	"megatron": memory.EngineMegatron, "megatron_lm": memory.EngineMegatron, "megatron-lm": memory.EngineMegatron, "fsdp": memory.EngineFSDP,
 }
 
 func (c *calcReader) engine(body map[string]any) {

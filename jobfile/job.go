@@ -252,29 +252,6 @@ func (r *reader) constantsIn(prefix string, obj map[string]any) (map[string]floa
 	return out, good
 }
 
-// ParseGradCheckpoint reads a checkpointing setting as users spell it:
-// true/false, none/full/selective and every-N. It returns the
-// memory.Job value ("" for none).
-func ParseGradCheckpoint(s string) (string, bool) {
-	v := strings.ToLower(strings.TrimSpace(s))
-	switch v {
-	case "", "false", "no", "0", "off", "none":
-		return "", true
-	case "true", "yes", "1", "on", "full":
-		return "full", true
-	case "selective", "op", "sac":
-		// op: torchtitan's per-op selective policy with framework
-		// torchtitan, Megatron-style selective recompute otherwise.
-		return v, true
-	}
-	if n, ok := strings.CutPrefix(v, "every-"); ok {
-		if k, err := strconv.Atoi(n); err == nil && k > 0 {
-			return v, true
-		}
-	}
-	return "", false
-}
-
 // checkJob checks the values a job can be wrong about without a model.
 func (r *reader) checkJob(j *memory.Job, keys map[string]bool) {
 	// The mode is read as the CLI's --mode, whose default is train, so
@@ -285,9 +262,9 @@ func (r *reader) checkJob(j *memory.Job, keys map[string]bool) {
 	}
 	j.Mode = m
 	if keys["grad_checkpoint"] {
-		gc, ok := ParseGradCheckpoint(j.GradCheckpoint)
-		if !ok {
-			r.add("grad_checkpoint", "unknown mode %q (want none, full, selective, op, every-N or true/false)", j.GradCheckpoint)
+		gc, err := memory.ParseGradCheckpoint(j.GradCheckpoint)
+		if err != nil {
+			r.add("grad_checkpoint", "%v", err)
 		}
 		j.GradCheckpoint = gc
 	}

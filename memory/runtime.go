@@ -336,7 +336,7 @@ func listsSoftware(sw []string, name string) bool {
 // (DeepSpeed ZeRO-3, FSDP/FSDP2 full or hybrid sharding).
 func shardsParams(job *Job) bool {
 	switch job.Engine {
-	case "", engineDDP, engineMegatron:
+	case "", EngineDDP, EngineMegatron:
 		// Lower-case already and none of the spellings below.
 		return false
 	}

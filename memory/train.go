@@ -805,11 +805,11 @@ func (s *setup) gradPhases(t *trainParts) [numPhases]float64 {
 // the parameters' .grad references (MODEL.md §3.3).
 func (s *setup) gradsPersist() bool {
 	switch s.dist.engine {
-	case engineMegatron:
+	case EngineMegatron:
 		return true
-	case engineDDP:
+	case EngineDDP:
 		return s.job.GradientAsBucketView
-	case engineDeepSpeed:
+	case EngineDeepSpeed:
 		return s.dist.zero == 3
 	}
 	return false

@@ -31,15 +31,6 @@ type distSpec struct {
 	inFlight         float64 // micro-batches whose activations the stage holds
 }
 
-// Engines (Job.Engine) after normalisation.
-const (
-	engineDDP       = "ddp"
-	engineDeepSpeed = "deepspeed"
-	engineFSDP      = "fsdp"
-	engineFSDP2     = "fsdp2"
-	engineMegatron  = "megatron"
-)
-
 // Pipeline schedules (Job.PipelineSchedule).
 const (
 	schedule1F1B        = "1f1b"
@@ -76,11 +67,11 @@ func (s *setup) resolveDist() error {
 	} else if err := s.resolveLayout(d); err != nil {
 		return err
 	}
-	if d.pp > 1 && d.engine == engineDeepSpeed && d.zero >= 2 {
+	if d.pp > 1 && d.engine == EngineDeepSpeed && d.zero >= 2 {
 		// deepspeed/runtime/pipe/engine.py asserts zero stage < 2.
 		return FieldErrorf("zero", "{zero=%d} with {pp=%d}: DeepSpeed's pipeline engine supports ZeRO stages 0 and 1 only", d.zero, d.pp)
 	}
-	if d.pp > 1 && d.engine == engineFSDP {
+	if d.pp > 1 && d.engine == EngineFSDP {
 		s.warn("pp with engine=fsdp: pipeline parallelism is run with FSDP2 (torchtitan); FSDP1 units are assumed per stage")
 	}
 	d.sp = j.SP
@@ -207,16 +198,16 @@ func (s *setup) resolveEngine(d *distSpec) error {
 	d.engine = e
 	d.nd = float64(d.dp)
 	switch e {
-	case engineDeepSpeed:
+	case EngineDeepSpeed:
 		if j.ZeRO > 3 {
 			return FieldErrorf("zero", "{zero}: want a stage 0..3, got %d", j.ZeRO)
 		}
 		d.zero = j.ZeRO
-	case engineFSDP, engineFSDP2:
+	case EngineFSDP, EngineFSDP2:
 		if err := s.resolveFSDP(d); err != nil {
 			return err
 		}
-	case engineMegatron:
+	case EngineMegatron:
 		if j.ZeRO > 1 {
 			return FieldErrorf("zero", "{zero=%d}: Megatron's distributed optimizer shards the optimizer state and fp32 master only (ZeRO-1); use {zero=1}, or {engine=deepspeed} for stages 2 and 3", j.ZeRO)
 		}
@@ -229,7 +220,7 @@ func (s *setup) resolveEngine(d *distSpec) error {
 			return FieldErrorf("zero", "{zero=%d}: ZeRO stages need {engine=deepspeed} (or megatron for its distributed optimizer, fsdp for full sharding)", j.ZeRO)
 		}
 	}
-	if j.FSDPStrategy != "" && e != engineFSDP && e != engineFSDP2 {
+	if j.FSDPStrategy != "" && e != EngineFSDP && e != EngineFSDP2 {
 		return FieldErrorf("fsdp_strategy", "{fsdp_strategy=%s}: needs {engine=fsdp} or fsdp2 (engine is %s)", j.FSDPStrategy, cond(e == "", "none", e))
 	}
 	// Most jobs offload nothing: an empty flag needs no parsing.
@@ -246,7 +237,7 @@ func (s *setup) resolveEngine(d *distSpec) error {
 	if d.offloadParams != "" && d.zero < 3 && e != "" {
 		return FieldErrorf("offload_params", "{offload_params}: parameter offload needs ZeRO-3 or FSDP full sharding")
 	}
-	if (d.offloadOpt != "" || d.offloadParams != "") && (e == engineDDP || e == engineMegatron) {
+	if (d.offloadOpt != "" || d.offloadParams != "") && (e == EngineDDP || e == EngineMegatron) {
 		return FieldErrorf(cond(d.offloadOpt != "", "offload_optimizer", "offload_params"), "{offload_optimizer}/{offload_params}: engine %s does not offload (use {engine=deepspeed} or fsdp)", e)
 	}
 	return nil
@@ -258,29 +249,29 @@ func normalizeEngine(name string, world int) (string, error) {
 	switch name {
 	case "":
 		if world > 1 {
-			return engineDDP, nil
+			return EngineDDP, nil
 		}
 		return "", nil
-	case engineDDP, engineDeepSpeed, engineFSDP, engineFSDP2, engineMegatron:
+	case EngineDDP, EngineDeepSpeed, EngineFSDP, EngineFSDP2, EngineMegatron:
 		// An engine name as the switch below returns it: no folding.
 		return name, nil
 	}
 	e := fold(name)
 	switch {
 	case e == "" && world > 1:
-		return engineDDP, nil
+		return EngineDDP, nil
 	case e == "":
 		return "", nil
 	case e == "ddp" || e == "torch-ddp":
-		return engineDDP, nil
+		return EngineDDP, nil
 	case e == "deepspeed" || e == "ds" || strings.HasPrefix(e, "zero"):
-		return engineDeepSpeed, nil
+		return EngineDeepSpeed, nil
 	case e == "fsdp" || e == "fsdp1":
-		return engineFSDP, nil
+		return EngineFSDP, nil
 	case e == "fsdp2" || strings.Contains(e, "torchtitan") || e == "fully_shard":
-		return engineFSDP2, nil
+		return EngineFSDP2, nil
 	case e == "megatron" || e == "megatron-core" || e == "nemo":
-		return engineMegatron, nil
+		return EngineMegatron, nil
 	}
 	return "", FieldErrorf("engine", "{engine}: unknown engine %q (want ddp, deepspeed, fsdp, fsdp2 or megatron)", name)
 }
@@ -309,7 +300,7 @@ func (s *setup) resolveFSDP(d *distSpec) error {
 	if j.ZeRO != 0 && j.ZeRO != d.zero {
 		return FieldErrorf("zero", "{zero=%d} disagrees with {fsdp_strategy=%s} (ZeRO-%d-like); give one", j.ZeRO, cond(strategy == "", "full_shard", strategy), d.zero)
 	}
-	if d.engine == engineFSDP2 {
+	if d.engine == EngineFSDP2 {
 		// torchtitan shards over the flattened dp_shard × cp mesh (§15.10).
 		d.nd *= float64(d.cp)
 	}
@@ -587,7 +578,7 @@ func (s *setup) parallelInfo(t *trainParts) (Parallel, bool) {
 	p := Parallel{Engine: d.engine, World: d.world, DP: d.dp, TP: d.tp, PP: d.pp, CP: d.cp, EP: d.ep,
 		ZeRO: d.zero, ShardGroup: int(d.nd)}
 	switch {
-	case d.engine == engineDeepSpeed && d.zero == 3:
+	case d.engine == EngineDeepSpeed && d.zero == 3:
 		p.LargestUnitParams = int64(s.largestModule() + 0.5)
 	case s.isFSDP() && d.zero >= 2:
 		unit, root := s.fsdpUnits()

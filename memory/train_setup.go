@@ -178,7 +178,7 @@ func (s *setup) resolveFramework() error {
 		if s.job.Engine == "" {
 			break
 		}
-		if e, _ := normalizeEngine(s.job.Engine, 1); e == engineMegatron {
+		if e, _ := normalizeEngine(s.job.Engine, 1); e == EngineMegatron {
 			s.framework = FrameworkMegatron
 		}
 	case "hf", "transformers", "trl", "peft", "accelerate", "axolotl", "llamafactory", "llama-factory":

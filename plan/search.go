@@ -242,11 +242,11 @@ const GPUsVar Var = "num_gpus"
 // parallelism keep a full copy per model-parallel group.
 func Shards(job memory.Job) bool {
 	switch job.Engine {
-	case EngineDeepSpeed, EngineMegatron:
+	case memory.EngineDeepSpeed, memory.EngineMegatron:
 		return job.ZeRO >= 1
-	case EngineFSDP:
+	case memory.EngineFSDP:
 		return job.FSDPStrategy != "no_shard"
-	case EngineFSDP2:
+	case memory.EngineFSDP2:
 		return true
 	}
 	return false

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/gpumem/gpumem/gpu"
-	"github.com/gpumem/gpumem/jobfile"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/units"
 )
@@ -51,7 +50,7 @@ type knob struct {
 // can add; sharding and the batch are the GPU-count and batch searches'.
 var knobs = []knob{
 	{Setting{"grad_checkpoint", "full"}, "recomputes each layer's forward in backward (about a third more compute)", func(j *memory.Job) bool {
-		if gc, _ := jobfile.ParseGradCheckpoint(j.GradCheckpoint); gc == "full" {
+		if gc, _ := memory.ParseGradCheckpoint(j.GradCheckpoint); gc == "full" {
 			return false
 		}
 		j.GradCheckpoint = "full"

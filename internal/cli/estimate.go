@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpumem/gpumem/internal/textdist"
-	"github.com/gpumem/gpumem/jobfile"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/plan"
@@ -455,9 +454,9 @@ func (o *estimateOptions) finishMethod(fs *pflag.FlagSet) error {
 // parseGradCheckpoint accepts the spellings users bring: true/false,
 // none/full/selective/op and every-N.
 func parseGradCheckpoint(s string) (string, error) {
-	gc, ok := jobfile.ParseGradCheckpoint(s)
-	if !ok {
-		return "", usageErrorf("--grad-checkpoint: unknown mode %q (want none, full, selective, op, every-N or true/false)", s)
+	gc, err := memory.ParseGradCheckpoint(s)
+	if err != nil {
+		return "", usageErrorf("--grad-checkpoint: %w", err)
 	}
 	return gc, nil
 }
