@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpumem/gpumem/internal/decoded"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/units"
 )
@@ -82,7 +83,7 @@ func parseCalculatorObject(obj map[string]any, name string) (*File, error) {
 				unknownKey(c.reader, sec, calculatorSections)
 				continue
 			}
-			c.add(sec, "want an object, got %s", typeName(v))
+			c.add(sec, "want an object, got %s", decoded.Kind(v))
 			continue
 		}
 		switch sec {

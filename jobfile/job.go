@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpumem/gpumem/internal/decoded"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/units"
 )
@@ -212,7 +213,7 @@ func (r *reader) setField(key string, v any, dst reflect.Value, typ reflect.Type
 func (r *reader) constants(key string, v any) (map[string]float64, bool) {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		r.add(key, "want an object of constant names to numbers, got %s", typeName(v))
+		r.add(key, "want an object of constant names to numbers, got %s", decoded.Kind(v))
 		return nil, false
 	}
 	return r.constantsIn(key+".", obj)

@@ -10,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/gpumem/gpumem/internal/decoded"
 	"github.com/gpumem/gpumem/memory"
 )
 
@@ -184,28 +185,9 @@ func decode(data []byte, name string) (obj map[string]any, err error) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("%s: want a mapping of keys to values at the top level, got %s", name, kindOf(v))
+		return nil, fmt.Errorf("%s: want a mapping of keys to values at the top level, got %s", name, decoded.Kind(v))
 	}
 	return m, nil
-}
-
-// kindOf names a decoded value's kind for messages.
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case int, int64, uint64, float64:
-		return "a number"
-	case string:
-		return "a string"
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "a mapping"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 // isAuto reports whether v is the HF/DeepSpeed placeholder "auto".
