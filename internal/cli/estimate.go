@@ -217,19 +217,39 @@ func (opts *estimateOptions) inputs(cmd *cobra.Command, f *Factory, args []strin
 // job's fragmentation fraction first.
 func (in estimateInputs) estimate(fs *pflag.FlagSet, opts *estimateOptions) (memory.Result, error) {
 	job := in.job
-	est := func(j memory.Job) (memory.Result, error) { return memory.Estimate(in.model, j) }
 	if fs.Changed("fragmentation-gib") {
-		var err error
-		if job, err = applyFragmentationGiB(est, job, opts.Compat.FragmentationGiB); err != nil {
+		if err := checkCushion(job); err != nil {
 			return memory.Result{}, err
 		}
+		var err error
+		cushion := units.FromFloat(opts.Compat.FragmentationGiB * float64(units.GiB))
+		if job, err = memory.SetReservedCushion(in.model, job, cushion); err != nil {
+			return memory.Result{}, fmt.Errorf("--fragmentation-gib: %w", err)
+		}
 	}
-	res, err := est(job)
+	res, err := memory.Estimate(in.model, job)
 	if err != nil {
 		return res, err
 	}
 	res.Warnings = slices.Concat(in.warnings, opts.TrainConfig.warnings, res.Warnings)
 	return res, nil
+}
+
+// checkCushion rejects the command lines --fragmentation-gib cannot
+// apply to, as usage errors: serving (no fragmentation term) and a
+// --set of the constant it sets.
+func checkCushion(job memory.Job) error {
+	if job.Mode == memory.Serving {
+		return usageErrorf("--fragmentation-gib: a serving estimate has no fragmentation term (vLLM sizes its KV pool from the memory left under --gpu-memory-utilization)")
+	}
+	name, err := memory.FragmentationConstant(job)
+	if err != nil {
+		return fmt.Errorf("--fragmentation-gib: %w", err)
+	}
+	if _, ok := job.Constants[name]; ok {
+		return usageErrorf("--fragmentation-gib and --set %s disagree; give one", name)
+	}
+	return nil
 }
 
 // addEstimateFlags declares the job flags. Each maps onto one memory.Job
