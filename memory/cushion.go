@@ -10,23 +10,42 @@ import (
 )
 
 // FragmentationConstant names the constant of [Constants] that governs
-// job's fragmentation, the fraction its reserved peak exceeds the
-// allocated one by: training, inference, torch 1.x and sharded jobs each
-// have their own (see [RuntimeOverheads]).
-func FragmentationConstant(job Job) (string, error) {
-	const probe = 0.123456789
+// job's fragmentation on m, the fraction its reserved peak exceeds the
+// allocated one by. Training, inference, torch 1.x and sharded jobs each
+// have their own (see [RuntimeOverheads]), and an FSDP or ZeRO-3 job
+// whose communication-stream pools are counted takes the training one
+// for its compute stream, which only the estimate on the model knows: so
+// the constant is found by estimating, as the one whose value moves the
+// reserved peak.
+func FragmentationConstant(m *model.Model, job Job) (string, error) {
+	name, _, err := fragmentationOf(m, job)
+	return name, err
+}
+
+// fragmentationOf is [FragmentationConstant] with the job's estimate.
+func fragmentationOf(m *model.Model, job Job) (string, Result, error) {
+	base, err := Estimate(m, job)
+	if err != nil {
+		return "", base, err
+	}
 	for _, info := range Constants() {
 		if !strings.HasPrefix(info.Name, "fragmentation") {
 			continue
 		}
+		probe := info.Max
+		if v, ok := job.Constants[info.Name]; ok && v == probe || !ok && info.Default == probe {
+			probe = info.Min
+		}
 		t := job
-		t.Constants = map[string]float64{info.Name: probe}
-		o, err := RuntimeOverheads(t)
-		if err == nil && o.Fragmentation == probe {
-			return info.Name, nil
+		t.Constants = make(map[string]float64, len(job.Constants)+1)
+		maps.Copy(t.Constants, job.Constants)
+		t.Constants[info.Name] = probe
+		r, err := Estimate(m, t)
+		if err == nil && r.PerGPU.ReservedPeakBytes != base.PerGPU.ReservedPeakBytes {
+			return info.Name, base, nil
 		}
 	}
-	return "", errors.New("no fragmentation constant governs this job")
+	return "", base, errors.New("no fragmentation constant governs this job (its allocated peak is 0)")
 }
 
 // SetReservedCushion returns job with its fragmentation constant
@@ -40,21 +59,14 @@ func SetReservedCushion(m *model.Model, job Job, cushion units.Bytes) (Job, erro
 	if job.Mode == Serving {
 		return job, FieldErrorf("mode", "a serving estimate has no fragmentation term (vLLM sizes its KV pool from the memory left under {gpu_memory_utilization})")
 	}
-	name, err := FragmentationConstant(job)
+	name, first, err := fragmentationOf(m, job)
 	if err != nil {
 		return job, err
 	}
 	if _, ok := job.Constants[name]; ok {
 		return job, FieldErrorf("constants", "{constants=%s} and a reserved cushion disagree; give one", name)
 	}
-	first, err := Estimate(m, job)
-	if err != nil {
-		return job, err
-	}
 	alloc := first.PerGPU.AllocatedPeakBytes
-	if alloc <= 0 {
-		return job, errors.New("the estimate has no allocated peak to relate a reserved cushion to")
-	}
 	out := job
 	out.Constants = make(map[string]float64, len(job.Constants)+1)
 	maps.Copy(out.Constants, job.Constants)

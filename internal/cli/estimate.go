@@ -218,7 +218,7 @@ func (opts *estimateOptions) inputs(cmd *cobra.Command, f *Factory, args []strin
 func (in estimateInputs) estimate(fs *pflag.FlagSet, opts *estimateOptions) (memory.Result, error) {
 	job := in.job
 	if fs.Changed("fragmentation-gib") {
-		if err := checkCushion(job); err != nil {
+		if err := checkCushion(in.model, job); err != nil {
 			return memory.Result{}, err
 		}
 		var err error
@@ -238,11 +238,11 @@ func (in estimateInputs) estimate(fs *pflag.FlagSet, opts *estimateOptions) (mem
 // checkCushion rejects the command lines --fragmentation-gib cannot
 // apply to, as usage errors: serving (no fragmentation term) and a
 // --set of the constant it sets.
-func checkCushion(job memory.Job) error {
+func checkCushion(m *model.Model, job memory.Job) error {
 	if job.Mode == memory.Serving {
 		return usageErrorf("--fragmentation-gib: a serving estimate has no fragmentation term (vLLM sizes its KV pool from the memory left under --gpu-memory-utilization)")
 	}
-	name, err := memory.FragmentationConstant(job)
+	name, err := memory.FragmentationConstant(m, job)
 	if err != nil {
 		return fmt.Errorf("--fragmentation-gib: %w", err)
 	}
