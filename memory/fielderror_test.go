@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -157,4 +159,34 @@ func TestFieldErrorKeys(t *testing.T) {
 			t.Errorf("%+v: key %q (%v), want %q", tt.job, got, err, tt.want)
 		}
 	}
+}
+
+// settingRE is a second reading of the template syntax, for the fuzz
+// test to compare with: {key} or {key=value}, the value running to the
+// next closing brace.
+var settingRE = regexp.MustCompile(`\{([a-z][a-z0-9_]*)(?:=([^}]*))?\}`)
+
+// FuzzExpandKeys checks the template reader on any text: it never
+// panics, passes the namer only keys it may name, and finds the same
+// settings as a regular expression does.
+func FuzzExpandKeys(f *testing.F) {
+	for _, s := range []string{"{seq_len}: want %d", "{tp=%d} and {pp=%d}", "{", "}{", "{Tp}", "{a={b}}", "{x=}", "{{a}", "no settings"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, format string) {
+		name := func(key, value string) string { return "<" + key + "|" + value + ">" }
+		got := expandKeys(format, func(key, value string) string {
+			if !isKey(key) || strings.Contains(value, "}") {
+				t.Errorf("%q: namer called with key %q, value %q", format, key, value)
+			}
+			return name(key, value)
+		})
+		want := settingRE.ReplaceAllStringFunc(format, func(m string) string {
+			sub := settingRE.FindStringSubmatch(m)
+			return name(sub[1], sub[2])
+		})
+		if got != want {
+			t.Errorf("%q expanded to %q, want %q", format, got, want)
+		}
+	})
 }
