@@ -155,7 +155,7 @@ func (c phaseContext) kvRow(phase string, tokens int64) Component {
 	in := c.in
 	switch {
 	case in.noKV:
-		return Component{Name: "kv_cache", Level: "allocated", Phase: phase, Formula: "--no-kv-cache: nothing cached", Source: srcKV}
+		return Component{Name: "kv_cache", Level: "allocated", Phase: phase, Formula: "no_kv_cache: nothing cached", Source: srcKV}
 	case in.encoderOnly:
 		return Component{Name: "kv_cache", Level: "allocated", Phase: phase, Formula: "encoder-only model: one forward, nothing cached", Source: srcKV}
 	}

@@ -81,7 +81,7 @@ func buildStateSpec(st *model.Stack, lo, hi int, act DType, tp int, engine strin
 		convDim += 2 * (tp - r.Groups) * r.StateDim
 	}
 	if convDim%tp != 0 || r.Heads%tp != 0 {
-		return spec, fmt.Errorf("--tp %d does not divide the %d state heads (and %d conv channels) of the %s layers", tp, r.Heads, convDim, r.Kind)
+		return spec, FieldErrorf("tp", "{tp=%d} does not divide the %d state heads (and %d conv channels) of the %s layers", tp, r.Heads, convDim, r.Kind)
 	}
 	ab := act.BytesPerElement()
 	window := r.ConvKernel

@@ -201,12 +201,12 @@ func (in *inferenceInputs) servingFigures(setup servingSetup, requested units.By
 func (in *inferenceInputs) servingWarnings(m *model.Model, setup servingSetup, st servingStage, sr *ServingResult) []string {
 	switch {
 	case in.encoderOnly:
-		return []string{fmt.Sprintf("%s is an encoder-only model: vLLM runs it without a KV cache, so concurrency is bounded by --max-num-seqs and the activation budget", m.ID)}
+		return []string{fmt.Sprintf("%s is an encoder-only model: vLLM runs it without a KV cache, so concurrency is bounded by max_num_seqs and the activation budget", m.ID)}
 	case st.pool == 0:
 		return []string{fmt.Sprintf("no memory left for the KV cache: weights %s + activations %s + non-torch %s exceed %.2f × %s",
 			units.FormatIEC(st.weights.total), units.FormatIEC(st.act.bytes), units.FormatIEC(vllmNonTorch), setup.util, units.FormatIEC(setup.total))}
 	case !sr.MaxModelLenFits:
-		return []string{fmt.Sprintf("one sequence of --max-model-len %d tokens needs %s of KV cache, more than the %s pool: vLLM refuses to start; lower --max-model-len or raise --gpu-memory-utilization",
+		return []string{fmt.Sprintf("one sequence of max_model_len=%d tokens needs %s of KV cache, more than the %s pool: vLLM refuses to start; lower max_model_len or raise gpu_memory_utilization",
 			setup.maxModelLen, units.FormatIEC(st.seqBytes(int64(setup.maxModelLen), setup, in.crossTokens)), units.FormatIEC(st.pool))}
 	}
 	return nil

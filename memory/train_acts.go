@@ -159,7 +159,7 @@ func (s *setup) warnUnusedActConstants() {
 		s.warn("attn_act_factor_no_fa is set but attention is fused (flash or SDPA): it applies to eager attention (attn_act_factor_fa applies here)")
 	}
 	if s.c[cGradCkptReduction] > 0 && s.ckptRetention() == 0 {
-		s.warn("grad_ckpt_reduction is set but the job does not checkpoint layers: it applies with --grad-checkpoint full or every-N")
+		s.warn("grad_ckpt_reduction is set but the job does not checkpoint layers: it applies with grad_checkpoint=full or every-N")
 	}
 }
 

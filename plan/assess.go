@@ -32,13 +32,24 @@ type Answer struct {
 	Error string `json:"error,omitempty"`
 	// NoFit is true when even the smallest value does not fit.
 	NoFit bool `json:"no_fit,omitempty"`
+
+	err, stop error // Error and Stop as errors, where kept (see Err, StopErr)
 }
+
+// Err returns the search's error, nil when it found an answer. Front ends
+// that name job settings in their own words render it with
+// [memory.RenderError] rather than print Error.
+func (a *Answer) Err() error { return a.err }
+
+// StopErr returns why the next value does not fit as an error, when the
+// search kept one (see [Found.StopErr]).
+func (a *Answer) StopErr() error { return a.stop }
 
 // NewAnswer summarizes a search's result and error.
 func NewAnswer(found Found, err error) *Answer {
-	a := &Answer{Value: found.Value, Limit: found.Limit, Stop: found.Stop}
+	a := &Answer{Value: found.Value, Limit: found.Limit, Stop: found.Stop, stop: found.stop}
 	if err != nil {
-		a.Value, a.Error, a.NoFit = 0, err.Error(), errors.Is(err, ErrNoFit)
+		a.Value, a.Error, a.NoFit, a.err = 0, err.Error(), errors.Is(err, ErrNoFit), err
 		return a
 	}
 	a.NeedBytes = Need(found.Result)

@@ -236,10 +236,10 @@ func writeFitOne(w io.Writer, ro report.Options, o *fitOptions, m *model.Model, 
 		for _, sg := range rep.Suggestions {
 			verdict := strings.ReplaceAll(string(sg.Verdict), "_", " ")
 			if sg.Combined {
-				fmt.Fprintf(&b, "together, these fit: %s → %s per GPU (%s)\n", sg.Change, ro.Bytes(sg.NeedBytes), verdict)
+				fmt.Fprintf(&b, "together, these fit: %s → %s per GPU (%s)\n", changeFlags(sg), ro.Bytes(sg.NeedBytes), verdict)
 				continue
 			}
-			fmt.Fprintf(&b, "  %-31s %s per GPU (%s, saves %s): %s\n", sg.Change, ro.Bytes(sg.NeedBytes), verdict, ro.Bytes(sg.Savings(need)), sg.Why)
+			fmt.Fprintf(&b, "  %-31s %s per GPU (%s, saves %s): %s\n", changeFlags(sg), ro.Bytes(sg.NeedBytes), verdict, ro.Bytes(sg.Savings(need)), sg.Why)
 		}
 	}
 	if s := rep.Result.Serving; s != nil {
@@ -271,17 +271,33 @@ func fitSentence(fit plan.Fit, ro report.Options) string {
 	return s
 }
 
+// changeFlags writes a suggestion's settings as the flags that set them:
+// "--grad-checkpoint full".
+func changeFlags(sg plan.Suggestion) string {
+	flags := make([]string, len(sg.Settings))
+	for i, s := range sg.Settings {
+		flags[i] = flagName(s.Key, s.Value)
+	}
+	return strings.Join(flags, " ")
+}
+
 func answerText(a *plan.Answer, ro report.Options, unit string) string {
 	if a.Error != "" {
-		if a.NoFit {
-			return "none (" + a.Error + ")"
+		msg := a.Error
+		if err := a.Err(); err != nil {
+			msg = renderError(err)
 		}
-		return "unknown (" + a.Error + ")"
+		if a.NoFit {
+			return "none (" + msg + ")"
+		}
+		return "unknown (" + msg + ")"
 	}
 	s := fmt.Sprintf("%d%s (%s per GPU)", a.Value, unit, ro.Bytes(a.NeedBytes))
 	switch {
 	case a.Value >= a.Limit:
 		s += ", the search limit"
+	case a.StopErr() != nil:
+		s += "; next: " + renderError(a.StopErr())
 	case a.Stop != "":
 		s += "; next: " + a.Stop
 	}

@@ -159,7 +159,7 @@ func (o *planOptions) finish(cmd *cobra.Command) (plan.Space, error) {
 	}
 	for i, e := range s.Engines {
 		if e == "single" {
-			s.Engines[i] = plan.EngineSingle
+			s.Engines[i] = memory.EngineSingle
 		}
 	}
 	if o.Methods == "" {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/plan"
 )
 
@@ -31,7 +32,7 @@ func TestPlanRanksLayouts(t *testing.T) {
 		t.Fatalf("plan %+v", p)
 	}
 	for _, c := range p.Candidates {
-		if c.Engine != plan.EngineSingle && c.Engine != plan.EngineDDP || c.GradCheckpoint == "selective" || c.MicroBatch > 4 {
+		if c.Engine != memory.EngineSingle && c.Engine != memory.EngineDDP || c.GradCheckpoint == "selective" || c.MicroBatch > 4 {
 			t.Errorf("candidate %v outside the requested space", c.Layout)
 		}
 	}
