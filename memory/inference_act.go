@@ -110,27 +110,30 @@ func (a actShape) feedForward(n int64) (float64, string) {
 	st := a.st
 	tp := float64(max(a.tp, 1))
 	hasDense, moe := false, false
+	dense := 0 // the widest dense FFN the GPU runs (per layer in Nemotron NAS models)
 	for i := a.lo; i < a.hi && i < st.Layers; i++ {
-		if layerType(st, i).MoE && st.MoE != nil {
+		switch lt := layerType(st, i); {
+		case lt.MoE && st.MoE != nil:
 			moe = true
-		} else {
+		case !lt.NoFFN:
 			hasDense = true
+			dense = max(dense, denseFFN(st, lt))
 		}
 	}
 	if a.hi <= a.lo {
-		hasDense = true
+		hasDense, dense = true, st.Intermediate
 	}
 	var best float64
 	f := "feed-forward 0"
-	if hasDense && st.Intermediate > 0 {
+	if hasDense && dense > 0 {
 		width, name := 2.0, "plain MLP 2·N·f"
 		if st.MLP == model.GatedMLP {
 			width, name = 3, "gated MLP 3·N·f"
 		}
-		best = width * float64(n) * float64(st.Intermediate) / tp * a.act
+		best = width * float64(n) * float64(dense) / tp * a.act
 		f = ""
 		if !a.quiet {
-			f = fmt.Sprintf("%s·%gB (f/tp = %g) = %s", name, a.act, float64(st.Intermediate)/tp, units.FormatIEC(units.FromFloat(best)))
+			f = fmt.Sprintf("%s·%gB (f/tp = %g) = %s", name, a.act, float64(dense)/tp, units.FormatIEC(units.FromFloat(best)))
 		}
 	}
 	if moe {

@@ -186,7 +186,8 @@ func (t *modTab) named(m *model.Model) []modRow {
 func oneLayerType(st *model.Stack) bool {
 	lts := st.LayerTypes[:min(len(st.LayerTypes), st.Layers)]
 	for _, l := range lts {
-		if l.CrossAttention != lts[0].CrossAttention || l.MoE != lts[0].MoE || !sameAttn(l.Attention, lts[0].Attention) {
+		if l.CrossAttention != lts[0].CrossAttention || l.MoE != lts[0].MoE || !sameAttn(l.Attention, lts[0].Attention) ||
+			l.FFN != lts[0].FFN || l.NoFFN != lts[0].NoFFN {
 			return false
 		}
 	}

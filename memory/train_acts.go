@@ -415,7 +415,8 @@ func (s *setup) uniformLayers(from, to int) bool {
 	lts := st.LayerTypes[max(from, 0):min(to, st.Layers)]
 	a := lts[0]
 	for _, l := range lts[1:] {
-		if l.CrossAttention != a.CrossAttention || l.MoE != a.MoE || !sameAttn(l.Attention, a.Attention) {
+		if l.CrossAttention != a.CrossAttention || l.MoE != a.MoE || !sameAttn(l.Attention, a.Attention) ||
+			l.FFN != a.FFN || l.NoFFN != a.NoFFN {
 			return false
 		}
 	}

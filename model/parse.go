@@ -58,6 +58,9 @@ func build(c *config) (*Model, error) {
 	}
 	b := &builder{}
 	r(c, m, b)
+	if headless(m) {
+		dropLMHead(c, m, b)
+	}
 	m.Quant = readQuant(c)
 	if err := c.err(); err != nil {
 		return nil, err
