@@ -77,6 +77,9 @@ func build(c *config) (*Model, error) {
 // then falls back to a generic dense decoder when the common keys are
 // present.
 func pickReader(c *config, mt, arch string) (reader, error) {
+	if err := refusal(c.st.file, mt, arch); err != nil {
+		return nil, err
+	}
 	if r, ok := readers[mt]; ok {
 		return r, nil
 	}
