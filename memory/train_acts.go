@@ -2,6 +2,7 @@ package memory
 
 import (
 	"math"
+	"strings"
 	"unsafe"
 
 	"github.com/gpumem/gpumem/model"
@@ -637,6 +638,12 @@ func extraNormsOf(m *model.Model) float64 {
 	for i := range m.Modules {
 		mod := &m.Modules[i]
 		if mod.Stack != stackText || mod.Layer < 0 || mod.Component != "norm" || mod.In > 0 {
+			continue
+		}
+		if strings.Contains(mod.Name, ".self_attn.") {
+			// Query/key norms inside attention (OLMoE's and OLMo 2's span
+			// the whole projection, as wide as the hidden state) are
+			// counted with the attention block (selfAttnAct, st.QKNorm).
 			continue
 		}
 		if mod.Each == int64(st.Hidden) || mod.Each == 2*int64(st.Hidden) {
