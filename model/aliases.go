@@ -102,4 +102,14 @@ var aliases = map[string]string{
 	"t5-base":           "google-t5/t5-base",
 	"t0-3b":             "bigscience/T0_3B",
 	"bart-large":        "facebook/bart-large",
+	// families of 2025–26
+	"deepseek-v3.2":      "deepseek-ai/DeepSeek-V3.2",
+	"glm-5":              "zai-org/GLM-5",
+	"minimax-m2.5":       "MiniMaxAI/MiniMax-M2.5",
+	"nemotron-super-49b": "nvidia/Llama-3_3-Nemotron-Super-49B-v1",
+	"smollm3-3b":         "HuggingFaceTB/SmolLM3-3B",
+	"olmo2-7b":           "allenai/OLMo-2-1124-7B",
+	"starcoder2-7b":      "bigcode/starcoder2-7b",
+	"aya-23-8b":          "CohereLabs/aya-23-8B",
+	"hunyuan-a13b":       "tencent/Hunyuan-A13B-Instruct",
 }
