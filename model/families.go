@@ -142,7 +142,9 @@ func Families() []Family {
 		}
 		out = append(out, Family{ModelType: mt, Covers: slices.Clone(f.covers), Source: f.source})
 	}
-	slices.SortFunc(out, func(a, b Family) int { return strings.Compare(a.ModelType, b.ModelType) })
+	slices.SortFunc(out, func(a, b Family) int {
+		return strings.Compare(strings.ToLower(a.ModelType), strings.ToLower(b.ModelType))
+	})
 	return out
 }
 

@@ -57,7 +57,9 @@ func TestFamilies(t *testing.T) {
 	if len(fs) != len(readers) {
 		t.Fatalf("Families() lists %d, readers has %d", len(fs), len(readers))
 	}
-	if !slices.IsSortedFunc(fs, func(a, b Family) int { return strings.Compare(a.ModelType, b.ModelType) }) {
+	if !slices.IsSortedFunc(fs, func(a, b Family) int {
+		return strings.Compare(strings.ToLower(a.ModelType), strings.ToLower(b.ModelType))
+	}) {
 		t.Error("Families() is not sorted by model_type")
 	}
 	fs[0].Covers[0] = "changed"
