@@ -105,6 +105,7 @@ var aliases = map[string]string{
 	// families of 2025–26
 	"deepseek-v3.2":      "deepseek-ai/DeepSeek-V3.2",
 	"glm-5":              "zai-org/GLM-5",
+	"glm-4.7":            "zai-org/GLM-4.7",
 	"minimax-m2.5":       "MiniMaxAI/MiniMax-M2.5",
 	"nemotron-super-49b": "nvidia/Llama-3_3-Nemotron-Super-49B-v1",
 	"smollm3-3b":         "HuggingFaceTB/SmolLM3-3B",

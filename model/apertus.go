@@ -12,6 +12,14 @@ package model
 func readApertus(c *config, m *Model, b *builder) {
 	s := readStack(c, dims{hidden: 4096, layers: 32, heads: 32, inter: 14336, vocab: 131072, maxPos: 65536, act: "xielu"})
 	s.MLP = PlainMLP
+	// The released configs carry the remote-code switches post_norm
+	// (false) and qk_norm (true); transformers builds that layout only.
+	if c.boolean("post_norm", false) {
+		c.fail("post_norm", "false (transformers' Apertus normalises before each block)", true)
+	}
+	if !c.boolean("qk_norm", true) {
+		c.fail("qk_norm", "true (transformers' Apertus always has q_norm and k_norm)", false)
+	}
 	s.AttnBias = c.boolean("attention_bias", false)
 	s.OutBias = s.AttnBias
 	s.QKNorm = true

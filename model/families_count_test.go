@@ -65,6 +65,12 @@ func TestFamilyPublishedCounts(t *testing.T) {
 		{config: "allenai__OLMo-2-0325-32B", want: 32234279936, source: hubTotal + ", allenai/OLMo-2-0325-32B-Instruct (same shapes)"},
 		{config: "bigcode__starcoder2-7b", want: 7173923840, source: hubTotal + ", bigcode/starcoder2-7b"},
 		{config: "CohereLabs__aya-23-8B", want: 8028033024, source: hubTotal + ", CohereLabs/aya-23-8B (tied)"},
+		{config: "zai-org__GLM-4.7", want: 358337791296, source: hubTotal + ", zai-org/GLM-4.7",
+			stored: glm4Stored, why: glm4Why},
+		{config: "PrimeIntellect__INTELLECT-3-Base", want: 110468824832, source: hubTotal + ", zai-org/GLM-4.5-Air (same shapes)",
+			stored: glm4Stored, why: glm4Why},
+		{config: "NewEden-Forge__Science-Expert-R1", want: 8053338176, source: hubTotal + ", swiss-ai/Apertus-8B-2509 (same shapes; " +
+			"2 xIELU parameters per layer: without them the count would be 64 short)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.config, func(t *testing.T) {
@@ -148,4 +154,13 @@ func TestHunyuanA13BCount(t *testing.T) {
 	if e := m.Text.MoE; e.Experts != 64 || e.ExpertsPerToken != 8 || e.SharedFFN != 3072 || !m.Text.QKNorm {
 		t.Errorf("MoE %+v, q/k norms %v; want 64 experts, top-8, one shared MLP of 3072, q/k norms", *e, m.Text.QKNorm)
 	}
+}
+
+const glm4Why = "the checkpoint adds the MTP layer (layer num_hidden_layers: a MoE layer with enorm, hnorm, eh_proj, " +
+	"shared_head.norm and its own embed_tokens and shared_head.head copies) and the routers' e_score_correction_bias buffers"
+
+func glm4Stored(m *Model) int64 {
+	s := m.Text
+	v, h := int64(s.Vocab), int64(s.Hidden)
+	return mtpLayer(m) + 2*v*h + int64(s.Layers-s.MoE.DenseLayers+1)*int64(s.MoE.Experts)
 }
