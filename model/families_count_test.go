@@ -69,6 +69,9 @@ func TestFamilyPublishedCounts(t *testing.T) {
 			stored: glm4Stored, why: glm4Why},
 		{config: "PrimeIntellect__INTELLECT-3-Base", want: 110468824832, source: hubTotal + ", zai-org/GLM-4.5-Air (same shapes)",
 			stored: glm4Stored, why: glm4Why},
+		{config: "darkc0de__4.3test2", want: 36151104512, source: "Hub safetensors totals of the Seed-OSS-36B-Instruct MLX conversions " +
+			"(lmstudio-community/Seed-OSS-36B-Instruct-MLX-{4,5,6,8}bit, all 36,151,104,512, in " + hubTotal + "), " +
+			"which count the q/k/v biases and norms an architecture estimate leaves out; the model card says 36B"},
 		{config: "NewEden-Forge__Science-Expert-R1", want: 8053338176, source: hubTotal + ", swiss-ai/Apertus-8B-2509 (same shapes; " +
 			"2 xIELU parameters per layer: without them the count would be 64 short)"},
 	}
