@@ -72,6 +72,14 @@ func TestFamilyPublishedCounts(t *testing.T) {
 		{config: "darkc0de__4.3test2", want: 36151104512, source: "Hub safetensors totals of the Seed-OSS-36B-Instruct MLX conversions " +
 			"(lmstudio-community/Seed-OSS-36B-Instruct-MLX-{4,5,6,8}bit, all 36,151,104,512, in " + hubTotal + "), " +
 			"which count the q/k/v biases and norms an architecture estimate leaves out; the model card says 36B"},
+		{config: "T-Systems-onsite__cross-en-de-roberta-sentence-transformer", want: 278044162,
+			source: hubTotal + ", T-Systems-onsite/cross-en-de-roberta-sentence-transformer (XLMRobertaModel, base size)",
+			stored: func(m *Model) int64 { return int64(m.Text.MaxPositions) },
+			why: "the checkpoint stores the embeddings.position_ids buffer (max_position_embeddings int64 ids), " +
+				"as older RoBERTa saves do; newer saves of the same shapes (danielheinz/e5-base-sts-en-de, TechWolf/JobBERT-v3) " +
+				"list 278,043,648, the parameters alone"},
+		{config: "estrogen__ModernBERT-base-sbert-initialized", want: 149014272,
+			source: hubTotal + ", ibm-granite/granite-embedding-english-r2 and IAMJB/RadEvalModernBERT (ModernBertModel of ModernBERT-base shapes; layer 0 has no attn_norm)"},
 		{config: "NewEden-Forge__Science-Expert-R1", want: 8053338176, source: hubTotal + ", swiss-ai/Apertus-8B-2509 (same shapes; " +
 			"2 xIELU parameters per layer: without them the count would be 64 short)"},
 	}

@@ -9,7 +9,8 @@ package model
 // and MLP Linears only when attention_bias and mlp_bias. Every
 // global_attn_every_n_layers-th layer (from layer 0) attends globally,
 // the others to a local window of local_attention tokens (half on each
-// side). ModernBertModel has no head; ModernBertForMaskedLM adds
+// side; layer_types, when the config writes them, say the same).
+// ModernBertModel has no head; ModernBertForMaskedLM adds
 // head.dense, head.norm and a decoder tied to the embeddings with a bias
 // when decoder_bias (ModernBertEmbeddings, ModernBertAttention,
 // ModernBertMLP, ModernBertEncoderLayer, ModernBertPredictionHead in
@@ -29,6 +30,8 @@ func readModernBERT(c *config, m *Model, b *builder) {
 			s.LayerTypes[i].Attention = SlidingAttention
 		}
 	}
+	readLayerTypes(c, &s) // transformers 5 writes the pattern out
+	checkWindow(c, &s)
 	normBias := c.boolean("norm_bias", false)
 	s.AttnBias = c.boolean("attention_bias", false)
 	s.OutBias = s.AttnBias
