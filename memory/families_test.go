@@ -149,3 +149,23 @@ func TestHeadlessEstimates(t *testing.T) {
 		t.Errorf("serving activation peak %v not below the LM's %v (no sampler warm-up)", se.Serving.ActivationPeakBytes, sl.Serving.ActivationPeakBytes)
 	}
 }
+
+// TestDSAIndexerTransient checks transformers' indexer scores by hand:
+// a 4096-token prefill of DeepSeek-V3.2 holds relu(q·k) over 64 indexer
+// heads in fp32 twice, plus the [s, s] fp32 index scores: 4096² ×
+// (2·64 + 1) × 4 B = 8.06 GiB in each layer's attention, which vLLM's fp8
+// indexer kernels do not allocate.
+func TestDSAIndexerTransient(t *testing.T) {
+	m := catalogModel(t, "deepseek-ai/DeepSeek-V3.2")
+	hf := actShape{st: &m.Text, tp: 1, attn: inferSDPA, act: 2, lo: 0, hi: m.Text.Layers, hf: true}
+	vllm := hf
+	vllm.hf = false
+	with, f := hf.attention(1, 4096, 4096)
+	without, _ := vllm.attention(1, 4096, 4096)
+	if got, want := with-without, 4096.0*4096*(2*64+1)*4; got != want {
+		t.Errorf("indexer transient %v B, want %v", got, want)
+	}
+	if !strings.Contains(f, "DSA indexer scores") {
+		t.Errorf("formula %q does not name the indexer", f)
+	}
+}

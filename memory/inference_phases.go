@@ -9,7 +9,7 @@ import (
 // textShape is the forward of the decoder layers this stage runs.
 func (c phaseContext) textShape() actShape {
 	in := c.in
-	return actShape{st: &c.m.Text, tp: in.tp, ep: in.ep, attn: in.attn, act: in.act.BytesPerElement(), lo: c.r.lo, hi: c.r.hi, quiet: in.quiet}
+	return actShape{st: &c.m.Text, tp: in.tp, ep: in.ep, attn: in.attn, act: in.act.BytesPerElement(), lo: c.r.lo, hi: c.r.hi, quiet: in.quiet, hf: true}
 }
 
 // prefill is the first forward pass: the prompt (with its image tokens)

@@ -193,7 +193,7 @@ func buildKVSpec(st *model.Stack, lo, hi int, kvDtype DType, tp int, engine stri
 //     DeepseekV32IndexerCache(head_dim=head_dim + head_dim //
 //     quant_block_size * 4, dtype=torch.uint8), quant_block_size 128).
 //   - transformers keeps the key in the cache's dtype
-//     (huggingface/transformers@b75d9478a55f347642dfa26ec5811a6a6cc01251:
+//     (huggingface/transformers@01f8fa55d98fbd77fb6461c47ae14fc6206f2f87:
 //     src/transformers/models/deepseek_v32/modeling_deepseek_v32.py,
 //     DeepseekV32Indexer.forward: past_key_values.update_indexer(k) with k
 //     of shape [B, S, index_head_dim]).

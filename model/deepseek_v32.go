@@ -7,7 +7,7 @@ import "fmt"
 // then MoE layers of routed and shared experts) plus, in every layer, the
 // lightning indexer of DeepSeek sparse attention (DSA), which picks the
 // index_topk cached tokens each query attends to
-// (huggingface/transformers@b75d9478a55f347642dfa26ec5811a6a6cc01251:
+// (huggingface/transformers@01f8fa55d98fbd77fb6461c47ae14fc6206f2f87:
 // src/transformers/models/deepseek_v32/modeling_deepseek_v32.py).
 //
 // Per layer, DeepseekV32Attention holds V3's MLA projections and

@@ -99,7 +99,7 @@ var families = map[string]familyInfo{
 	"t5":              {encDec, hf(v457, "t5/modeling_t5.py")},
 	"bart":            {encDec, hf(v457, "bart/modeling_bart.py")},
 
-	"deepseek_v32":     {textMoE, hf("b75d9478a55f347642dfa26ec5811a6a6cc01251", "deepseek_v32/modeling_deepseek_v32.py")},
+	"deepseek_v32":     {textMoE, hf("01f8fa55d98fbd77fb6461c47ae14fc6206f2f87", "deepseek_v32/modeling_deepseek_v32.py")},
 	"glm_moe_dsa":      {textMoE, hf("01f8fa55d98fbd77fb6461c47ae14fc6206f2f87", "glm_moe_dsa/modular_glm_moe_dsa.py")},
 	"glm4_moe":         {textMoE, hf("a0699c971daff96403489086fcfd07469d20b17f", "glm4_moe/modeling_glm4_moe.py")},
 	"minimax_m2":       {textMoE, hf("ea9df1d3bd9784aa7e6abd8f4be29551dd58d6d8", "minimax_m2/modular_minimax_m2.py")},
