@@ -110,6 +110,12 @@ func TestNewFamilyLayerKinds(t *testing.T) {
 				t.Errorf("layer %d: %+v, want global %v with NoPE", i, lt, global)
 			}
 		}
+		// Command R7B has Aya-23-8B's shapes: its Hub total (CohereLabs/
+		// c4ai-command-r7b-12-2024, 8,028,033,024 in the llmfit listing)
+		// is Aya's.
+		if got := m.TotalParams(); got != 8028033024 {
+			t.Errorf("TotalParams = %d, want Command R7B's 8028033024", got)
+		}
 	})
 	t.Run("exaone4 pattern string", func(t *testing.T) {
 		m := mustParse(t, withKeys(t, familiesDir, "allenai__OLMo-2-1124-7B", map[string]any{
