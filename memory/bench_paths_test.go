@@ -61,8 +61,8 @@ func FuzzFold(f *testing.F) {
 // of uniformLayers: a new field of model.LayerType must be compared too.
 func TestUniformLayersSeesEveryField(t *testing.T) {
 	// NoPE changes no size and is not compared.
-	if n := reflect.TypeFor[model.LayerType]().NumField(); n != 6 {
-		t.Fatalf("model.LayerType has %d fields; uniformLayers compares 5 (Attention, CrossAttention, MoE, FFN, NoFFN) and ignores NoPE: update it", n)
+	if n := reflect.TypeFor[model.LayerType]().NumField(); n != 9 {
+		t.Fatalf("model.LayerType has %d fields; uniformLayers compares 8 (Attention, CrossAttention, MoE, KVHeads, HeadDim, SharedKV, FFN, NoFFN) and ignores NoPE: update it", n)
 	}
 	full, sliding := model.FullAttention, model.AttnKind(strings.Clone(string(model.SlidingAttention)))
 	for _, tt := range []struct {

@@ -278,6 +278,12 @@ func (j Job) clone() Job {
 	c.LoRATargets = cloneSlice(j.LoRATargets)
 	c.Trainable = cloneSlice(j.Trainable)
 	c.Software = cloneSlice(j.Software)
+	if j.Stack != nil {
+		c.Stack = make(Stack, len(j.Stack))
+		for k, v := range j.Stack {
+			c.Stack[k] = v
+		}
+	}
 	c.Packed = clonePtr(j.Packed)
 	c.DoubleQuant = clonePtr(j.DoubleQuant)
 	c.OverlapComm = clonePtr(j.OverlapComm)

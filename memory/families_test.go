@@ -83,10 +83,22 @@ func TestKVCacheDSA(t *testing.T) {
 	}
 }
 
+// nemotronSuper reads Llama-3_3-Nemotron-Super-49B-v1's release config
+// from the model package's testdata (it is not in the catalog, whose
+// publisher guesses would take its "Llama-3_3" for Meta's).
+func nemotronSuper(t *testing.T) *model.Model {
+	t.Helper()
+	m, err := model.Load("../model/testdata/families/nvidia__Llama-3_3-Nemotron-Super-49B-v1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // TestKVCacheNemotronNAS checks that no-op attention blocks cache nothing:
 // 49 of Nemotron-Super-49B's 80 blocks attend, each with 8 KV heads of 128.
 func TestKVCacheNemotronNAS(t *testing.T) {
-	m := catalogModel(t, "nvidia/Llama-3_3-Nemotron-Super-49B-v1")
+	m := nemotronSuper(t)
 	spec, err := buildKVSpec(&m.Text, 0, m.Text.Layers, BF16, 1, engineVLLM)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +112,7 @@ func TestKVCacheNemotronNAS(t *testing.T) {
 // follow its own block: a narrower FFN saves less, a no-op FFN nothing
 // of the MLP, a no-op attention nothing of attention.
 func TestNemotronNASBlockActivations(t *testing.T) {
-	m := catalogModel(t, "nvidia/Llama-3_3-Nemotron-Super-49B-v1")
+	m := nemotronSuper(t)
 	st := &m.Text
 	r := actRegime{c: 2, resid: 2, attn: trAttnSDPA, trainW: true}
 	wide := model.LayerType{Attention: model.FullAttention}

@@ -186,7 +186,7 @@ func (c phaseContext) vision() phaseParts {
 	in := c.in
 	images := units.MulInt(in.batch, in.images)
 	llm := units.MulInt(in.batch, max(in.imageTokens, in.crossTokens))
-	t := visionTransient(c.m.Vision, images, in.attn, in.act.BytesPerElement(), c.m.Text.Hidden, llm)
+	t := visionTransient(c.m.Vision, in.imageShape, images, in.attn, in.act.BytesPerElement(), c.m.Text.Hidden, llm)
 	return phaseParts{name: phaseVision, parts: append(c.persistent(),
 		Component{Name: "activations", Bytes: t.bytes, Level: "allocated", Phase: phaseVision, Formula: t.formula,
 			Source: "MODEL.md §9 (vision tower as a pre-LN ViT), §7.4"})}

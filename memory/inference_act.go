@@ -204,21 +204,25 @@ func logitsBytes(rows int64, vocab int, act float64, upcast bool) units.Bytes {
 }
 
 // visionTransient is the vision tower's forward over the images of a
-// batch: each image is one sequence of patch tokens through a pre-LN ViT
-// (MODEL.md §9: use the §4/§7.4 shapes with s = patches per image and b =
-// images), plus the features handed to the language model.
-func visionTransient(v *model.Vision, images int64, attn string, act float64, textHidden int, llmTokens int64) transient {
-	perImage := int64(v.TokensPerImage) * int64(max(v.SpatialMerge, 1)*max(v.SpatialMerge, 1))
-	if perImage <= 0 && v.PatchSize > 0 {
-		side := int64(v.ImageSize / v.PatchSize)
-		perImage = side * side
+// batch: each tile of an image is one sequence of patch tokens through a
+// pre-LN ViT (MODEL.md §9: use the §4/§7.4 shapes with s = patches per
+// tile and b = images × tiles), plus the features handed to the language
+// model. img is the shape of one image (model.Vision.Image).
+func visionTransient(v *model.Vision, img model.ImageShape, images int64, attn string, act float64, textHidden int, llmTokens int64) transient {
+	seqs, perSeq := images*int64(max(img.Tiles, 1)), int64(img.Patches)
+	if perSeq <= 0 {
+		perSeq = int64(max(v.TokensPerImage, 1))
 	}
 	shape := actShape{st: &v.Stack, tp: 1, attn: attn, act: act, lo: 0, hi: v.Layers}
-	layer := shape.layerTransient(images, perImage, perImage)
+	layer := shape.layerTransient(seqs, perSeq, perSeq)
 	features := units.FromFloat(float64(llmTokens) * float64(textHidden) * act)
+	seqText := fmt.Sprintf("%d images × %d patches", images, perSeq)
+	if img.Tiles > 1 {
+		seqText = fmt.Sprintf("%d images × %d tiles of %d patches", images, img.Tiles, perSeq)
+	}
 	return transient{
 		bytes: units.Add(layer.bytes, features),
-		formula: fmt.Sprintf("one vision layer over %d images × %d patches: %s; + image features %d tokens × h %d × %gB",
-			images, perImage, layer.formula, llmTokens, textHidden, act),
+		formula: fmt.Sprintf("one vision layer over %s: %s; + image features %d tokens × h %d × %gB",
+			seqText, layer.formula, llmTokens, textHidden, act),
 	}
 }

@@ -16,10 +16,11 @@ const defaultPromptLen = 2048
 // serving job: everything the estimator reads from Job, resolved once.
 type inferenceInputs struct {
 	batch       int64
-	prompt, gen int64 // text tokens of the prompt, tokens generated
-	images      int64 // images per sequence (VLM)
-	imageTokens int64 // LLM tokens the images add to the prompt, per sequence
-	crossTokens int64 // tokens cross-attention layers attend to, per sequence
+	prompt, gen int64            // text tokens of the prompt, tokens generated
+	images      int64            // images per sequence (VLM)
+	imageTokens int64            // LLM tokens the images add to the prompt, per sequence
+	crossTokens int64            // tokens cross-attention layers attend to, per sequence
+	imageShape  model.ImageShape // one image as the vision tower sees it
 	kv          DType
 	act         DType // compute dtype of activations
 	bnbCompute  DType // bitsandbytes compute dtype of 4-bit matmuls
@@ -75,9 +76,14 @@ func resolveInference(m *model.Model, job Job) (*inferenceInputs, error) {
 		noKV:        job.NoKVCache,
 		encoderOnly: !m.Text.Causal && m.Encoder == nil,
 		encDec:      m.Encoder != nil,
-		legacyCache: hasSoftware(job.Software, "transformers<4.36"),
 	}
-	in.fullLogits = in.legacyCache || hasSoftware(job.Software, "transformers<4.45")
+	rs, sw, err := jobRules(&job)
+	if err != nil {
+		return nil, err
+	}
+	in.warnings = append(in.warnings, sw...)
+	in.legacyCache = rs.has(ruleTransformersTupleCache)
+	in.fullLogits = in.legacyCache || rs.has(ruleTransformersFullLogits)
 	plan, err := planWeights(m, job)
 	if err != nil {
 		return nil, err
@@ -238,12 +244,11 @@ func (in *inferenceInputs) resolveImages(m *model.Model, job Job) {
 	if job.ImagesPerSample == 0 {
 		in.warnings = append(in.warnings, fmt.Sprintf("%s is a vision-language model and no --images-per-sample was given: assuming one image per sequence", m.ID))
 	}
-	per := int64(v.TokensPerImage)
-	if job.ImageSize > 0 && v.SpatialMerge > 1 && v.PatchSize > 0 {
-		// dynamic-resolution towers (Qwen2-VL): (size / (patch·merge))² tokens
-		side := int64(job.ImageSize / (v.PatchSize * v.SpatialMerge))
-		per = max(side*side, 1)
-	}
+	// As the model's processor prepares an image of that side: resized
+	// (CLIP, SigLIP), at its own size (Qwen-VL, Pixtral) or tiled
+	// (model.Vision.Image).
+	in.imageShape = v.Image(job.ImageSize)
+	per := int64(max(in.imageShape.Tokens, 1))
 	if hasCrossAttention(&m.Text) && !in.encDec {
 		in.crossTokens = in.images * per
 		return

@@ -152,7 +152,13 @@ type Job struct {
 	// for Hopper, 100 for B200; 0 unknown or not NVIDIA). From 90 on
 	// PyTorch's cuBLAS workspace is larger (MODEL.md §10).
 	GPUComputeCapability int `json:"gpu_compute_capability,omitempty"`
-	// Software names an older stack when measurements come from one:
+	// Stack is the software the job runs on, package → version
+	// (--stack transformers=4.48.1,torch=2.4.1); packages it leaves out
+	// run their newest release known to gpumem. See [Stack] and [Rules].
+	Stack Stack `json:"stack,omitempty"`
+	// Software is the older way to name a stack, by era; each era reads
+	// as the last version inside it (see [ResolveStack]), and a version
+	// in Stack wins over it:
 	// "torch1" (zero_grad keeps grads, eager module loading),
 	// "transformers<4.36" (tuple KV cache), "bnb<0.43.2" (4-bit inputs saved),
 	// "transformers<4.45" (logits of every prompt position upcast to fp32),

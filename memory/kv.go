@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -147,20 +148,31 @@ func buildKVSpec(st *model.Stack, lo, hi int, kvDtype DType, tp int, engine stri
 	for i := lo; i < hi && i < st.Layers; i++ {
 		lt := layerType(st, i)
 		per := base
+		if lt.KVHeads > 0 || lt.HeadDim > 0 {
+			// A layer with its own KV width (Gemma 4 global layers).
+			ls := *st
+			ls.KVHeads, ls.HeadDim = cmp.Or(lt.KVHeads, st.KVHeads), cmp.Or(lt.HeadDim, st.HeadDim)
+			if per, _, err = layerKVBytes(&ls, kvDtype.BytesPerElement(), tp, engine); err != nil {
+				return kvSpec{}, err
+			}
+		}
 		if idx > 0 && st.MLA.HasIndexer(i) {
 			per += idx
 		}
 		kept := true
-		switch lt.Attention {
-		case model.NoSelfAttention:
+		switch {
+		case lt.SharedKV:
+			// Reads an earlier layer's cache (Gemma 4 is_kv_shared_layer).
 			kept = false
-		case model.SlidingAttention:
+		case lt.Attention == model.NoSelfAttention:
+			kept = false
+		case lt.Attention == model.SlidingAttention:
 			if st.SlidingWindow > 0 {
 				spec.sliding += per
 			} else {
 				spec.full += per
 			}
-		case model.ChunkedAttention:
+		case lt.Attention == model.ChunkedAttention:
 			if st.AttentionChunk > 0 {
 				spec.chunked += per
 			} else {

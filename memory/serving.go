@@ -66,7 +66,7 @@ const (
 	// the v0.19 Llama-3.1-8B, Qwen2.5-7B and Qwen3-8B records).
 	vllmSamplerBytesPerLogit = 14
 	// vllmV0SamplerBytesPerLogit is the same for the V0 engine (vLLM
-	// before 0.8, Software "vllm<0.8"), whose profile run keeps only the fp32
+	// before 0.8, rule vllm-v0-sampler-warmup), whose profile run keeps only the fp32
 	// logits of max_num_seqs rows: 256 × 152064 × 4 B plus the hidden states
 	// of 2048 tokens reproduce the 0.19 GiB of the RTX 4090 TP=2 record.
 	vllmV0SamplerBytesPerLogit = 4
@@ -107,7 +107,7 @@ func resolveServing(m *model.Model, job Job, in *inferenceInputs) (servingSetup,
 		s.util = vllmDefaultUtilization
 	}
 	s.samplerBytes = vllmSamplerBytesPerLogit
-	if hasSoftware(job.Software, "vllm<0.8") {
+	if rulesOf(&job).has(ruleVLLMV0Sampler) {
 		s.samplerBytes = vllmV0SamplerBytesPerLogit
 	}
 	if s.maxModelLen == 0 {

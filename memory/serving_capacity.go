@@ -87,7 +87,7 @@ func (in *inferenceInputs) profileRun(m *model.Model, setup servingSetup, r stag
 		// step's token budget (vllm v1 gpu_model_runner.py profile_run,
 		// encoder cache sized by max_num_batched_tokens).
 		images := max(n/int64(v.TokensPerImage), 1)
-		vt := visionTransient(v, images, inferFlash, in.act.BytesPerElement(), m.Text.Hidden, images*int64(v.TokensPerImage))
+		vt := visionTransient(v, v.Image(0), images, inferFlash, in.act.BytesPerElement(), m.Text.Hidden, images*int64(v.TokensPerImage))
 		if vt.bytes > best.bytes {
 			best = transient{bytes: vt.bytes, formula: "multimodal encoder profile: " + vt.formula}
 		}

@@ -416,7 +416,7 @@ func (s *setup) uniformLayers(from, to int) bool {
 	lts := st.LayerTypes[max(from, 0):min(to, st.Layers)]
 	a := lts[0]
 	for _, l := range lts[1:] {
-		if l.CrossAttention != a.CrossAttention || l.MoE != a.MoE || !sameAttn(l.Attention, a.Attention) ||
+		if l.CrossAttention != a.CrossAttention || l.MoE != a.MoE || !sameAttn(l.Attention, a.Attention) || !sameKV(l, a) ||
 			l.FFN != a.FFN || l.NoFFN != a.NoFFN {
 			return false
 		}
@@ -558,8 +558,9 @@ func (s *setup) visionActs(r *actRegime) float64 {
 	if v == nil || s.images == 0 {
 		return 0
 	}
-	patches := float64(imagePatches(v, s.job.ImageSize))
-	nv := float64(s.images) * patches
+	total, perSeq := imagePatches(v, s.job.ImageSize)
+	patches := float64(perSeq) // each tile is its own attention sequence
+	nv := float64(s.images) * float64(total)
 	out := 0.0
 	if s.trainable.vision || s.lora.vision {
 		vr := *r

@@ -167,7 +167,7 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 	return nil
 }
 
-// resolveFramework reads Framework and Software.
+// resolveFramework reads Framework and the stack's version rules.
 func (s *setup) resolveFramework() error {
 	f := fold(s.job.Framework)
 	switch f {
@@ -192,20 +192,16 @@ func (s *setup) resolveFramework() error {
 	default:
 		return fmt.Errorf("--framework: unknown framework %q (want hf, torchtune, litgpt, megatron or torchtitan)", s.job.Framework)
 	}
-	for _, sw := range s.job.Software {
-		switch fold(sw) {
-		case "torch1":
-			s.torch1 = true
-		case "bnb<0.43.2":
-			s.bnbOld = true
-		case "torchtitan-2024q1":
-			s.titanLogits = true
-		case "transformers<4.36", "transformers<4.45", "vllm<0.8":
-			// Inference-only eras: no effect on training.
-		default:
-			return fmt.Errorf("--software: unknown software era %q (want torch1, transformers<4.36, bnb<0.43.2 or torchtitan-2024q1)", sw)
-		}
+	rs, warnings, err := jobRules(s.job)
+	if err != nil {
+		return err
 	}
+	for _, w := range warnings {
+		s.warn(w)
+	}
+	s.torch1 = rs.has(ruleTorchZeroGradKeeps)
+	s.bnbOld = rs.has(ruleBnb4bitSavesInput)
+	s.titanLogits = rs.has(ruleTitanLogitsThroughBackward)
 	return nil
 }
 
@@ -447,32 +443,22 @@ func (s *setup) hasVocabHead() bool {
 // warn records a warning for Result.Warnings.
 func (s *setup) warn(msg string) { s.warnings = append(s.warnings, msg) }
 
-// imageTokens is the number of LLM tokens one image becomes (MODEL.md §9):
-// (size/patch)² patches merged SpatialMerge² to one token; the config's
-// TokensPerImage when size is 0 or equals the tower's native size.
+// imageTokens is the number of LLM tokens one image of side size (0:
+// the processor's default) becomes, as the model's processor prepares it
+// (model.Vision.Image; MODEL.md §9).
 func imageTokens(v *model.Vision, size int) (int, error) {
-	if size == 0 || size == v.ImageSize {
-		if v.TokensPerImage > 0 {
-			return v.TokensPerImage, nil
-		}
-		size = v.ImageSize
-	}
-	if v.PatchSize <= 0 || size <= 0 {
+	if size > 0 && v.PatchSize <= 0 {
 		return 0, fmt.Errorf("--image-size: the vision config gives no patch size to count image tokens")
 	}
-	side := size / v.PatchSize
-	merge := max(v.SpatialMerge, 1)
-	return max((side/merge)*(side/merge), 1), nil
+	return max(v.Image(size).Tokens, 1), nil
 }
 
-// imagePatches is the number of vision-tower tokens per image.
-func imagePatches(v *model.Vision, size int) int {
-	if size == 0 {
-		size = v.ImageSize
+// imagePatches is the number of vision-tower tokens per image, over all
+// of its tiles, and the length of each tower sequence.
+func imagePatches(v *model.Vision, size int) (total, perSeq int) {
+	sh := v.Image(size)
+	if sh.Patches <= 0 {
+		return v.TokensPerImage, v.TokensPerImage
 	}
-	if v.PatchSize <= 0 || size <= 0 {
-		return v.TokensPerImage
-	}
-	side := size / v.PatchSize
-	return side * side
+	return sh.Tiles * sh.Patches, sh.Patches
 }

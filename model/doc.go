@@ -9,7 +9,8 @@
 // [Parse] and [ParseFile] read config.json bytes; [ParseFS] reads a model
 // folder from any fs.FS (config.json plus preprocessor_config.json when
 // present); [Load] accepts a catalog id or alias, a config.json path or a
-// folder. Each model_type (or architectures[0]) has a reader in its own
+// folder (package modelref resolves Hub ids and the Hub cache as well).
+// Each model_type (or architectures[0]) has a reader in its own
 // file (llama.go, qwen_moe.go, deepseek.go, ...), chosen in registry.go;
 // legacy key spellings (n_embd, n_layer, n_head_kv, d_model, ...) are
 // resolved in one table in config.go, and keys a config leaves out take

@@ -53,8 +53,9 @@ var (
 )
 
 // families is the one table of per-family facts: for every key of
-// readers, what the reader covers and the source file its layout
-// follows. TestFamiliesTable keeps the two tables in step.
+// readers that reads (all but the refusals of unreadVLMs), what the
+// reader covers and the source file its layout follows.
+// TestFamiliesTable keeps the two tables in step.
 var families = map[string]familyInfo{
 	"llama":           {text, hf(v457, "llama/modeling_llama.py")},
 	"mistral":         {text, hf(v457, "mistral/modeling_mistral.py")},
@@ -121,6 +122,14 @@ var families = map[string]familyInfo{
 	"nemotron-nas":     {text, "vllm-project/vllm@2ee6ae787f3088315ea02f64650df0a05dfe566b:vllm/model_executor/models/nemotron_nas.py"},
 	"xlm-roberta":      {encoder, hf(v457, "xlm_roberta/modeling_xlm_roberta.py")},
 	"modernbert":       {encoder, hf(v457, "modernbert/modeling_modernbert.py")},
+
+	// Multimodal readers; the revisions are the ones their readers cite.
+	"qwen3_vl_moe":      {vlmMoE, hf("02e8340b9678", "qwen3_vl_moe/modular_qwen3_vl_moe.py")},
+	"qwen3_vl_moe_text": {textMoE, hf("02e8340b9678", "qwen3_vl_moe/modular_qwen3_vl_moe.py")},
+	"mistral3":          {vlm, hf("00dcc6dda6f6", "mistral3/modeling_mistral3.py")},
+	"internvl_chat":     {vlm, "OpenGVLab/InternVL@03285798fa1e (remote code):internvl_chat/internvl/model/internvl_chat/modeling_internvl_chat.py"},
+	"gemma4":            {vlmMoE, hf("0246b4f33354", "gemma4/modeling_gemma4.py")},
+	"gemma4_text":       {textMoE, hf("0246b4f33354", "gemma4/modeling_gemma4.py")},
 }
 
 // refusedFamilies are model_types gpumem recognises and refuses by name,

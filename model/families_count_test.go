@@ -35,52 +35,52 @@ type familyCount struct {
 	why    string
 }
 
-// hubTotal is the source of most counts below: the Hugging Face Hub API's
+// hubTotalSrc is the source of most counts below: the Hugging Face Hub API's
 // safetensors.total for the repository, as collected in
 // AlexsJones/llmfit@5bdc9df:llmfit-core/data/hf_models.json
 // (parameters_raw, scraped from the Hub's model info; see
 // scripts/scrape_hf_models.py there).
-const hubTotal = "Hub safetensors total (AlexsJones/llmfit@5bdc9df:llmfit-core/data/hf_models.json)"
+const hubTotalSrc = "Hub safetensors total (AlexsJones/llmfit@5bdc9df:llmfit-core/data/hf_models.json)"
 
 func TestFamilyPublishedCounts(t *testing.T) {
 	tests := []familyCount{
-		{config: "deepseek-ai__DeepSeek-V3.2", want: 685396921376, source: hubTotal + ", deepseek-ai/DeepSeek-V3.2",
+		{config: "deepseek-ai__DeepSeek-V3.2", want: 685396921376, source: hubTotalSrc + ", deepseek-ai/DeepSeek-V3.2",
 			stored: deepSeekV32Stored,
 			why: "the FP8 checkpoint adds the MTP layer (a MoE layer with its indexer, enorm, hnorm, eh_proj, " +
 				"shared_head.norm and its own embed_tokens and head copies), the routers' e_score_correction_bias " +
 				"and one weight_scale_inv per 128×128 block of every FP8 Linear (all layer Linears but the router " +
 				"and the indexer's bf16 weights_proj)"},
-		{config: "zai-org__GLM-5", want: 753864139008, source: hubTotal + ", zai-org/GLM-5 (bf16)",
+		{config: "zai-org__GLM-5", want: 753864139008, source: hubTotalSrc + ", zai-org/GLM-5 (bf16)",
 			stored: glm5Stored,
 			why: "the checkpoint adds the MTP layer (layer 78: a MoE layer with its indexer, enorm, hnorm, eh_proj " +
 				"and shared_head.norm; no embedding or head copy) and the routers' e_score_correction_bias buffers"},
-		{config: "MiniMaxAI__MiniMax-M2.5", want: 228703644928, source: hubTotal + ", MiniMaxAI/MiniMax-M2.5 (FP8)",
+		{config: "MiniMaxAI__MiniMax-M2.5", want: 228703644928, source: hubTotalSrc + ", MiniMaxAI/MiniMax-M2.5 (FP8)",
 			stored: miniMaxStored,
 			why: "the FP8 checkpoint adds the routers' e_score_correction_bias and one weight_scale_inv per " +
 				"128×128 block of every attention and expert Linear"},
-		{config: "nvidia__Llama-3_3-Nemotron-Super-49B-v1", want: 49867145216, source: hubTotal + ", nvidia/Llama-3_3-Nemotron-Super-49B-v1"},
-		{config: "HuggingFaceTB__SmolLM3-3B", want: 3075098624, source: hubTotal + ", HuggingFaceTB/SmolLM3-3B (tied: one embedding matrix)"},
-		{config: "allenai__OLMo-2-1124-7B", want: 7298617344, source: hubTotal + ", allenai/OLMo-2-1124-7B-Instruct (same shapes)"},
-		{config: "allenai__OLMo-2-1124-13B", want: 13716198400, source: hubTotal + ", allenai/OLMo-2-1124-13B-Instruct (same shapes)"},
-		{config: "allenai__OLMo-2-0325-32B", want: 32234279936, source: hubTotal + ", allenai/OLMo-2-0325-32B-Instruct (same shapes)"},
-		{config: "bigcode__starcoder2-7b", want: 7173923840, source: hubTotal + ", bigcode/starcoder2-7b"},
-		{config: "CohereLabs__aya-23-8B", want: 8028033024, source: hubTotal + ", CohereLabs/aya-23-8B (tied)"},
-		{config: "zai-org__GLM-4.7", want: 358337791296, source: hubTotal + ", zai-org/GLM-4.7",
+		{config: "nvidia__Llama-3_3-Nemotron-Super-49B-v1", want: 49867145216, source: hubTotalSrc + ", nvidia/Llama-3_3-Nemotron-Super-49B-v1"},
+		{config: "HuggingFaceTB__SmolLM3-3B", want: 3075098624, source: hubTotalSrc + ", HuggingFaceTB/SmolLM3-3B (tied: one embedding matrix)"},
+		{config: "allenai__OLMo-2-1124-7B", want: 7298617344, source: hubTotalSrc + ", allenai/OLMo-2-1124-7B-Instruct (same shapes)"},
+		{config: "allenai__OLMo-2-1124-13B", want: 13716198400, source: hubTotalSrc + ", allenai/OLMo-2-1124-13B-Instruct (same shapes)"},
+		{config: "allenai__OLMo-2-0325-32B", want: 32234279936, source: hubTotalSrc + ", allenai/OLMo-2-0325-32B-Instruct (same shapes)"},
+		{config: "bigcode__starcoder2-7b", want: 7173923840, source: hubTotalSrc + ", bigcode/starcoder2-7b"},
+		{config: "CohereLabs__aya-23-8B", want: 8028033024, source: hubTotalSrc + ", CohereLabs/aya-23-8B (tied)"},
+		{config: "zai-org__GLM-4.7", want: 358337791296, source: hubTotalSrc + ", zai-org/GLM-4.7",
 			stored: glm4Stored, why: glm4Why},
-		{config: "PrimeIntellect__INTELLECT-3-Base", want: 110468824832, source: hubTotal + ", zai-org/GLM-4.5-Air (same shapes)",
+		{config: "PrimeIntellect__INTELLECT-3-Base", want: 110468824832, source: hubTotalSrc + ", zai-org/GLM-4.5-Air (same shapes)",
 			stored: glm4Stored, why: glm4Why},
 		{config: "darkc0de__4.3test2", want: 36151104512, source: "Hub safetensors totals of the Seed-OSS-36B-Instruct MLX conversions " +
-			"(lmstudio-community/Seed-OSS-36B-Instruct-MLX-{4,5,6,8}bit, all 36,151,104,512, in " + hubTotal + "), " +
+			"(lmstudio-community/Seed-OSS-36B-Instruct-MLX-{4,5,6,8}bit, all 36,151,104,512, in " + hubTotalSrc + "), " +
 			"which count the q/k/v biases and norms an architecture estimate leaves out; the model card says 36B"},
 		{config: "T-Systems-onsite__cross-en-de-roberta-sentence-transformer", want: 278044162,
-			source: hubTotal + ", T-Systems-onsite/cross-en-de-roberta-sentence-transformer (XLMRobertaModel, base size)",
+			source: hubTotalSrc + ", T-Systems-onsite/cross-en-de-roberta-sentence-transformer (XLMRobertaModel, base size)",
 			stored: func(m *Model) int64 { return int64(m.Text.MaxPositions) },
 			why: "the checkpoint stores the embeddings.position_ids buffer (max_position_embeddings int64 ids), " +
 				"as older RoBERTa saves do; newer saves of the same shapes (danielheinz/e5-base-sts-en-de, TechWolf/JobBERT-v3) " +
 				"list 278,043,648, the parameters alone"},
 		{config: "estrogen__ModernBERT-base-sbert-initialized", want: 149014272,
-			source: hubTotal + ", ibm-granite/granite-embedding-english-r2 and IAMJB/RadEvalModernBERT (ModernBertModel of ModernBERT-base shapes; layer 0 has no attn_norm)"},
-		{config: "NewEden-Forge__Science-Expert-R1", want: 8053338176, source: hubTotal + ", swiss-ai/Apertus-8B-2509 (same shapes; " +
+			source: hubTotalSrc + ", ibm-granite/granite-embedding-english-r2 and IAMJB/RadEvalModernBERT (ModernBertModel of ModernBERT-base shapes; layer 0 has no attn_norm)"},
+		{config: "NewEden-Forge__Science-Expert-R1", want: 8053338176, source: hubTotalSrc + ", swiss-ai/Apertus-8B-2509 (same shapes; " +
 			"2 xIELU parameters per layer: without them the count would be 64 short)"},
 	}
 	for _, tt := range tests {

@@ -9,12 +9,23 @@ import (
 // model: they end in a few labels, not in vocabulary logits.
 var taskHeads = []string{"ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering"}
 
+// baseClasses are the transformers base classes (no head) that
+// checkpoints are saved as — how embedding models ship: the decoder or
+// encoder alone. Only these names count: a remote-code "...Model" class
+// may well hold its LM head (InternVLChatModel, ChatGLMModel).
+var baseClasses = map[string]bool{
+	"LlamaModel": true, "MistralModel": true, "MixtralModel": true,
+	"Qwen2Model": true, "Qwen3Model": true, "Qwen2MoeModel": true, "Qwen3MoeModel": true,
+	"GemmaModel": true, "Gemma2Model": true, "Gemma3TextModel": true,
+	"Phi3Model": true, "Olmo2Model": true, "SmolLM3Model": true,
+	"BertModel": true, "XLMRobertaModel": true, "ModernBertModel": true,
+}
+
 // headless reports whether architectures[0] names a model without an
 // output head over the vocabulary: a base class saved as such
-// ("Qwen3Model", "LlamaModel", "XLMRobertaModel", ... — how embedding
-// models ship) or a task head. Encoder-decoders keep their reading
-// (BART's configs list BartModel first and still describe the
-// sequence-to-sequence LM).
+// (baseClasses: "Qwen3Model", "LlamaModel", "XLMRobertaModel", ...) or a
+// task head. Encoder-decoders keep their reading (BART's configs list
+// BartModel first and still describe the sequence-to-sequence LM).
 func headless(m *Model) bool {
 	if m.Encoder != nil {
 		return false
@@ -25,7 +36,7 @@ func headless(m *Model) bool {
 			return true
 		}
 	}
-	return strings.HasSuffix(a, "Model") && !strings.HasSuffix(a, "LMHeadModel") && !strings.HasSuffix(a, "PreTrainedModel")
+	return baseClasses[a]
 }
 
 // dropLMHead marks m as having no LM head. A decoder saved as its base

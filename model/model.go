@@ -146,6 +146,15 @@ type LayerType struct {
 	// NoFFN is true when the layer has no feed-forward block at all (a
 	// Nemotron NAS "no_op" FFN).
 	NoFFN bool `json:"no_ffn,omitempty"`
+	// KVHeads and HeadDim override the stack's num_key_value_heads and
+	// head_dim for this layer's attention (Gemma 4's full-attention
+	// layers); 0 keeps the stack's.
+	KVHeads int `json:"num_key_value_heads,omitempty"`
+	HeadDim int `json:"head_dim,omitempty"`
+	// SharedKV is true when the layer attends with the keys and values of
+	// an earlier layer and caches none of its own (Gemma 4's
+	// num_kv_shared_layers).
+	SharedKV bool `json:"shared_kv,omitempty"`
 }
 
 // MoE describes the mixture-of-experts FFN layers of a stack.
@@ -212,8 +221,26 @@ type Vision struct {
 	SpatialMerge int `json:"spatial_merge_size,omitempty"`
 	// TemporalPatch is the number of frames an image is repeated into (Qwen2-VL: 2).
 	TemporalPatch int `json:"temporal_patch_size,omitempty"`
-	// TokensPerImage is the number of LLM tokens one image at ImageSize becomes.
+	// TokensPerImage is the number of LLM tokens one image at the
+	// processor's default size becomes (Image(0).Tokens).
 	TokensPerImage int `json:"tokens_per_image"`
+
+	// Tower names the tower: its vision_config model_type, or the
+	// family's tower when the wrapper fixes it.
+	Tower string `json:"tower,omitempty"`
+	// Resize is ResizeFixed (empty) or ResizeNative; tiled towers set Tiling.
+	Resize string `json:"resize,omitempty"`
+	// MaxImageSize caps the side of a ResizeNative image; 0 when uncapped.
+	MaxImageSize int `json:"max_image_size,omitempty"`
+	// Tiling says how an image is cut into ImageSize tiles; nil when the
+	// tower sees the whole image.
+	Tiling *Tiling `json:"tiling,omitempty"`
+	// ImageTokens, TileTokens and RowTokens are the special tokens the
+	// processor adds per image (start/end markers), per tile and per row
+	// of merged patches (Pixtral's [IMG_BREAK]).
+	ImageTokens int `json:"image_special_tokens,omitempty"`
+	TileTokens  int `json:"tile_special_tokens,omitempty"`
+	RowTokens   int `json:"row_special_tokens,omitempty"`
 }
 
 // Module is one group of identical parameter tensors: one module kind

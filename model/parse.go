@@ -184,8 +184,16 @@ func applyPreprocessor(m *Model, file string, data []byte) error {
 		return nil
 	}
 	if size >= m.Vision.PatchSize && size > 0 {
-		m.Vision.ImageSize = size
-		m.Vision.TokensPerImage = tokensPerImage(m.Vision)
+		v := m.Vision
+		v.ImageSize = size
+		if v.Resize == ResizeNative {
+			// Pixtral under LLaVA: the processor's longest_edge caps the
+			// image, and its row breaks count (Vision.Image).
+			v.MaxImageSize = size
+			v.TokensPerImage = v.Image(0).Tokens
+		} else {
+			v.TokensPerImage = tokensPerImage(v)
+		}
 	}
 	return nil
 }

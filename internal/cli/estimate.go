@@ -159,7 +159,8 @@ func estimateRun(cmd *cobra.Command, f *Factory, g *globalOptions, opts *estimat
 type estimateInputs struct {
 	model *model.Model
 	job   memory.Job
-	// warnings are added to the result (an assumed model shape).
+	// warnings are added to the result: the model's (an assumed model
+	// shape, a stand-in for a model that could not be read, defaults).
 	warnings []string
 }
 
@@ -211,7 +212,11 @@ func (opts *estimateOptions) inputs(cmd *cobra.Command, f *Factory, args []strin
 		return in, nil
 	}
 	in.model, err = resolveModelWith(cmd.Context(), f, opts.Model, opts.Hub)
-	return in, err
+	if err != nil {
+		return in, err
+	}
+	in.warnings = in.model.Warnings
+	return in, nil
 }
 
 // estimate runs the estimate, with --fragmentation-gib turned into the

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -154,11 +155,13 @@ func fitRun(f *Factory, g *globalOptions, o *fitOptions, m *model.Model) error {
 		if !explicit {
 			gs = nil
 		}
+		warnModel(f, m)
 		return sweepRun(f, ro, o, m, est, job, gs)
 	}
 	if len(gs) == 1 {
 		return fitOne(f, ro, o, m, est, job, gs[0])
 	}
+	warnModel(f, m)
 	recs := plan.Recommend(est, job, gs, o.MaxGPUs)
 	if err := writeRecommendations(f.IO.Out, ro, m, job, recs); err != nil {
 		return err
@@ -179,6 +182,7 @@ func fitOne(f *Factory, ro report.Options, o *fitOptions, m *model.Model, est pl
 	if err != nil {
 		return err
 	}
+	rep.Result.Warnings = slices.Concat(m.Warnings, rep.Result.Warnings)
 	if ro.Format == report.JSON {
 		err = report.WriteJSON(f.IO.Out, rep)
 	} else {

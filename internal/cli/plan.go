@@ -202,6 +202,7 @@ func planRun(f *Factory, g *globalOptions, o *planOptions, space plan.Space, m *
 		return err
 	}
 	ro := g.renderOptions(f)
+	warnModel(f, m)
 	if len(gs) > 1 {
 		return planAcross(f, ro, o, space, m, job, gs)
 	}

@@ -55,6 +55,7 @@ of --seq-len tokens (default --max-model-len) run at once, and whether one seque
 			if err != nil {
 				return err
 			}
+			warnModel(f, m)
 			ro := g.renderOptions(f)
 			if ro.Format == report.JSON {
 				return report.WriteJSON(f.IO.Out, rows)

@@ -27,8 +27,9 @@ const requestBody = "request body"
 type jobInput struct {
 	model *model.Model
 	job   memory.Job
-	// warnings go before the estimate's own, as gpumem estimate puts a
-	// synthetic model's assumed shape first.
+	// warnings go before the estimate's own, as gpumem estimate puts
+	// them: the model's (a synthetic model's assumed shape, a stand-in
+	// for a model that could not be read, defaults it took).
 	warnings []string
 	// gpus are the GPU kinds /api/plan checks.
 	gpus []string
@@ -55,8 +56,11 @@ func (s *Server) readInput(w http.ResponseWriter, r *http.Request, plan bool) (j
 		return in, err
 	}
 	in.job = j
-	in.model, err = s.model(r.Context(), q.Get("model"))
-	return in, err
+	if in.model, err = s.model(r.Context(), q.Get("model")); err != nil {
+		return in, err
+	}
+	in.warnings = in.model.Warnings
+	return in, nil
 }
 
 // bodyInput reads a POST body as a job file. Problems of the file, of
@@ -103,10 +107,7 @@ func (s *Server) bodyInput(w http.ResponseWriter, r *http.Request, plan bool) (j
 	if len(problems) > 0 {
 		return in, problemsError(problems)
 	}
-	in.model, in.job = m, jf.Job
-	if jf.Shape != nil {
-		in.warnings = m.Warnings
-	}
+	in.model, in.job, in.warnings = m, jf.Job, m.Warnings
 	return in, nil
 }
 

@@ -95,6 +95,15 @@ func setConstant(job *memory.Job, raw, name, val string) error {
 // setField parses the query values of key into the job field f.
 func setField(f reflect.Value, key string, vals []string) error {
 	s := strings.TrimSpace(last(vals))
+	if f.Type() == reflect.TypeFor[memory.Stack]() {
+		// stack=transformers=4.48.1,torch=2.4.1, as --stack takes it.
+		st, err := memory.ParseStack(s)
+		if err != nil {
+			return badRequest(key, "%s: %v", key, err)
+		}
+		f.Set(reflect.ValueOf(st))
+		return nil
+	}
 	switch f.Kind() {
 	case reflect.String:
 		f.SetString(s)

@@ -75,6 +75,9 @@ func TestQueryCoversJob(t *testing.T) {
 			continue // given as constants.NAME
 		}
 		val := "1"
+		if key == "stack" {
+			val = "torch=2.4"
+		}
 		q := url.Values{key: {val}}
 		if _, err := jobFromQuery(q); err != nil {
 			// String fields take "1" as a value too; only a type the query cannot express fails.
