@@ -156,8 +156,8 @@ func TestTrainingJobMapping(t *testing.T) {
 				if j.Method != memory.MethodQLoRA || j.Framework != memory.FrameworkLitGPT || j.LoRARank != 16 || j.LoRADropout != 0.05 || j.GradAccum != 8 {
 					return "want litgpt qlora r16 dropout 0.05 accum 8"
 				}
-				if j.DoubleQuant == nil || !*j.DoubleQuant || len(j.Software) != 1 || j.Software[0] != "bnb<0.43.2" {
-					return "want double quant and the bnb<0.43.2 era"
+				if j.DoubleQuant == nil || !*j.DoubleQuant || len(j.Stack) != 1 || j.Stack["bitsandbytes"] != "0.41.1" {
+					return "want double quant and bitsandbytes 0.41.1 in the stack"
 				}
 				return ""
 			}},
@@ -177,8 +177,8 @@ func TestTrainingJobMapping(t *testing.T) {
 			}},
 		{"selective checkpoint, torch1", Record{ID: "e", Job: RecordJob{Mode: "train", GradCheckpoint: &yes, CheckpointMode: "selective", FusedLoss: &no, SeqLen: &seq, ReliabilityNote: "2022 software stack: torch 1.x"}},
 			func(j memory.Job) string {
-				if j.GradCheckpoint != "selective" || j.FusedLoss != "" || j.Dtype != "bf16" || len(j.Software) != 1 || j.Software[0] != "torch1" {
-					return "want selective checkpointing, no fused loss, default bf16, torch1"
+				if j.GradCheckpoint != "selective" || j.FusedLoss != "" || j.Dtype != "bf16" || len(j.Stack) != 1 || j.Stack["torch"] != "1.12.1" {
+					return "want selective checkpointing, no fused loss, default bf16, torch 1.12.1"
 				}
 				return ""
 			}},
