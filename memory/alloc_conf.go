@@ -76,26 +76,26 @@ func ParseAllocConf(s string) (AllocConf, error) {
 	for i := 0; i < len(toks); i++ {
 		key := toks[i]
 		if isAllocPunct(key) {
-			return c, fmt.Errorf("alloc conf %q: expected a key at %q", s, key)
+			return c, fmt.Errorf("%q: expected a key at %q", s, key)
 		}
 		if seen[key] {
-			return c, fmt.Errorf("alloc conf: %s given twice", key)
+			return c, fmt.Errorf("%s given twice", key)
 		}
 		seen[key] = true
 		if i+2 >= len(toks) || toks[i+1] != ":" {
-			return c, fmt.Errorf("alloc conf: %s: want %s:value", key, key)
+			return c, fmt.Errorf("%s: want %s:value", key, key)
 		}
 		i += 2
 		if i, err = c.set(key, toks, i); err != nil {
-			return c, fmt.Errorf("alloc conf: %s: %w", key, err)
+			return c, fmt.Errorf("%s: %w", key, err)
 		}
 		if i+1 < len(toks) {
 			if toks[i+1] != "," {
-				return c, fmt.Errorf("alloc conf: %s: want a comma before %q", key, toks[i+1])
+				return c, fmt.Errorf("%s: want a comma before %q", key, toks[i+1])
 			}
 			i++
 			if i+1 == len(toks) {
-				return c, fmt.Errorf("alloc conf %q: ends with a comma", s)
+				return c, fmt.Errorf("%q ends with a comma", s)
 			}
 		}
 	}
@@ -109,7 +109,7 @@ const maxAllocConfLen = 4096
 // allocTokens splits s as ConfigTokenizer does.
 func allocTokens(s string) ([]string, error) {
 	if len(s) > maxAllocConfLen {
-		return nil, fmt.Errorf("alloc conf: %d characters, more than the %d accepted", len(s), maxAllocConfLen)
+		return nil, fmt.Errorf("%d characters, more than the %d accepted", len(s), maxAllocConfLen)
 	}
 	var toks []string
 	var b strings.Builder

@@ -72,6 +72,8 @@ const (
 	ruleBnb4bitSavesInput
 	ruleVLLMV0Sampler
 	ruleTitanLogitsThroughBackward
+	ruleTorchNoExpandableSegments
+	ruleTitanDefaultSegments
 	numRules
 )
 
@@ -116,6 +118,16 @@ var rules = [numRules]Rule{
 		Name: "torchtitan-logits-through-backward", Package: "torchtitan", Before: "2024-04",
 		Effect: "the training loop keeps the model's fp32 logits (pred) through backward",
 		Source: "pytorch/torchtitan train.py (\"del pred\" before backward, added in April 2024)",
+	},
+	ruleTorchNoExpandableSegments: {
+		Name: "torch-no-expandable-segments", Package: "torch", Before: "2.1",
+		Effect: "the caching allocator has no expandable segments: PYTORCH_CUDA_ALLOC_CONF's expandable_segments key is refused as unknown",
+		Source: "pytorch/pytorch PR #96995 (expandable blocks in the allocator, first released in 2.1); c10/cuda/CUDACachingAllocator.cpp Note [Expandable Segments]",
+	},
+	ruleTitanDefaultSegments: {
+		Name: "torchtitan-default-allocator", Package: "torchtitan", Before: "2024-10",
+		Effect: "torchtitan's launch script leaves the allocator at its defaults; from 2024-10-22 it sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PYTORCH_ALLOC_CONF later), which gpumem assumes for torchtitan jobs that state no configuration",
+		Source: "pytorch/torchtitan commit a5e57e4a9 (2024-10-22, run_llama_train.sh; run_train.sh at 0168bd51 keeps it)",
 	},
 }
 
