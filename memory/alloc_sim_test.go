@@ -296,6 +296,3 @@ func (a *simAllocator) segments() []uint64 {
 	}
 	return out
 }
-
-// freeBytes is the cached memory no allocation holds.
-func (a *simAllocator) freeBytes() uint64 { return a.reserved - a.allocated }
