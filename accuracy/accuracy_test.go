@@ -318,7 +318,7 @@ func TestServingComponents(t *testing.T) {
 func TestRenderers(t *testing.T) {
 	rep := devReport(t)
 	md, txt := rep.Markdown(), rep.Text()
-	for _, want := range []string{"| id | mode |", "litgpt-rt-llama2-7b-lora-mb1", "| train |"} {
+	for _, want := range []string{"| id | round | mode |", "litgpt-rt-llama2-7b-lora-mb1", "| train |", "## Leave one source out", "## What informed what"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q", want)
 		}

@@ -20,6 +20,10 @@ type Rule struct {
 	Effect string `json:"effect"`
 	// Source is where the behaviour and its boundary come from.
 	Source string `json:"source"`
+	// Records are the ids of the development-set measurements the rule
+	// was read off (package accuracy); empty for a rule taken from the
+	// framework's source, which stands whatever the measurements say.
+	Records []string `json:"records,omitempty"`
 }
 
 // ruleID is a rule's index in rules.
@@ -91,8 +95,9 @@ var rules = [numRules]Rule{
 	},
 	ruleTorchFragmentation1x: {
 		Name: "torch-1x-fragmentation", Package: "torch", Before: "2.0",
-		Effect: "the caching allocator of torch 1.x leaves more reserved than allocated in training (constant fragmentation_torch1)",
-		Source: "MODEL.md §15.5 (reserved/allocated of the torch 1.x BERT records)",
+		Effect:  "the caching allocator of torch 1.x leaves more reserved than allocated in training (constant fragmentation_torch1)",
+		Source:  "MODEL.md §15.5 (reserved/allocated of the torch 1.x BERT records)",
+		Records: recsTorch1BERT,
 	},
 	ruleTransformersTupleCache: {
 		Name: "transformers-tuple-kv-cache", Package: "transformers", Before: "4.36",
