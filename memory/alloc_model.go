@@ -65,9 +65,9 @@ func (s *setup) weightsLoadedPerTensor() bool {
 	switch {
 	case d.single:
 		return true
-	case d.engine == engineDDP:
+	case d.engine == EngineDDP:
 		return true
-	case d.engine == engineDeepSpeed:
+	case d.engine == EngineDeepSpeed:
 		return d.zero < 3
 	}
 	return false
@@ -253,16 +253,16 @@ func resolveAllocConf(job *Job, rs ruleSet, titan bool) (resolvedAlloc, error) {
 	if job.AllocConf == "" {
 		if titan && !rs.has(ruleTitanDefaultSegments) && !rs.has(ruleTorchNoExpandableSegments) {
 			r.conf.ExpandableSegments = true
-			r.assumed = "alloc_conf not given: assuming expandable_segments:True, which torchtitan's launch script sets (from 2024-10); state --alloc-conf to override"
+			r.assumed = "alloc_conf not given: assuming expandable_segments:True, which torchtitan's launch script sets (from 2024-10); state alloc_conf to override"
 		}
 		return r, nil
 	}
 	c, err := ParseAllocConf(job.AllocConf)
 	if err != nil {
-		return r, fmt.Errorf("--alloc-conf: %w", err)
+		return r, FieldErrorf("alloc_conf", "{alloc_conf}: %w", err)
 	}
 	if c.ExpandableSegments && rs.has(ruleTorchNoExpandableSegments) {
-		return r, fmt.Errorf("--alloc-conf: expandable_segments needs torch 2.1 or later; the stack states an older torch, which refuses the key")
+		return r, FieldErrorf("alloc_conf", "{alloc_conf}: expandable_segments needs torch 2.1 or later; the {stack} states an older torch, which refuses the key")
 	}
 	r.conf = c
 	return r, nil

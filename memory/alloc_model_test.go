@@ -140,7 +140,7 @@ func TestAllocConfJobErrors(t *testing.T) {
 		job  Job
 		want string
 	}{
-		{"PyTorch's spelling of booleans", Job{SeqLen: 512, AllocConf: "expandable_segments:true"}, `--alloc-conf: expandable_segments: "true": want True or False`},
+		{"PyTorch's spelling of booleans", Job{SeqLen: 512, AllocConf: "expandable_segments:true"}, `alloc_conf: expandable_segments: "true": want True or False`},
 		{"expandable segments on torch 2.0", Job{SeqLen: 512, AllocConf: "expandable_segments:True", Stack: Stack{"torch": "2.0.1"}}, "needs torch 2.1"},
 		{"inference checks it too", Job{Mode: Inference, PromptLen: 128, GenLen: 16, AllocConf: "max_split_size_mb:4"}, "max_split_size_mb: 4 MiB: want at least 20"},
 	} {

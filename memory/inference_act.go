@@ -46,6 +46,9 @@ func (a actShape) layerTransient(b, s, skv int64) transient {
 	st := a.st
 	resid := 2 * float64(n) * float64(st.Hidden) * a.act
 	attn, attnF := a.attention(b, s, skv)
+	if st.State != nil {
+		attn, attnF = a.hybridMixer(n, attn, attnF)
+	}
 	ffn, ffnF := a.feedForward(n)
 	peak, which := attn, attnF
 	if ffn > attn {
@@ -111,9 +114,11 @@ func (a actShape) feedForward(n int64) (float64, string) {
 	tp := float64(max(a.tp, 1))
 	hasDense, moe := false, false
 	for i := a.lo; i < a.hi && i < st.Layers; i++ {
-		if layerType(st, i).MoE && st.MoE != nil {
+		switch lt := layerType(st, i); {
+		case lt.NoMLP:
+		case lt.MoE && st.MoE != nil:
 			moe = true
-		} else {
+		default:
 			hasDense = true
 		}
 	}
@@ -158,6 +163,57 @@ func (a actShape) feedForward(n int64) (float64, string) {
 	return best, f
 }
 
+// hybridMixer is the sequence mixer's peak over the layers of a hybrid
+// stack the GPU runs: the attention block (attn) when some layer attends,
+// and the recurrent mixer's intermediates when some layer has one. A
+// recurrent mixer holds, for n tokens, its input projection's output, the
+// causal conv1d's output over conv_dim channels and the scan's output
+// before the output projection, in the compute dtype and split over tp
+// ranks: Mamba-2 in_proj (d_inner + conv_dim + heads), DeltaNet's q, k, v,
+// z, b and a (conv_dim + value + 2·value heads), lightning attention's qkv
+// and output gate (4·d_inner), Mamba's x and z (2·d_inner) and x_proj
+// (2·d_state) (the projections of model.RecurrentState's mixers; their
+// fused kernels, mamba_ssm's mamba_chunk_scan_combined and fla's
+// chunk_gated_delta_rule, work chunk by chunk and add no n² term).
+func (a actShape) hybridMixer(n int64, attn float64, attnF string) (float64, string) {
+	st := a.st
+	hasAttn, hasState := false, false
+	for i := a.lo; i < a.hi && i < st.Layers; i++ {
+		lt := layerType(st, i)
+		hasAttn = hasAttn || lt.Attention != model.NoSelfAttention || lt.CrossAttention
+		hasState = hasState || lt.State != ""
+	}
+	best, f := 0.0, "no sequence mixer"
+	if hasAttn {
+		best, f = attn, attnF
+	}
+	if !hasState {
+		return best, f
+	}
+	r := st.State
+	inner, conv := float64(r.Heads*r.HeadDim), float64(r.ConvDim())
+	var proj float64
+	switch r.Kind {
+	case model.Mamba2:
+		proj = inner + conv + float64(r.Heads)
+	case model.GatedDeltaNet:
+		proj = conv + inner + 2*float64(r.Heads)
+	case model.LightningAttention:
+		proj = 4 * inner
+	default: // Mamba-1
+		proj = 2*inner + 2*float64(r.StateDim)
+	}
+	rec := float64(n) * (proj + conv + inner) / float64(max(a.tp, 1)) * a.act
+	if rec > best {
+		best = rec
+		if !a.quiet {
+			f = fmt.Sprintf("%s mixer: in_proj %g + conv %g + scan output %g per token/tp × %gB = %s",
+				r.Kind, proj, conv, inner, a.act, units.FormatIEC(units.FromFloat(rec)))
+		}
+	}
+	return best, f
+}
+
 // logitsBytes is the logits of rows positions over the vocabulary (split
 // over tp ranks before the gather) in the compute dtype plus their fp32
 // upcast when upcast is set: HF generate takes
@@ -173,21 +229,25 @@ func logitsBytes(rows int64, vocab int, act float64, upcast bool) units.Bytes {
 }
 
 // visionTransient is the vision tower's forward over the images of a
-// batch: each image is one sequence of patch tokens through a pre-LN ViT
-// (MODEL.md §9: use the §4/§7.4 shapes with s = patches per image and b =
-// images), plus the features handed to the language model.
-func visionTransient(v *model.Vision, images int64, attn string, act float64, textHidden int, llmTokens int64) transient {
-	perImage := int64(v.TokensPerImage) * int64(max(v.SpatialMerge, 1)*max(v.SpatialMerge, 1))
-	if perImage <= 0 && v.PatchSize > 0 {
-		side := int64(v.ImageSize / v.PatchSize)
-		perImage = side * side
+// batch: each tile of an image is one sequence of patch tokens through a
+// pre-LN ViT (MODEL.md §9: use the §4/§7.4 shapes with s = patches per
+// tile and b = images × tiles), plus the features handed to the language
+// model. img is the shape of one image (model.Vision.Image).
+func visionTransient(v *model.Vision, img model.ImageShape, images int64, attn string, act float64, textHidden int, llmTokens int64) transient {
+	seqs, perSeq := images*int64(max(img.Tiles, 1)), int64(img.Patches)
+	if perSeq <= 0 {
+		perSeq = int64(max(v.TokensPerImage, 1))
 	}
 	shape := actShape{st: &v.Stack, tp: 1, attn: attn, act: act, lo: 0, hi: v.Layers}
-	layer := shape.layerTransient(images, perImage, perImage)
+	layer := shape.layerTransient(seqs, perSeq, perSeq)
 	features := units.FromFloat(float64(llmTokens) * float64(textHidden) * act)
+	seqText := fmt.Sprintf("%d images × %d patches", images, perSeq)
+	if img.Tiles > 1 {
+		seqText = fmt.Sprintf("%d images × %d tiles of %d patches", images, img.Tiles, perSeq)
+	}
 	return transient{
 		bytes: units.Add(layer.bytes, features),
-		formula: fmt.Sprintf("one vision layer over %d images × %d patches: %s; + image features %d tokens × h %d × %gB",
-			images, perImage, layer.formula, llmTokens, textHidden, act),
+		formula: fmt.Sprintf("one vision layer over %s: %s; + image features %d tokens × h %d × %gB",
+			seqText, layer.formula, llmTokens, textHidden, act),
 	}
 }

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -79,7 +80,7 @@ func kvHeadsPerGPU(kvHeads, tp int) (int, error) {
 	case kvHeads < tp && tp%kvHeads == 0:
 		return 1, nil
 	}
-	return 0, fmt.Errorf("--tp %d does not divide the %d KV heads (num_key_value_heads) and is not a multiple of them", tp, kvHeads)
+	return 0, FieldErrorf("tp", "{tp=%d} does not divide the %d KV heads (num_key_value_heads) and is not a multiple of them", tp, kvHeads)
 }
 
 // headDim is the attention head width, head_dim or hidden/heads.
@@ -142,17 +143,29 @@ func buildKVSpec(st *model.Stack, lo, hi int, kvDtype DType, tp int, engine stri
 	spec := kvSpec{window: st.SlidingWindow, chunk: st.AttentionChunk, formula: formula}
 	for i := lo; i < hi && i < st.Layers; i++ {
 		lt := layerType(st, i)
+		per := per
+		if lt.KVHeads > 0 || lt.HeadDim > 0 {
+			// A layer with its own KV width (Gemma 4 global layers).
+			ls := *st
+			ls.KVHeads, ls.HeadDim = cmp.Or(lt.KVHeads, st.KVHeads), cmp.Or(lt.HeadDim, st.HeadDim)
+			if per, _, err = layerKVBytes(&ls, kvDtype.BytesPerElement(), tp, engine); err != nil {
+				return kvSpec{}, err
+			}
+		}
 		kept := true
-		switch lt.Attention {
-		case model.NoSelfAttention:
+		switch {
+		case lt.SharedKV:
+			// Reads an earlier layer's cache (Gemma 4 is_kv_shared_layer).
 			kept = false
-		case model.SlidingAttention:
+		case lt.Attention == model.NoSelfAttention:
+			kept = false
+		case lt.Attention == model.SlidingAttention:
 			if st.SlidingWindow > 0 {
 				spec.sliding += per
 			} else {
 				spec.full += per
 			}
-		case model.ChunkedAttention:
+		case lt.Attention == model.ChunkedAttention:
 			if st.AttentionChunk > 0 {
 				spec.chunked += per
 			} else {

@@ -9,7 +9,10 @@ type reader func(c *config, m *Model, b *builder)
 // init because VLM readers look up their language model's reader in it.
 var readers map[string]reader
 
-func init() { readers = familyReaders() }
+func init() {
+	readers = familyReaders()
+	addUnread(readers) // multimodal families refused by name (unread.go)
+}
 
 func familyReaders() map[string]reader {
 	return map[string]reader{
@@ -59,6 +62,22 @@ func familyReaders() map[string]reader {
 		"mllama":          readMllama,
 		"llama4":          readLlama4,
 		"llama4_text":     readLlama4Text,
+		// multimodal wrappers whose text_config and vision_config go to
+		// their own readers (tower.go), and their language models
+		"qwen3_vl_moe":      readQwen3VLMoE,
+		"qwen3_vl_moe_text": readQwen3VLMoEText,
+		"mistral3":          readMistral3,
+		"internvl_chat":     readInternVLChat,
+		"gemma4":            readGemma4,
+		"gemma4_text":       readGemma4Text,
+		// hybrids: linear attention or SSM layers mixed with attention
+		"qwen3_next":       readQwen3Next,
+		"qwen3_5":          readQwen35,
+		"qwen3_5_moe":      readQwen35MoE,
+		"qwen3_5_text":     readQwen35Text,
+		"qwen3_5_moe_text": readQwen35MoEText,
+		"nemotron_h":       readNemotronH,
+		"minimax_m1":       readMiniMaxM1,
 		// encoders and encoder-decoders
 		"bert": readBERT,
 		"t5":   readT5,
@@ -104,8 +123,21 @@ var archTypes = map[string]string{
 	"Llama4ForConditionalGeneration":     "llama4",
 	"Llama4ForCausalLM":                  "llama4_text",
 	"BertModel":                          "bert",
+	"Qwen3NextForCausalLM":               "qwen3_next",
+	"Qwen3_5ForConditionalGeneration":    "qwen3_5",
+	"Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
+	"Qwen3_5ForCausalLM":                 "qwen3_5_text",
+	"Qwen3_5MoeForCausalLM":              "qwen3_5_moe_text",
+	"NemotronHForCausalLM":               "nemotron_h",
+	"MiniMaxM1ForCausalLM":               "minimax_m1",
 	"BertForMaskedLM":                    "bert",
 	"T5ForConditionalGeneration":         "t5",
 	"BartForConditionalGeneration":       "bart",
 	"BartModel":                          "bart",
+	// multimodal wrappers whose sub-configs go to their own readers (tower.go)
+	"Qwen3VLMoeForConditionalGeneration": "qwen3_vl_moe",
+	"Mistral3ForConditionalGeneration":   "mistral3",
+	"InternVLChatModel":                  "internvl_chat",
+	"Gemma4ForConditionalGeneration":     "gemma4",
+	"Gemma4ForCausalLM":                  "gemma4_text",
 }

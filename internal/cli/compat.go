@@ -109,7 +109,7 @@ func addCompatFlags(fs *pflag.FlagSet, o *compatOptions) {
 	fs.Float64Var(&o.AttnActFactorFA, "attn-act-factor-fa", 0, "hidden-size elements per token per layer the attention block saves with flash or SDPA attention: sets attn_act_factor_fa, which replaces the derived attention part (its norm, q/k/v, kernel output, logsumexp, adapters) by value × hidden × bytes(compute dtype)")
 	fs.Float64Var(&o.AttnActFactorNoFA, "attn-act-factor-no-fa", 0, "the same for eager attention (--attn eager): sets attn_act_factor_no_fa, which replaces the per-token attention part; the s² scores and probabilities stay derived")
 	fs.Float64Var(&o.MLPActFactor, "mlp-act-factor", 0, "hidden-size elements per token per layer the MLP block saves: sets mlp_act_factor, which replaces the derived MLP part (its norm, gate/up outputs, activation output, down input, MoE router and experts, adapters) by value × hidden × bytes(compute dtype)")
-	fs.Float64Var(&o.FragmentationGiB, "fragmentation-gib", 0, "allocator cushion in GiB: sets the fragmentation fraction so that reserved = allocated + this many GiB (the reserved rows gpumem derives count towards it)")
+	fs.Float64Var(&o.FragmentationGiB, "fragmentation-gib", 0, "allocator cushion in GiB: sets the fragmentation fraction so that reserved = allocated + this many GiB")
 	fs.Float64Var(&o.MiscOverheadGiB, "misc-overhead-gib", 0, "other non-PyTorch device memory in GiB: sets misc_overhead_mib (× 1024)")
 	fs.BoolVar(&o.ShowDetailed, "show-detailed", false, "print the model at every weight dtype (weights, inference, full training, LoRA) instead of one estimate")
 	fs.BoolVar(&o.ListTypes, "list-types", false, "list the weight dtypes (and those of --config-dir) and exit")
@@ -259,68 +259,6 @@ func constantMax(name string) float64 {
 		}
 	}
 	return 0
-}
-
-// fragmentationConstant names the fragmentation constant that governs a
-// job's reserved peak: the one whose override the job's runtime
-// overheads pick up (training, inference, torch 1.x and sharded runs each
-// have their own; memory.Constants documents them).
-func fragmentationConstant(j memory.Job) (string, error) {
-	const probe = 0.123456789
-	for _, info := range memory.Constants() {
-		if !strings.HasPrefix(info.Name, "fragmentation") {
-			continue
-		}
-		t := j
-		t.Constants = map[string]float64{info.Name: probe}
-		o, err := memory.RuntimeOverheads(t)
-		if err == nil && o.Fragmentation == probe {
-			return info.Name, nil
-		}
-	}
-	return "", fmt.Errorf("--fragmentation-gib: no fragmentation constant governs this job")
-}
-
-// applyFragmentationGiB turns --fragmentation-gib into the fragmentation
-// fraction of this job: the allocated peak does not depend on it, so a
-// first estimate gives the allocated peak and the reserved rows gpumem
-// derives, and the fraction follows as (cushion − derived rows) /
-// allocated (0 when the derived rows alone are larger). It returns the
-// job to estimate.
-func applyFragmentationGiB(estimate func(memory.Job) (memory.Result, error), job memory.Job, gib float64) (memory.Job, error) {
-	if job.Mode == memory.Serving {
-		return job, usageErrorf("--fragmentation-gib: a serving estimate has no fragmentation term (vLLM sizes its KV pool from the memory left under --gpu-memory-utilization)")
-	}
-	name, err := fragmentationConstant(job)
-	if err != nil {
-		return job, err
-	}
-	if _, ok := job.Constants[name]; ok {
-		return job, usageErrorf("--fragmentation-gib and --set %s disagree; give one", name)
-	}
-	first, err := estimate(job)
-	if err != nil {
-		return job, err
-	}
-	alloc := float64(first.PerGPU.AllocatedPeakBytes)
-	if alloc <= 0 {
-		return job, fmt.Errorf("--fragmentation-gib: the estimate has no allocated peak to relate it to")
-	}
-	out := job
-	out.Constants = make(map[string]float64, len(job.Constants)+1)
-	for k, v := range job.Constants {
-		out.Constants[k] = v
-	}
-	// The reserved rows gpumem derives (FSDP's stream pools, the weights'
-	// segment slack) are part of the cushion: the fraction is the rest.
-	derived := float64(first.PerGPU.ReservedPeakBytes) - alloc
-	for _, c := range first.PerGPU.Components {
-		if c.Name == "fragmentation" && c.Level == "reserved" {
-			derived -= float64(c.Bytes)
-		}
-	}
-	out.Constants[name] = max(0, gib*float64(1<<30)-derived) / alloc
-	return out, nil
 }
 
 // configDir is what --config-dir holds, as the VRAM-table calculators

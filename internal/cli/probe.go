@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,9 +22,9 @@ import (
 	"github.com/gpumem/gpumem/accuracy"
 	"github.com/gpumem/gpumem/calibrate"
 	"github.com/gpumem/gpumem/gpu"
-	"github.com/gpumem/gpumem/hub"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/modelref"
 	"github.com/gpumem/gpumem/plan"
 	"github.com/gpumem/gpumem/probe"
 	"github.com/gpumem/gpumem/report"
@@ -582,36 +581,17 @@ func probeExit(rep probe.Report, runErr error) error {
 }
 
 // configJSON returns the config.json bytes of a --model value: a file, a
-// folder holding config.json, a catalog model, or a Hub id.
+// folder holding config.json, a catalog model, or a Hub id. A stand-in's
+// note goes to stderr: the script builds the stand-in.
 func configJSON(ctx context.Context, f *Factory, ref string) ([]byte, error) {
-	if st, err := os.Stat(ref); err == nil {
-		path := ref
-		if st.IsDir() {
-			path = filepath.Join(ref, model.ConfigFile)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("--model: %w", err)
-		}
-		return data, nil
-	}
-	data, err := model.CatalogConfig(ref)
-	if err == nil || !errors.Is(err, model.ErrNotFound) {
-		return data, err
-	}
-	hr, err := parseHubRef(ref, hubOptions{})
+	src, err := resolveSource(ctx, f, ref, hubOptions{}, modelref.Options{LocalPaths: true})
 	if err != nil {
 		return nil, err
 	}
-	c, err := newHubClient(f, hubOptions{})
-	if err != nil {
-		return nil, err
+	for _, n := range src.Notes {
+		fmt.Fprintf(f.IO.ErrOut, "note: %s\n", n)
 	}
-	snap, err := c.FetchConfig(ctx, hr)
-	if err != nil {
-		return nil, hubError(err)
-	}
-	return snap.Files[hub.ConfigFile], nil
+	return src.Config, nil
 }
 
 // runID names a recorded run by its model, the job's shape and, for a
