@@ -150,6 +150,7 @@ type sweepStage struct {
 	engine  [numPhases]float64
 	pools   fsdpPools
 	poolsOK bool
+	alloc   allocFoot
 	// rows is the lean row table of the stage's static rows.
 	rows rowPrefix
 }
@@ -239,8 +240,8 @@ type outBuf struct {
 
 // maxTrainRows bounds the breakdown of a training estimate: the
 // allocated-level rows and the rows assemble appends (extraRows: up to
-// five overhead rows, paged optimizer states and NCCL).
-const maxTrainRows = numRows + 7
+// six overhead rows, paged optimizer states and NCCL).
+const maxTrainRows = numRows + 8
 
 // Clone returns a deep copy of r: its slices and pointers are copied, so
 // the copy outlives an [Estimator]'s next call.

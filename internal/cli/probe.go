@@ -68,6 +68,7 @@ var probeSignals = func() (<-chan os.Signal, func()) {
 
 func newProbeCmd(f *Factory, g *globalOptions) *cobra.Command {
 	o := &probeOptions{}
+	o.est.withEnv(f)
 	cmd := &cobra.Command{
 		Use:     "probe [flags] -- COMMAND [ARGS...]",
 		GroupID: "estimate",
