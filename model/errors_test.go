@@ -120,3 +120,18 @@ func TestArchitectureFallback(t *testing.T) {
 		t.Errorf("AttnBias %v, warnings %q: want the Qwen2 reader", m.Text.AttnBias, m.Warnings)
 	}
 }
+
+// Each module's count fits in an int64, but their sum does not: the
+// config is refused instead of printing a wrapped, negative total.
+func TestParseTotalOverflow(t *testing.T) {
+	const config = `{"model_type":"gpt_oss","hidden_size":16000000,"n_layers":4077,"num_experts":16370}`
+	m, err := Parse([]byte(config))
+	if err == nil {
+		t.Fatalf("Parse succeeded with a total of %d parameters", m.TotalParams())
+	}
+	for _, want := range []string{"config.json", "parameter total overflows int64"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path"
 )
 
@@ -62,12 +63,31 @@ func build(c *config) (*Model, error) {
 	if err := c.err(); err != nil {
 		return nil, err
 	}
+	if b.err == nil {
+		b.err = checkTotal(b.mods)
+	}
 	if b.err != nil {
 		return nil, fmt.Errorf("%s: %w", c.st.file, b.err)
 	}
 	m.Modules = b.mods
 	m.Warnings = c.st.warnings
 	return m, nil
+}
+
+// checkTotal checks that the parameter total fits in an int64. Each
+// module's count is checked as it is built; their sum is checked here,
+// once, so that every sum over modules (the total, a stack, a component,
+// a layer, the active parameters) is a sum of non-negative counts below
+// a total that fits, and none can wrap.
+func checkTotal(mods []Module) error {
+	var total int64
+	for _, mod := range mods {
+		if mod.Params > math.MaxInt64-total {
+			return fmt.Errorf("the parameter total overflows int64 (more than %d parameters) at %s: check the sizes, layer and expert counts", int64(math.MaxInt64), mod.Name)
+		}
+		total += mod.Params
+	}
+	return nil
 }
 
 // pickReader finds the reader for model_type, then for architectures[0],
