@@ -6,10 +6,17 @@ import (
 	"io/fs"
 	"math"
 	"path"
+
+	"github.com/gpumem/gpumem/internal/fsutil"
 )
 
 // ConfigFile is the name of a Hugging Face model configuration.
 const ConfigFile = "config.json"
+
+// MaxConfigSize is the largest config.json (or preprocessor_config.json)
+// read, in bytes. Real configs are a few KiB; the largest, classifiers
+// with tens of thousands of labels in id2label, are about a MiB.
+const MaxConfigSize = 16 << 20
 
 // PreprocessorFile is the image processor configuration of a VLM, read
 // for the image size when present next to config.json.
@@ -153,7 +160,7 @@ func readQuant(c *config) *Quantization {
 // when present (for a VLM's image size). Model.ID is dir.
 func ParseFS(fsys fs.FS, dir string) (*Model, error) {
 	name := path.Join(dir, ConfigFile)
-	data, err := fs.ReadFile(fsys, name)
+	data, err := fsutil.ReadFS(fsys, name, MaxConfigSize)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
@@ -162,7 +169,7 @@ func ParseFS(fsys fs.FS, dir string) (*Model, error) {
 		return nil, err
 	}
 	pre := path.Join(dir, PreprocessorFile)
-	if data, err := fs.ReadFile(fsys, pre); err == nil {
+	if data, err := fsutil.ReadFS(fsys, pre, MaxConfigSize); err == nil {
 		if err := applyPreprocessor(m, pre, data); err != nil {
 			return nil, err
 		}

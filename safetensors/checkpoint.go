@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/gpumem/gpumem/internal/fsutil"
 )
 
 // File is one file of a checkpoint opened for random access: a local
@@ -199,7 +201,7 @@ func DirOpener(dir string) Opener {
 
 // OpenFile opens a local file as a [File].
 func OpenFile(path string) (File, error) {
-	f, err := os.Open(path)
+	f, err := fsutil.Open(path)
 	if err != nil {
 		return nil, err
 	}

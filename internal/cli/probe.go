@@ -23,6 +23,8 @@ import (
 	"github.com/gpumem/gpumem/calibrate"
 	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/hub"
+	"github.com/gpumem/gpumem/internal/fsutil"
+	"github.com/gpumem/gpumem/jobfile"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/plan"
@@ -187,7 +189,7 @@ func (o *probeOptions) check(cmd *cobra.Command) error {
 
 // readJobFile reads a memory.Job from a JSON file; unknown keys are errors.
 func readJobFile(path string) (memory.Job, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsutil.ReadFile(path, jobfile.MaxSize)
 	if err != nil {
 		return memory.Job{}, fmt.Errorf("--job: %w", err)
 	}
@@ -336,7 +338,7 @@ func (o *probeOptions) writeScript(ctx context.Context, f *Factory) error {
 
 // fromResult compares a saved synthetic result line with the estimate.
 func (o *probeOptions) fromResult(f *Factory, g *globalOptions, m *model.Model) error {
-	data, err := os.ReadFile(o.FromResult)
+	data, err := fsutil.ReadFile(o.FromResult, jobfile.MaxSize)
 	if err != nil {
 		return fmt.Errorf("--from-result: %w", err)
 	}
@@ -456,7 +458,7 @@ func configJSON(ctx context.Context, f *Factory, ref string) ([]byte, error) {
 		if st.IsDir() {
 			path = filepath.Join(ref, model.ConfigFile)
 		}
-		data, err := os.ReadFile(path)
+		data, err := fsutil.ReadFile(path, model.MaxConfigSize)
 		if err != nil {
 			return nil, fmt.Errorf("--model: %w", err)
 		}
