@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/internal/fsutil"
+	"github.com/gpumem/gpumem/internal/jsonkeys"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/plan"
 	"github.com/gpumem/gpumem/probe"
@@ -74,6 +75,9 @@ func ParseProfile(data []byte, file string) (Profile, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
+		return Profile{}, fmt.Errorf("%s: %w", file, err)
+	}
+	if err := jsonkeys.Check(data); err != nil {
 		return Profile{}, fmt.Errorf("%s: %w", file, err)
 	}
 	if dec.More() {

@@ -3,9 +3,12 @@ package model
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/gpumem/gpumem/internal/jsonkeys"
 )
 
 // Bounds on values read from a config. They reject absurd sizes before any
@@ -65,6 +68,11 @@ func decodeConfig(file string, data []byte) (*config, error) {
 	}
 	if dec.More() {
 		return nil, &ConfigError{File: file, Want: "a single JSON object", Got: "trailing data"}
+	}
+	if err := jsonkeys.Check(data); err != nil {
+		var de *jsonkeys.DuplicateError
+		errors.As(err, &de)
+		return nil, &ConfigError{File: file, Key: de.Path, Err: fmt.Errorf("given twice (lines %d and %d); each key once", de.First, de.Line)}
 	}
 	return &config{st: &parseState{file: file}, m: m}, nil
 }

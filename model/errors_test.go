@@ -44,6 +44,8 @@ func TestParseErrors(t *testing.T) {
 			"layer_types[0]", `got "local"`},
 		{"cross layer out of range", `{"model_type": "mllama", "text_config": {"num_hidden_layers": 4, "cross_attention_layers": [9]}}`,
 			"text_config.cross_attention_layers[0]", "want an integer in [0, 3]"},
+		{"key given twice", "{\"model_type\": \"llama\",\n \"hidden_size\": 64,\n \"hidden_size\": 128}", "hidden_size", "config.json: hidden_size: given twice (lines 2 and 3)"},
+		{"nested key given twice", `{"model_type": "llava", "text_config": {"vocab_size": 1, "vocab_size": 2}}`, "text_config.vocab_size", "given twice"},
 		{"odd qwen v1 ffn", `{"model_type": "qwen", "intermediate_size": 11}`, "intermediate_size", "an even integer"},
 	}
 	for _, tt := range tests {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/internal/fsutil"
+	"github.com/gpumem/gpumem/internal/jsonkeys"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/report"
@@ -384,6 +385,9 @@ func loadDisplaySettings(path string) (displaySettings, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&d); err != nil {
 		return d, fmt.Errorf("--config-dir: %s: %w (want an object with \"format\" and/or \"units\")", path, err)
+	}
+	if err := jsonkeys.Check(data); err != nil {
+		return d, fmt.Errorf("--config-dir: %s: %w", path, err)
 	}
 	if _, err := report.ParseFormat(cmpOr(d.Format, "table")); err != nil {
 		return d, fmt.Errorf("--config-dir: %s: format: %w", path, err)

@@ -24,6 +24,7 @@ import (
 	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/hub"
 	"github.com/gpumem/gpumem/internal/fsutil"
+	"github.com/gpumem/gpumem/internal/jsonkeys"
 	"github.com/gpumem/gpumem/jobfile"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
@@ -197,6 +198,9 @@ func readJobFile(path string) (memory.Job, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&job); err != nil {
+		return memory.Job{}, fmt.Errorf("--job %s: %w", path, err)
+	}
+	if err := jsonkeys.Check(data); err != nil {
 		return memory.Job{}, fmt.Errorf("--job %s: %w", path, err)
 	}
 	return job, nil
