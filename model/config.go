@@ -229,8 +229,20 @@ func (c *config) str(key, def string) string {
 		c.fail(k, "a string", v)
 		return def
 	}
+	if len(s) > maxString {
+		c.fail(k, wantName, v)
+		return def
+	}
 	return s
 }
+
+// maxString bounds the strings read from a config: names such as
+// model_type, an architecture, a dtype or a module name, all far shorter.
+// A longer one is refused rather than echoed in every message and report.
+const maxString = 256
+
+// wantName is what a string longer than maxString was expected to be.
+var wantName = fmt.Sprintf("a name of at most %d characters", maxString)
 
 // number reads key as a finite number, def when absent.
 func (c *config) number(key string, def float64) float64 {
@@ -278,6 +290,10 @@ func (c *config) strs(key string) []string {
 		return nil
 	}
 	if s, isStr := v.(string); isStr {
+		if len(s) > maxString {
+			c.fail(k, wantName, v)
+			return nil
+		}
 		return []string{s}
 	}
 	arr, isArr := v.([]any)
@@ -290,6 +306,10 @@ func (c *config) strs(key string) []string {
 		s, isStr := e.(string)
 		if !isStr {
 			c.fail(fmt.Sprintf("%s[%d]", k, i), "a string", e)
+			return nil
+		}
+		if len(s) > maxString {
+			c.fail(fmt.Sprintf("%s[%d]", k, i), wantName, e)
 			return nil
 		}
 		out = append(out, s)

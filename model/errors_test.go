@@ -46,6 +46,8 @@ func TestParseErrors(t *testing.T) {
 			"text_config.cross_attention_layers[0]", "want an integer in [0, 3]"},
 		{"key given twice", "{\"model_type\": \"llama\",\n \"hidden_size\": 64,\n \"hidden_size\": 128}", "hidden_size", "config.json: hidden_size: given twice (lines 2 and 3)"},
 		{"nested key given twice", `{"model_type": "llava", "text_config": {"vocab_size": 1, "vocab_size": 2}}`, "text_config.vocab_size", "given twice"},
+		{"model_type too long", `{"model_type": "` + strings.Repeat("x", 100000) + `"}`, "model_type", "want a name of at most 256 characters, got \"xxxxxxxx"},
+		{"architecture too long", `{"architectures": ["` + strings.Repeat("A", 300) + `"]}`, "architectures[0]", "want a name of at most 256 characters"},
 		{"odd qwen v1 ffn", `{"model_type": "qwen", "intermediate_size": 11}`, "intermediate_size", "an even integer"},
 	}
 	for _, tt := range tests {
@@ -135,5 +137,13 @@ func TestParseTotalOverflow(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not contain %q", err, want)
 		}
+	}
+}
+
+// A long model_type is refused, and the message quotes only its start.
+func TestLongModelTypeNotEchoed(t *testing.T) {
+	_, err := Parse([]byte(`{"model_type": "` + strings.Repeat("x", 100000) + `"}`))
+	if err == nil || len(err.Error()) > 200 {
+		t.Fatalf("error of %d bytes: %.200s", len(err.Error()), err)
 	}
 }
