@@ -123,3 +123,51 @@ func TestReadMetadataMemoryBound(t *testing.T) {
 		t.Fatalf("got %v, want an error containing %q", err, want)
 	}
 }
+
+// Figures that follow from a header but no real model has are noted:
+// more KV heads than attention heads, a KV cache of a pebibyte or more.
+func TestEstimateImplausibleNotes(t *testing.T) {
+	tests := []struct {
+		name  string
+		extra []kv
+		want  string // a note containing it; "" for no implausible note
+	}{
+		{"plausible", nil, ""},
+		{"more KV heads than heads", []kv{{"llama.attention.head_count_kv", uint32(16)}}, "layer 0 has more KV heads (llama.attention.head_count_kv 16) than attention heads (head_count 8)"},
+		{"petabyte KV cache", []kv{{"llama.context_length", uint32(1 << 31)}, {"llama.block_count", uint32(20000)}}, "implausible: the KV cache comes to"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			kvs := []kv{
+				{"general.architecture", "llama"},
+				{"llama.embedding_length", uint32(512)},
+				{"llama.attention.head_count", uint32(8)},
+			}
+			set := map[string]bool{}
+			for _, e := range tc.extra {
+				set[e.key] = true
+			}
+			for _, d := range []kv{{"llama.block_count", uint32(2)}, {"llama.context_length", uint32(4096)}, {"llama.attention.head_count_kv", uint32(2)}} {
+				if !set[d.key] {
+					kvs = append(kvs, d)
+				}
+			}
+			data := writeGGUF(t, append(kvs, tc.extra...), nil)
+			f, err := Read(bytes.NewReader(data), int64(len(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := Estimate(f, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			notes := strings.Join(m.Notes, "\n")
+			switch {
+			case tc.want == "" && strings.Contains(notes, "implausible"):
+				t.Errorf("notes of a plausible file: %s", notes)
+			case tc.want != "" && !strings.Contains(notes, tc.want):
+				t.Errorf("notes lack %q:\n%s", tc.want, notes)
+			}
+		})
+	}
+}
