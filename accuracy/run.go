@@ -75,6 +75,10 @@ type Report struct {
 	// Components summarizes the serving component rows (Row.Component)
 	// with an estimate; N is 0 when there are none.
 	Components Summary `json:"components"`
+	// Probe compares gpumem's own measured runs with the estimates, when
+	// the caller set it ([ProbeRunsReport]); the Markdown report then has
+	// a section for them, which says so while there are none.
+	Probe *ProbeReport `json:"probe_runs,omitempty"`
 }
 
 // Run estimates every record and compares it with its measurement.
@@ -316,6 +320,9 @@ func (r Report) Markdown() string {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", row.ID, row.Mode, row.Kind, row.Metric,
 				units.FormatIEC(row.Measured), estText(row), errText(row), mdCell(whyNotScored(row)))
 		}
+	}
+	if r.Probe != nil {
+		b.WriteString(r.Probe.Markdown())
 	}
 	return b.String()
 }

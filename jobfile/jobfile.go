@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpumem/gpumem/internal/decoded"
 	"github.com/gpumem/gpumem/internal/fsutil"
 	"github.com/gpumem/gpumem/internal/jsonkeys"
 	"github.com/gpumem/gpumem/internal/yamldoc"
@@ -234,7 +235,7 @@ func decodeJSON(data []byte) (map[string]any, error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("want a JSON object of job settings, got %s", typeName(v))
+		return nil, fmt.Errorf("want a JSON object of job settings, got %s", decoded.Kind(v))
 	}
 	return obj, nil
 }
@@ -249,7 +250,7 @@ func decodeYAML(data []byte) (map[string]any, error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("want a YAML mapping of job settings, got %s", typeName(v))
+		return nil, fmt.Errorf("want a YAML mapping of job settings, got %s", decoded.Kind(v))
 	}
 	return obj, nil
 }

@@ -337,7 +337,8 @@ func projectorBytes(t *testing.T, m *model.Model, job Job) units.Bytes {
 		t.Fatal(err)
 	}
 	v := m.Vision
-	nv := float64(s.images) * float64(imagePatches(v, job.ImageSize))
+	total, _ := imagePatches(v, job.ImageSize)
+	nv := float64(s.images) * float64(total)
 	imgTok := float64(s.seqTotal-s.seq) * float64(s.batch)
 	return units.FromFloat(s.compute.BytesPerElement() * (float64(v.Hidden)*nv + 2*float64(m.Text.Hidden)*imgTok))
 }

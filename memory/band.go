@@ -390,7 +390,7 @@ func bandEnvOf(j *Job) (e bandEnv) {
 	case Serving:
 		e |= envServing
 	}
-	if len(j.Software) > 0 && hasSoftware(j.Software, "torch1") {
+	if rulesOf(j).has(ruleTorchFragmentation1x) {
 		e |= envTorch1
 	}
 	if len(j.Constants) > 0 {

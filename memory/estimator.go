@@ -59,7 +59,7 @@ func (e *Estimator) Estimate(job *Job) (*Result, error) {
 		e.res = r
 		withBand(&e.res)
 	default:
-		return nil, fmt.Errorf("estimate: unknown mode %q (want train, inference or serving)", job.Mode)
+		return nil, FieldErrorf("mode", "estimate: unknown mode %q (want train, inference or serving)", job.Mode)
 	}
 	noteCapped(&e.res)
 	return &e.res, nil
@@ -284,6 +284,12 @@ func (j Job) clone() Job {
 	c.LoRATargets = cloneSlice(j.LoRATargets)
 	c.Trainable = cloneSlice(j.Trainable)
 	c.Software = cloneSlice(j.Software)
+	if j.Stack != nil {
+		c.Stack = make(Stack, len(j.Stack))
+		for k, v := range j.Stack {
+			c.Stack[k] = v
+		}
+	}
 	c.Packed = clonePtr(j.Packed)
 	c.DoubleQuant = clonePtr(j.DoubleQuant)
 	c.OverlapComm = clonePtr(j.OverlapComm)

@@ -42,7 +42,7 @@ import (
 // it. *twin is the Estimator of those jobs, made on first use (an
 // Estimator keeps its own, so that it allocates nothing).
 func noteExceptions(m *model.Model, job *Job, r *Result, twin **Estimator) {
-	zero3 := r.Parallel != nil && r.Parallel.Engine == engineDeepSpeed && r.Parallel.ZeRO == 3 && !offloaded(job.OffloadParams)
+	zero3 := r.Parallel != nil && r.Parallel.Engine == EngineDeepSpeed && r.Parallel.ZeRO == 3 && !offloaded(job.OffloadParams)
 	lora := job.Method == MethodLoRA
 	if !zero3 && !lora {
 		return

@@ -28,6 +28,9 @@ type actShape struct {
 	lo, hi int
 	// quiet computes the bytes only, leaving the formulas empty.
 	quiet bool
+	// hf is true for transformers' forward (inference), false for vLLM's
+	// kernels (serving), where the implementations of a block differ.
+	hf bool
 }
 
 // transient is one activation term with the formula that produced it.
@@ -46,6 +49,9 @@ func (a actShape) layerTransient(b, s, skv int64) transient {
 	st := a.st
 	resid := 2 * float64(n) * float64(st.Hidden) * a.act
 	attn, attnF := a.attention(b, s, skv)
+	if st.State != nil {
+		attn, attnF = a.hybridMixer(n, attn, attnF)
+	}
 	ffn, ffnF := a.feedForward(n)
 	peak, which := attn, attnF
 	if ffn > attn {
@@ -86,6 +92,12 @@ func (a actShape) attention(b, s, skv int64) (float64, string) {
 	if !a.quiet {
 		f = fmt.Sprintf("attention q,k,v,out %s", units.FormatIEC(units.FromFloat(bytes)))
 	}
+	if idx, idxF := a.indexerScores(b, s, skv); idx > 0 {
+		bytes += idx
+		if !a.quiet {
+			f += idxF
+		}
+	}
 	if a.attn == inferEager {
 		perElem := 2*a.act + fp32Bytes
 		scores := float64(b) * heads * float64(s) * float64(skv) * perElem
@@ -96,6 +108,25 @@ func (a actShape) attention(b, s, skv int64) (float64, string) {
 		f += fmt.Sprintf(" + eager scores b·a·s·s_kv·(%g+4+%g)B = %s", a.act, a.act, units.FormatIEC(units.FromFloat(scores)))
 	}
 	return bytes, f
+}
+
+// indexerScores is the transient of transformers' DSA lightning indexer
+// (DeepSeek-V3.2, GLM-5), which scores every query against every cached
+// key with all its heads in fp32 before picking the top-k:
+// scores = relu(q.float() @ k.float()) holds [b, s, index_n_heads, s_kv]
+// fp32 twice while relu runs, then index_scores [b, s, s_kv] fp32
+// (huggingface/transformers@01f8fa55d98fbd77fb6461c47ae14fc6206f2f87:
+// src/transformers/models/deepseek_v32/modeling_deepseek_v32.py,
+// DeepseekV32Indexer.forward). vLLM's indexer kernels score in fp8
+// blocks and keep no such tensor; they are not counted here.
+func (a actShape) indexerScores(b, s, skv int64) (float64, string) {
+	mla := a.st.MLA
+	if !a.hf || mla == nil || mla.IndexerHeads <= 0 {
+		return 0, ""
+	}
+	rows := float64(b) * float64(s) * float64(skv)
+	bytes := rows * (2*float64(mla.IndexerHeads) + 1) * fp32Bytes
+	return bytes, fmt.Sprintf(" + DSA indexer scores b·s·s_kv·(2·%d heads + 1)·4B = %s", mla.IndexerHeads, units.FormatIEC(units.FromFloat(bytes)))
 }
 
 // feedForward is the feed-forward block's intermediates for n tokens,
@@ -110,27 +141,31 @@ func (a actShape) feedForward(n int64) (float64, string) {
 	st := a.st
 	tp := float64(max(a.tp, 1))
 	hasDense, moe := false, false
+	dense := 0 // the widest dense FFN the GPU runs (per layer in Nemotron NAS models)
 	for i := a.lo; i < a.hi && i < st.Layers; i++ {
-		if layerType(st, i).MoE && st.MoE != nil {
+		switch lt := layerType(st, i); {
+		case lt.NoFFN:
+		case lt.MoE && st.MoE != nil:
 			moe = true
-		} else {
+		default:
 			hasDense = true
+			dense = max(dense, denseFFN(st, lt))
 		}
 	}
 	if a.hi <= a.lo {
-		hasDense = true
+		hasDense, dense = true, st.Intermediate
 	}
 	var best float64
 	f := "feed-forward 0"
-	if hasDense && st.Intermediate > 0 {
+	if hasDense && dense > 0 {
 		width, name := 2.0, "plain MLP 2·N·f"
 		if st.MLP == model.GatedMLP {
 			width, name = 3, "gated MLP 3·N·f"
 		}
-		best = width * float64(n) * float64(st.Intermediate) / tp * a.act
+		best = width * float64(n) * float64(dense) / tp * a.act
 		f = ""
 		if !a.quiet {
-			f = fmt.Sprintf("%s·%gB (f/tp = %g) = %s", name, a.act, float64(st.Intermediate)/tp, units.FormatIEC(units.FromFloat(best)))
+			f = fmt.Sprintf("%s·%gB (f/tp = %g) = %s", name, a.act, float64(dense)/tp, units.FormatIEC(units.FromFloat(best)))
 		}
 	}
 	if moe {
@@ -158,6 +193,57 @@ func (a actShape) feedForward(n int64) (float64, string) {
 	return best, f
 }
 
+// hybridMixer is the sequence mixer's peak over the layers of a hybrid
+// stack the GPU runs: the attention block (attn) when some layer attends,
+// and the recurrent mixer's intermediates when some layer has one. A
+// recurrent mixer holds, for n tokens, its input projection's output, the
+// causal conv1d's output over conv_dim channels and the scan's output
+// before the output projection, in the compute dtype and split over tp
+// ranks: Mamba-2 in_proj (d_inner + conv_dim + heads), DeltaNet's q, k, v,
+// z, b and a (conv_dim + value + 2·value heads), lightning attention's qkv
+// and output gate (4·d_inner), Mamba's x and z (2·d_inner) and x_proj
+// (2·d_state) (the projections of model.RecurrentState's mixers; their
+// fused kernels, mamba_ssm's mamba_chunk_scan_combined and fla's
+// chunk_gated_delta_rule, work chunk by chunk and add no n² term).
+func (a actShape) hybridMixer(n int64, attn float64, attnF string) (float64, string) {
+	st := a.st
+	hasAttn, hasState := false, false
+	for i := a.lo; i < a.hi && i < st.Layers; i++ {
+		lt := layerType(st, i)
+		hasAttn = hasAttn || lt.Attention != model.NoSelfAttention || lt.CrossAttention
+		hasState = hasState || lt.State != ""
+	}
+	best, f := 0.0, "no sequence mixer"
+	if hasAttn {
+		best, f = attn, attnF
+	}
+	if !hasState {
+		return best, f
+	}
+	r := st.State
+	inner, conv := float64(r.Heads*r.HeadDim), float64(r.ConvDim())
+	var proj float64
+	switch r.Kind {
+	case model.Mamba2:
+		proj = inner + conv + float64(r.Heads)
+	case model.GatedDeltaNet:
+		proj = conv + inner + 2*float64(r.Heads)
+	case model.LightningAttention:
+		proj = 4 * inner
+	default: // Mamba-1
+		proj = 2*inner + 2*float64(r.StateDim)
+	}
+	rec := float64(n) * (proj + conv + inner) / float64(max(a.tp, 1)) * a.act
+	if rec > best {
+		best = rec
+		if !a.quiet {
+			f = fmt.Sprintf("%s mixer: in_proj %g + conv %g + scan output %g per token/tp × %gB = %s",
+				r.Kind, proj, conv, inner, a.act, units.FormatIEC(units.FromFloat(rec)))
+		}
+	}
+	return best, f
+}
+
 // logitsBytes is the logits of rows positions over the vocabulary (split
 // over tp ranks before the gather) in the compute dtype plus their fp32
 // upcast when upcast is set: HF generate takes
@@ -173,21 +259,25 @@ func logitsBytes(rows int64, vocab int, act float64, upcast bool) units.Bytes {
 }
 
 // visionTransient is the vision tower's forward over the images of a
-// batch: each image is one sequence of patch tokens through a pre-LN ViT
-// (MODEL.md §9: use the §4/§7.4 shapes with s = patches per image and b =
-// images), plus the features handed to the language model.
-func visionTransient(v *model.Vision, images int64, attn string, act float64, textHidden int, llmTokens int64) transient {
-	perImage := int64(v.TokensPerImage) * int64(max(v.SpatialMerge, 1)*max(v.SpatialMerge, 1))
-	if perImage <= 0 && v.PatchSize > 0 {
-		side := int64(v.ImageSize / v.PatchSize)
-		perImage = side * side
+// batch: each tile of an image is one sequence of patch tokens through a
+// pre-LN ViT (MODEL.md §9: use the §4/§7.4 shapes with s = patches per
+// tile and b = images × tiles), plus the features handed to the language
+// model. img is the shape of one image (model.Vision.Image).
+func visionTransient(v *model.Vision, img model.ImageShape, images int64, attn string, act float64, textHidden int, llmTokens int64) transient {
+	seqs, perSeq := images*int64(max(img.Tiles, 1)), int64(img.Patches)
+	if perSeq <= 0 {
+		perSeq = int64(max(v.TokensPerImage, 1))
 	}
 	shape := actShape{st: &v.Stack, tp: 1, attn: attn, act: act, lo: 0, hi: v.Layers}
-	layer := shape.layerTransient(images, perImage, perImage)
+	layer := shape.layerTransient(seqs, perSeq, perSeq)
 	features := units.FromFloat(float64(llmTokens) * float64(textHidden) * act)
+	seqText := fmt.Sprintf("%d images × %d patches", images, perSeq)
+	if img.Tiles > 1 {
+		seqText = fmt.Sprintf("%d images × %d tiles of %d patches", images, img.Tiles, perSeq)
+	}
 	return transient{
 		bytes: units.Add(layer.bytes, features),
-		formula: fmt.Sprintf("one vision layer over %d images × %d patches: %s; + image features %d tokens × h %d × %gB",
-			images, perImage, layer.formula, llmTokens, textHidden, act),
+		formula: fmt.Sprintf("one vision layer over %s: %s; + image features %d tokens × h %d × %gB",
+			seqText, layer.formula, llmTokens, textHidden, act),
 	}
 }

@@ -181,12 +181,19 @@ func (t *modTab) named(m *model.Model) []modRow {
 	return rows
 }
 
+// sameKV reports whether two layers cache the same keys and values
+// (per-layer KV widths and KV sharing, Gemma 4).
+func sameKV(a, b model.LayerType) bool {
+	return a.KVHeads == b.KVHeads && a.HeadDim == b.HeadDim && a.SharedKV == b.SharedKV
+}
+
 // oneLayerType reports whether the stack's layers all have one layer
 // type, as uniformLayers compares them.
 func oneLayerType(st *model.Stack) bool {
 	lts := st.LayerTypes[:min(len(st.LayerTypes), st.Layers)]
 	for _, l := range lts {
-		if l.CrossAttention != lts[0].CrossAttention || l.MoE != lts[0].MoE || !sameAttn(l.Attention, lts[0].Attention) {
+		if l.CrossAttention != lts[0].CrossAttention || l.MoE != lts[0].MoE || !sameAttn(l.Attention, lts[0].Attention) || !sameKV(l, lts[0]) ||
+			l.State != lts[0].State || l.FFN != lts[0].FFN || l.NoFFN != lts[0].NoFFN {
 			return false
 		}
 	}

@@ -97,12 +97,13 @@ func RuntimeOverheads(job Job) (Overheads, error) {
 
 // runtimeOverheads is [RuntimeOverheads] with resolved constants.
 func runtimeOverheads(job *Job, c *constants) Overheads {
-	o := Overheads{Legacy: hasSoftware(job.Software, "torch1")}
+	rs := rulesOf(job)
+	o := Overheads{Legacy: rs.has(ruleTorchEagerModules)}
 	id := cFragmentation
 	switch {
 	case job.Mode == Inference || job.Mode == Serving:
 		id = cFragmentationInference
-	case o.Legacy:
+	case rs.has(ruleTorchFragmentation1x):
 		id = cFragmentationLegacy
 	case shardsParams(job):
 		id = cFragmentationSharded
@@ -315,28 +316,11 @@ func appendRow(dst []Component, c *Component, b units.Bytes) []Component {
 	return dst
 }
 
-// hasSoftware reports whether the job names the given software era. It
-// is inlined where it is called, so the usual job, which names none,
-// pays no call.
-func hasSoftware(sw []string, name string) bool {
-	return len(sw) > 0 && listsSoftware(sw, name)
-}
-
-// listsSoftware is [hasSoftware] for a non-empty list.
-func listsSoftware(sw []string, name string) bool {
-	for _, s := range sw {
-		if strings.EqualFold(strings.TrimSpace(s), name) {
-			return true
-		}
-	}
-	return false
-}
-
 // shardsParams reports whether a training job shards its parameters
 // (DeepSpeed ZeRO-3, FSDP/FSDP2 full or hybrid sharding).
 func shardsParams(job *Job) bool {
 	switch job.Engine {
-	case "", engineDDP, engineMegatron:
+	case "", EngineDDP, EngineMegatron:
 		// Lower-case already and none of the spellings below.
 		return false
 	}

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"math"
+	"strings"
 	"unsafe"
 
 	"github.com/gpumem/gpumem/model"
@@ -159,7 +160,7 @@ func (s *setup) warnUnusedActConstants() {
 		s.warn("attn_act_factor_no_fa is set but attention is fused (flash or SDPA): it applies to eager attention (attn_act_factor_fa applies here)")
 	}
 	if s.c[cGradCkptReduction] > 0 && s.ckptRetention() == 0 {
-		s.warn("grad_ckpt_reduction is set but the job does not checkpoint layers: it applies with --grad-checkpoint full or every-N")
+		s.warn("grad_ckpt_reduction is set but the job does not checkpoint layers: it applies with grad_checkpoint=full or every-N")
 	}
 }
 
@@ -415,7 +416,8 @@ func (s *setup) uniformLayers(from, to int) bool {
 	lts := st.LayerTypes[max(from, 0):min(to, st.Layers)]
 	a := lts[0]
 	for _, l := range lts[1:] {
-		if l.CrossAttention != a.CrossAttention || l.MoE != a.MoE || !sameAttn(l.Attention, a.Attention) {
+		if l.CrossAttention != a.CrossAttention || l.MoE != a.MoE || !sameAttn(l.Attention, a.Attention) || !sameKV(l, a) ||
+			l.State != a.State || l.FFN != a.FFN || l.NoFFN != a.NoFFN {
 			return false
 		}
 	}
@@ -556,8 +558,9 @@ func (s *setup) visionActs(r *actRegime) float64 {
 	if v == nil || s.images == 0 {
 		return 0
 	}
-	patches := float64(imagePatches(v, s.job.ImageSize))
-	nv := float64(s.images) * patches
+	total, perSeq := imagePatches(v, s.job.ImageSize)
+	patches := float64(perSeq) // each tile is its own attention sequence
+	nv := float64(s.images) * float64(total)
 	out := 0.0
 	if s.trainable.vision || s.lora.vision {
 		vr := *r
@@ -636,6 +639,12 @@ func extraNormsOf(m *model.Model) float64 {
 	for i := range m.Modules {
 		mod := &m.Modules[i]
 		if mod.Stack != stackText || mod.Layer < 0 || mod.Component != "norm" || mod.In > 0 {
+			continue
+		}
+		if strings.Contains(mod.Name, ".self_attn.") {
+			// Query/key norms inside attention (OLMoE's and OLMo 2's span
+			// the whole projection, as wide as the hidden state) are
+			// counted with the attention block (selfAttnAct, st.QKNorm).
 			continue
 		}
 		if mod.Each == int64(st.Hidden) || mod.Each == 2*int64(st.Hidden) {

@@ -57,6 +57,7 @@ type config struct {
 
 // decodeConfig parses data as one JSON object.
 func decodeConfig(file string, data []byte) (*config, error) {
+	data, python := rewritePythonFloats(data)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var m map[string]any
@@ -73,6 +74,9 @@ func decodeConfig(file string, data []byte) (*config, error) {
 		var de *jsonkeys.DuplicateError
 		errors.As(err, &de)
 		return nil, &ConfigError{File: file, Key: de.Path, Err: fmt.Errorf("given twice (lines %d and %d); each key once", de.First, de.Line)}
+	}
+	if python {
+		restorePythonFloats(m)
 	}
 	return &config{st: &parseState{file: file}, m: m}, nil
 }

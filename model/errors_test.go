@@ -35,7 +35,7 @@ func TestParseErrors(t *testing.T) {
 		{"top-k above experts", `{"model_type": "mixtral", "num_local_experts": 4, "num_experts_per_tok": 8}`,
 			"num_experts_per_tok", "at most the number of experts (4)"},
 		{"text_config not object", `{"model_type": "llava", "text_config": 3}`, "text_config", "want an object"},
-		{"nested key path", `{"model_type": "llava", "text_config": {"hidden_size": -1}}`, "text_config.hidden_size", "positive"},
+		{"nested key path", `{"model_type": "llava", "vision_config": {}, "text_config": {"hidden_size": -1}}`, "text_config.hidden_size", "positive"},
 		{"vision patch larger than image", `{"model_type": "llava", "vision_config": {"image_size": 10, "patch_size": 14}}`,
 			"vision_config.image_size", "at least patch_size (14)"},
 		{"layer_types length", `{"model_type": "gpt_oss", "num_hidden_layers": 2, "layer_types": ["full_attention"]}`,

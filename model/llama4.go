@@ -82,9 +82,10 @@ func llama4Attention(c *config, s *Stack) {
 // bias) and a projector linear_1 (vision_output_dim → text width, no bias)
 // (see readLlama4Vision for the vision defaults).
 func readLlama4(c *config, m *Model, b *builder) {
-	readLanguageModel(c.sub("text_config").orEmpty(c, "text_config"), "llama4_text", m, b, "model.language_model")
-	vc := c.sub("vision_config").orEmpty(c, "vision_config")
+	readLanguageModel(needText(c), "llama4_text", m, b, "model.language_model")
+	vc := fixedTower(c, "vision_config", "llama4_vision_model")
 	v := readLlama4Vision(vc)
+	v.Tower = "llama4_vision_model"
 	buildLlama4Vision(vc, b, &v)
 	b.top(StackProjector).linear(CompProjector, "model.multi_modal_projector.linear_1", "linear_1",
 		vc.dim("vision_output_dim", 4096), m.Text.Hidden, false)
@@ -100,14 +101,32 @@ func readLlama4Vision(vc *config) Vision {
 	v.PatchSize = vc.dim("patch_size", 14)
 	checkPatches(vc, &v)
 	ratio := vc.number("pixel_shuffle_ratio", 0.5)
-	if ratio <= 0 || ratio > 1 {
-		vc.fail("pixel_shuffle_ratio", "a number in (0, 1]", ratio)
-		ratio = 0.5
+	merge := 0
+	if ratio > 0 && ratio <= 1 {
+		merge = int(1/ratio + 0.5)
 	}
-	side := v.ImageSize / v.PatchSize
-	v.TokensPerImage = int(float64(side*side) * ratio * ratio) // per tile
+	if merge < 1 || float64(merge)*ratio != 1 {
+		vc.fail("pixel_shuffle_ratio", "the inverse of a whole number (0.5, 0.25)", ratio)
+		merge = 2
+	}
+	v.SpatialMerge = merge
+	// Llama4ImageProcessor fits an image to the canvas of image_size tiles
+	// (at most max_patches = 16 of them) that upscales it least, so a
+	// square image gets min(ceil(side / tile), 4)² tiles, plus a global
+	// tile when there is more than one. The processor writes
+	// <|image_start|>, the tiles' <|patch|> tokens each followed by a
+	// <|tile_x_separator|> or <|tile_y_separator|>, <|image|>, the global
+	// tile's patches and <|image_end|> (processing_llama4.py
+	// _prompt_split_image); one tile alone has no separator.
+	v.Tiling = &Tiling{Kind: TilesSplit, MaxTiles: llama4MaxTiles, Thumbnail: true, LongestEdge: 4 * v.ImageSize}
+	v.TileTokens, v.ImageTokens = 1, 2
+	v.TokensPerImage = v.Image(0).Tokens
 	return v
 }
+
+// llama4MaxTiles is Llama4ImageProcessor's default max_patches: the tiles
+// an image may be cut into (a 4 × 4 grid for a square image).
+const llama4MaxTiles = 16
 
 // buildLlama4Vision adds Llama4VisionModel.
 func buildLlama4Vision(vc *config, b *builder, v *Vision) {

@@ -14,7 +14,7 @@ const mllamaExtraTokens = 8
 // bias, LayerNorms), tiled position embeddings, and a projector
 // Linear(vision_output_dim, text hidden) with bias.
 func readMllama(c *config, m *Model, b *builder) {
-	t := c.sub("text_config").orEmpty(c, "text_config")
+	t := needSub(c, "text_config", "the language model's config (an object): its size cannot be inferred without it").orEmpty(c, "text_config")
 	s := readStack(t, dims{hidden: 4096, layers: 40, heads: 32, kvHeads: 8, inter: 14336, vocab: 128256, maxPos: 131072})
 	cross := t.ints("cross_attention_layers", 0, s.Layers-1)
 	if cross == nil && !t.has("cross_attention_layers") {
@@ -28,8 +28,9 @@ func readMllama(c *config, m *Model, b *builder) {
 		}
 	}
 	m.Text = s
-	vc := c.sub("vision_config").orEmpty(c, "vision_config")
+	vc := fixedTower(c, "vision_config", "mllama_vision_model")
 	v := readMllamaVision(vc)
+	v.Tower = "mllama_vision_model"
 	buildMllamaText(b, &m.Text, isCross)
 	buildMllamaVision(vc, b, &v)
 	b.top(StackProjector).linear(CompProjector, "model.multi_modal_projector", "multi_modal_projector",
@@ -68,9 +69,11 @@ func buildMllamaText(b *builder, s *Stack, isCross []bool) {
 
 // readMllamaVision reads a MllamaVisionConfig (defaults: 1280 wide, 32
 // local + 8 global layers, 16 heads, MLP 5120, 448 px tiles, patch 14, up
-// to 4 tiles, 8 supported aspect ratios). The released Llama 3.2 Vision
-// checkpoints set image_size 560 (1601 positions per tile); the position
-// and tile embeddings grow with it.
+// to 4 tiles, 8 supported aspect ratios). The base Llama 3.2 Vision 11B
+// keeps 448 px tiles (1025 positions per tile); the Instruct releases and
+// the 90B set image_size 560 (1601 positions per tile), and the position
+// and tile embeddings grow with it (meta-llama/llama-models:
+// models/sku_list.py@2386bf56e67c, vision_chunk_size).
 func readMllamaVision(vc *config) Vision {
 	v := Vision{SpatialMerge: 1}
 	v.Hidden = vc.dim("hidden_size", 1280)
@@ -85,9 +88,11 @@ func readMllamaVision(vc *config) Vision {
 	checkPatches(vc, &v)
 	v.LayerTypes = uniformLayers(v.Layers, FullAttention)
 	// Each tile becomes (patches + CLS) cross-attention states, not LLM
-	// tokens; a full image is max_num_tiles tiles.
-	side := v.ImageSize / v.PatchSize
-	v.TokensPerImage = vc.dim("max_num_tiles", 4) * (side*side + 1)
+	// tokens; MllamaImageProcessor pads every image to max_image_tiles
+	// tiles, which the tower encodes one by one.
+	v.Tiling = &Tiling{Kind: TilesFixed, MaxTiles: vc.dim("max_num_tiles", 4)}
+	v.TileTokens = 1
+	v.TokensPerImage = v.Image(0).Tokens
 	return v
 }
 

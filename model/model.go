@@ -30,6 +30,29 @@ const (
 	NoSelfAttention  AttnKind = "none"    // e.g. an mllama cross-attention-only layer
 )
 
+// StateKind is the kind of recurrent sequence mixer a layer runs instead
+// of (or beside) attention: linear attention or a state-space model. Such
+// a layer keeps a fixed-size state per sequence (Stack.State) instead of a
+// KV cache that grows with the tokens.
+type StateKind string
+
+// Recurrent mixer kinds.
+const (
+	// Mamba1 is the selective SSM of Mamba (arXiv:2312.00752): a causal
+	// conv1d over d_inner channels and a d_inner × d_state state.
+	Mamba1 StateKind = "mamba"
+	// Mamba2 is the SSD layer of Mamba-2 (arXiv:2405.21060): a causal
+	// conv1d over x, B and C and a heads × head_dim × d_state state.
+	Mamba2 StateKind = "mamba2"
+	// GatedDeltaNet is gated DeltaNet linear attention (arXiv:2412.06464,
+	// Qwen3-Next, Qwen3.5): a causal conv1d over q, k and v and a
+	// value-heads × head_v_dim × head_k_dim state.
+	GatedDeltaNet StateKind = "gated_deltanet"
+	// LightningAttention is MiniMax's linear attention (arXiv:2501.08313):
+	// no conv, a heads × head_dim × head_dim state.
+	LightningAttention StateKind = "lightning"
+)
+
 // Model is the architecture description every estimator reads. It is built
 // from a Hugging Face config.json by [Parse] and carries both the shape of
 // each stack and an exact inventory of its parameters.
@@ -57,6 +80,13 @@ type Model struct {
 
 	// Quant describes a pre-quantized checkpoint (quantization_config); nil if none.
 	Quant *Quantization `json:"quantization,omitempty"`
+
+	// NoLMHead is true for a checkpoint without an output head over the
+	// vocabulary: a base model saved as such (architectures[0]
+	// "Qwen3Model", "LlamaModel", "BertModel", ...), as embedding models
+	// are. Such a model computes no vocabulary logits and no language-model
+	// loss; Text.Vocab is still the size of its input embedding.
+	NoLMHead bool `json:"no_lm_head,omitempty"`
 
 	// Warnings are non-fatal notes made while reading the config (defaults
 	// filled in, generic reading of an unknown model_type, ...).
@@ -118,6 +148,9 @@ type Stack struct {
 	MoE *MoE `json:"moe,omitempty"`
 	// MLA describes multi-head latent attention; nil for standard attention.
 	MLA *MLA `json:"mla,omitempty"`
+	// State describes the per-sequence state of the recurrent layers
+	// (LayerType.State); nil when the stack has none.
+	State *RecurrentState `json:"recurrent_state,omitempty"`
 }
 
 // LayerType is the structure of one layer of a stack.
@@ -128,6 +161,73 @@ type LayerType struct {
 	CrossAttention bool `json:"cross_attention,omitempty"`
 	// MoE is true when the layer's FFN is a mixture of experts.
 	MoE bool `json:"moe,omitempty"`
+	// NoPE is true when the layer applies no rotary position embedding
+	// (SmolLM3's no_rope_layers, the global layers of Cohere2 and
+	// EXAONE 4). It changes no size; it is reported as the layer reads.
+	NoPE bool `json:"nope,omitempty"`
+	// FFN is the width of this layer's dense feed-forward block (one
+	// branch when gated) when the layers of a stack differ (the Nemotron
+	// NAS models' per-layer ffn_mult); 0 means Stack.Intermediate.
+	FFN int `json:"ffn_width,omitempty"`
+	// NoFFN is true when the layer has no feed-forward block at all (a
+	// Mamba block, a Nemotron-H mixer-only layer, a Nemotron NAS "no_op"
+	// FFN).
+	NoFFN bool `json:"no_ffn,omitempty"`
+	// KVHeads and HeadDim override the stack's num_key_value_heads and
+	// head_dim for this layer's attention (Gemma 4's full-attention
+	// layers); 0 keeps the stack's.
+	KVHeads int `json:"num_key_value_heads,omitempty"`
+	HeadDim int `json:"head_dim,omitempty"`
+	// SharedKV is true when the layer attends with the keys and values of
+	// an earlier layer and caches none of its own (Gemma 4's
+	// num_kv_shared_layers).
+	SharedKV bool `json:"shared_kv,omitempty"`
+	// State is the layer's recurrent mixer (linear attention or an SSM),
+	// which keeps a fixed-size state per sequence described by
+	// Stack.State; "" for none. A Mamba layer has Attention
+	// NoSelfAttention; a Falcon-H1 layer runs both.
+	State StateKind `json:"state,omitempty"`
+}
+
+// RecurrentState is the fixed-size state one sequence keeps in each
+// recurrent layer: the last ConvKernel−1 inputs of a causal depthwise
+// conv1d over ConvDim() channels, and a Heads × HeadDim × StateDim
+// recurrent (SSM) state. The shapes follow
+// vllm-project/vllm:vllm/model_executor/layers/mamba/mamba_utils.py
+// MambaStateShapeCalculator (at 02d710837549a368073552333f66d714477415d2):
+//
+//   - Mamba-1: conv d_inner × (K−1), state d_inner × d_state (Heads = d_inner, HeadDim = 1);
+//   - Mamba-2: conv (d_inner + 2·n_groups·d_state) × (K−1), state heads × head_dim × d_state;
+//   - gated DeltaNet: conv (2·key_heads·head_k_dim + value_heads·head_v_dim) × (K−1),
+//     state value_heads × head_v_dim × head_k_dim;
+//   - lightning attention: no conv, state heads × head_dim × head_dim.
+type RecurrentState struct {
+	// Kind is the mixer the state belongs to.
+	Kind StateKind `json:"kind"`
+	// Heads, HeadDim and StateDim give the recurrent state of one layer:
+	// Heads × HeadDim × StateDim elements per sequence.
+	Heads    int `json:"num_heads"`
+	HeadDim  int `json:"head_dim"`
+	StateDim int `json:"state_size"`
+	// Groups is Mamba-2's n_groups (B and C are shared within a group) or
+	// DeltaNet's number of key heads; 0 for Mamba-1 and lightning attention.
+	Groups int `json:"n_groups,omitempty"`
+	// ConvKernel is the causal conv1d's kernel width; 0 without a conv.
+	ConvKernel int `json:"conv_kernel,omitempty"`
+	// SSMCacheDtype is the recurrent state's dtype the checkpoint's
+	// config asks serving engines for (mamba_ssm_cache_dtype, e.g.
+	// "float32"); empty when unstated.
+	SSMCacheDtype string `json:"mamba_ssm_cache_dtype,omitempty"`
+}
+
+// ConvDim is the number of channels of the causal conv1d whose last
+// ConvKernel−1 inputs the state keeps (0 without a conv): heads·head_dim
+// plus B and C (Mamba-2) or q and k (DeltaNet) of 2·groups·state_size.
+func (r *RecurrentState) ConvDim() int {
+	if r == nil || r.ConvKernel == 0 {
+		return 0
+	}
+	return r.Heads*r.HeadDim + 2*r.Groups*r.StateDim
 }
 
 // MoE describes the mixture-of-experts FFN layers of a stack.
@@ -161,6 +261,27 @@ type MLA struct {
 	QKRopeDim int `json:"qk_rope_head_dim"`
 	// VHeadDim is the per-head value width.
 	VHeadDim int `json:"v_head_dim"`
+	// IndexerHeads, IndexerHeadDim and IndexerTopK describe the lightning
+	// indexer of DeepSeek sparse attention (DeepSeek-V3.2, GLM-5): it
+	// scores every cached token with IndexerHeads query heads against one
+	// cached key of IndexerHeadDim per token, and the layer attends to the
+	// IndexerTopK best. All 0 for dense MLA.
+	IndexerHeads   int `json:"index_n_heads,omitempty"`
+	IndexerHeadDim int `json:"index_head_dim,omitempty"`
+	IndexerTopK    int `json:"index_topk,omitempty"`
+	// IndexerLayers marks the layers that run their own indexer (and cache
+	// its keys); nil means every layer does. GLM-5's "shared" layers reuse
+	// the previous layer's selection.
+	IndexerLayers []bool `json:"indexer_layers,omitempty"`
+}
+
+// HasIndexer reports whether layer i runs its own DSA indexer (and caches
+// its keys).
+func (m *MLA) HasIndexer(i int) bool {
+	if m == nil || m.IndexerHeads == 0 {
+		return false
+	}
+	return m.IndexerLayers == nil || (i < len(m.IndexerLayers) && m.IndexerLayers[i])
 }
 
 // Vision is the vision tower of a VLM and how images become LLM tokens.
@@ -173,8 +294,26 @@ type Vision struct {
 	SpatialMerge int `json:"spatial_merge_size,omitempty"`
 	// TemporalPatch is the number of frames an image is repeated into (Qwen2-VL: 2).
 	TemporalPatch int `json:"temporal_patch_size,omitempty"`
-	// TokensPerImage is the number of LLM tokens one image at ImageSize becomes.
+	// TokensPerImage is the number of LLM tokens one image at the
+	// processor's default size becomes (Image(0).Tokens).
 	TokensPerImage int `json:"tokens_per_image"`
+
+	// Tower names the tower: its vision_config model_type, or the
+	// family's tower when the wrapper fixes it.
+	Tower string `json:"tower,omitempty"`
+	// Resize is ResizeFixed (empty) or ResizeNative; tiled towers set Tiling.
+	Resize string `json:"resize,omitempty"`
+	// MaxImageSize caps the side of a ResizeNative image; 0 when uncapped.
+	MaxImageSize int `json:"max_image_size,omitempty"`
+	// Tiling says how an image is cut into ImageSize tiles; nil when the
+	// tower sees the whole image.
+	Tiling *Tiling `json:"tiling,omitempty"`
+	// ImageTokens, TileTokens and RowTokens are the special tokens the
+	// processor adds per image (start/end markers), per tile and per row
+	// of merged patches (Pixtral's [IMG_BREAK]).
+	ImageTokens int `json:"image_special_tokens,omitempty"`
+	TileTokens  int `json:"tile_special_tokens,omitempty"`
+	RowTokens   int `json:"row_special_tokens,omitempty"`
 }
 
 // Module is one group of identical parameter tensors: one module kind

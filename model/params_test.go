@@ -246,11 +246,12 @@ func TestPublishedVLMCounts(t *testing.T) {
 	}{
 		{"Qwen/Qwen3-VL-8B-Instruct", 8767123696},
 		{"microsoft/Phi-3.5-vision-instruct", 4146621440},
-		// Llama-3.2-11B-Vision-Instruct (same tensors as the base model):
-		// 10,670,220,835 on the Hub model page and in NVIDIA's model card,
-		// and the sum of p.numel() over model.parameters() a public
-		// evaluation script logs after loading the checkpoint.
-		{"meta-llama/Llama-3.2-11B-Vision", 10670220835},
+		// The base Llama-3.2-11B-Vision: 10,642,941,475 as the Hub's
+		// safetensors total (AlexsJones/llmfit@5bdc9df:
+		// llmfit-core/data/hf_models.json). Its 448-px tiles have 1025
+		// positions each; the Instruct release's 560-px tiles (1601
+		// positions) make its 10,670,220,835.
+		{"meta-llama/Llama-3.2-11B-Vision", 10642941475},
 	}
 	for _, tt := range tests {
 		if got := mustLookup(t, tt.id).TotalParams(); got != tt.want {

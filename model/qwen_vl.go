@@ -13,6 +13,7 @@ func readQwenVLVision(vc *config, v *Vision) {
 	v.SpatialMerge = vc.dim("spatial_merge_size", 2)
 	v.TemporalPatch = vc.dim("temporal_patch_size", 2)
 	v.ImageSize = qwenVLReferenceImage
+	v.Resize = ResizeNative
 	v.TokensPerImage = tokensPerImage(v)
 }
 
@@ -24,8 +25,8 @@ func readQwenVLVision(vc *config, v *Vision) {
 // (modeling_qwen2_vl.py; Qwen2VLVisionConfig defaults: depth 32, embed_dim
 // 1280, mlp_ratio 4, 16 heads, patch 14).
 func readQwen2VL(c *config, m *Model, b *builder) {
-	vc := c.sub("vision_config").orEmpty(c, "vision_config")
-	v := Vision{SpatialMerge: 2}
+	vc := fixedTower(c, "vision_config", "qwen2_vl")
+	v := Vision{SpatialMerge: 2, Tower: "qwen2_vl"}
 	v.Layers = vc.layers("depth", 32)
 	v.Hidden = vc.dim("embed_dim", 1280)
 	v.Heads = vc.dim("num_heads", 16)
@@ -44,8 +45,8 @@ func readQwen2VL(c *config, m *Model, b *builder) {
 // attention except in fullatt_block_indexes (modeling_qwen2_5_vl.py;
 // Qwen2_5_VLVisionConfig defaults: depth 32, hidden 1280, MLP 3420).
 func readQwen25VL(c *config, m *Model, b *builder) {
-	vc := c.sub("vision_config").orEmpty(c, "vision_config")
-	v := Vision{SpatialMerge: 2}
+	vc := fixedTower(c, "vision_config", "qwen2_5_vl")
+	v := Vision{SpatialMerge: 2, Tower: "qwen2_5_vl"}
 	v.Layers = vc.layers("depth", 32)
 	v.Hidden = vc.dim("hidden_size", 1280)
 	v.Heads = vc.dim("num_heads", 16)
@@ -65,8 +66,14 @@ func readQwen25VL(c *config, m *Model, b *builder) {
 // entry, followed by a Qwen3 language model (modeling_qwen3_vl.py;
 // Qwen3VLVisionConfig defaults: depth 27, hidden 1152, MLP 4304, patch 16).
 func readQwen3VL(c *config, m *Model, b *builder) {
-	vc := c.sub("vision_config").orEmpty(c, "vision_config")
-	v := Vision{SpatialMerge: 2}
+	readQwen3VLFamily(c, m, b, "qwen3_vl", "qwen3")
+}
+
+// readQwen3VLFamily reads a Qwen3-VL wrapper whose tower config is named
+// tower and whose language model defaults to textType.
+func readQwen3VLFamily(c *config, m *Model, b *builder, tower, textType string) {
+	vc := fixedTower(c, "vision_config", tower)
+	v := Vision{SpatialMerge: 2, Tower: tower}
 	v.Layers = vc.layers("depth", 27)
 	v.Hidden = vc.dim("hidden_size", 1152)
 	v.Heads = vc.dim("num_heads", 16)
@@ -78,7 +85,7 @@ func readQwen3VL(c *config, m *Model, b *builder) {
 		v.PatchSize = 16
 		v.TokensPerImage = tokensPerImage(&v)
 	}
-	readLanguageModel(c.sub("text_config").orEmpty(c, "text_config"), "qwen3", m, b, "model.language_model")
+	readLanguageModel(needText(c), textType, m, b, "model.language_model")
 	buildQwenVision(vc, b, &v, out, true)
 	m.Vision = &v
 }

@@ -185,7 +185,7 @@ func TestVisionTowers(t *testing.T) {
 		{"qwen2.5-vl-7b", 32, 1280, 448, 14, 256},
 		{"qwen3-vl-8b", 27, 1152, 448, 16, 196},
 		{"phi3.5-vision", 24, 1024, 336, 14, 144},
-		{"llama3.2-11b-vision", 40, 1280, 560, 14, 4 * 1601},
+		{"llama3.2-11b-vision", 40, 1280, 448, 14, 4 * 1025},
 	}
 	for _, tt := range tests {
 		t.Run(tt.model, func(t *testing.T) {
@@ -339,21 +339,30 @@ func TestLlama4Vision(t *testing.T) {
 	if got, want := whole.TotalParams()-alone.TotalParams(), tower+adapter+projector; got != want {
 		t.Errorf("vision + projector = %d, want %d", got, want)
 	}
-	if v := whole.Vision; v == nil || v.TokensPerImage != side*side/4 {
-		t.Errorf("vision %+v, want %d tokens per tile", v, side*side/4)
+	// One 56-px tile pixel-shuffled 2×2: 4 tokens, with <|image_start|>,
+	// <|image|> and <|image_end|> (processing_llama4.py).
+	v := whole.Vision
+	if v == nil || v.TokensPerImage != side*side/4+3 {
+		t.Fatalf("vision %+v, want %d tokens per image", v, side*side/4+3)
+	}
+	// A 150-px square fits a 3×3 canvas of 56-px tiles: 9 tiles with a
+	// separator each, and the global tile.
+	if got, want := v.Image(150), (ImageShape{Tiles: 10, Patches: side * side, Tokens: 9*(4+1) + 4 + 3}); got != want {
+		t.Errorf("Image(150) = %+v, want %+v", got, want)
 	}
 }
 
 // TestMllamaVisionEmbeddings pins the Llama-3.2-11B-Vision tensors whose
 // size follows image_size (MllamaPrecomputedPositionEmbedding and
 // MllamaPrecomputedAspectRatioEmbedding in transformers'
-// models/mllama/modeling_mllama.py). The checkpoint's tiles are 560 px with
-// 14 px patches: 40² + 1 (CLS) = 1601 positions per tile, 4 tiles, and 8
-// supported aspect ratios + 1 = 9 embedding rows.
+// models/mllama/modeling_mllama.py). The base checkpoint's tiles are 448
+// px with 14 px patches (Meta's sku_list gives it vision_chunk_size 448;
+// only the Instruct release uses 560): 32² + 1 (CLS) = 1025 positions per
+// tile, 4 tiles, and 8 supported aspect ratios + 1 = 9 embedding rows.
 func TestMllamaVisionEmbeddings(t *testing.T) {
 	const (
 		hidden    = 1280
-		positions = (560/14)*(560/14) + 1 // 1601
+		positions = (448/14)*(448/14) + 1 // 1025
 		tiles     = 4
 		ratioRows = 8 + 1
 	)

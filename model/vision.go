@@ -96,6 +96,22 @@ func buildCLIPVision(b *builder, v *Vision, prefix string) {
 	top.norm(CompVision, prefix+"post_layernorm", h, true)
 }
 
+// readCLIPTower reads a CLIPVisionModel tower (the wrapper's attribute
+// holds the model, whose transformer is at .vision_model).
+func readCLIPTower(vc *config, b *builder, attr string) Vision {
+	v := readCLIPVision(vc)
+	buildCLIPVision(b, &v, attr+".vision_model.")
+	return v
+}
+
+// readSiglipTower reads a SiglipVisionModel tower (transformer at
+// .vision_model).
+func readSiglipTower(vc *config, b *builder, attr string) Vision {
+	v := readSiglipVision(vc)
+	buildSiglipVision(vc, b, &v, attr+".vision_model.")
+	return v
+}
+
 // readSiglipVision reads a SiglipVisionConfig (defaults in
 // configuration_siglip.py: 768 wide, 12 layers, 12 heads, MLP 3072, 224
 // px, patch 16).

@@ -50,10 +50,15 @@ var componentMatch = []struct {
 	{"cuda_context", []string{"cuda_context"}},
 }
 
-// phaseMatch maps a measured phase to the estimate's phases it covers:
-// the script's forward phase includes the loss.
+// phaseMatch maps a measured phase to the estimate's phases it covers.
+// The script's backward phase runs to the end of backward (the estimate's
+// backward and backward_end). Its forward phase includes the loss unless
+// the script measured the loss as a phase of its own (a pre-hook on the
+// output layer splits them where the estimate does, see
+// script/probe.py LossPhase).
 var phaseMatch = map[string][]string{
-	"forward": {"forward", "loss"},
+	"forward":  {"forward", "loss"},
+	"backward": {"backward", "backward_end"},
 }
 
 // Compare returns the rows where both the estimate and the measurement
@@ -63,9 +68,10 @@ func Compare(est memory.PerGPU, m Measured) Comparison {
 	c.add(RowPeak, "allocated", est.AllocatedPeakBytes, m.AllocatedPeakBytes)
 	c.add(RowPeak, "reserved", est.ReservedPeakBytes, m.ReservedPeakBytes)
 	c.add(RowPeak, "device", est.DevicePeakBytes, m.DevicePeakBytes)
+	splitLoss := slices.ContainsFunc(m.Phases, func(p MeasuredPhase) bool { return p.Name == "loss" })
 	for _, p := range m.Phases {
 		names := phaseMatch[p.Name]
-		if names == nil {
+		if names == nil || (splitLoss && p.Name == "forward") {
 			names = []string{p.Name}
 		}
 		var e units.Bytes

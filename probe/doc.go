@@ -6,9 +6,10 @@
 // nvidia-smi and python3 with scripts (testdata/fake-nvidia-smi,
 // testdata/fake-python3) that replay recorded-looking output. The parsing,
 // process-tree filtering, peak detection, signal handling and error paths
-// are tested that way; the PyTorch script was checked for syntax and run
-// against a stand-in torch module only. Treat the first runs on real
-// hardware as the script's first real test.
+// are tested that way; the PyTorch script runs in the tests under the real
+// python3 against stand-in torch, transformers, peft and pynvml packages
+// (testdata/fakepy), which check its control flow, never its numbers.
+// Treat the first runs on real hardware as the script's first real test.
 //
 // # Probing a command
 //
@@ -48,12 +49,15 @@
 // AMP when the weights are fp32, LoRA or DoRA through peft, QLoRA by
 // replacing every Linear but the head with a bitsandbytes Linear4bit,
 // gradient checkpointing, attention implementation, optimizer by its
-// Hugging Face name — and runs warm-up and measured steps on random
-// tokens: forward, backward and optimizer step for training (gradient
-// accumulation included), prefill and token-by-token decode for inference.
-// It needs torch >= 2.0 with CUDA, transformers, and peft or bitsandbytes
-// when the job uses them. Serving is not probed this way: probe the engine
-// itself as a command.
+// Hugging Face name, torch.compile — and runs warm-up and measured steps on
+// random tokens: forward, loss, backward and optimizer step for training
+// (gradient accumulation included; LLaVA-style models get random images
+// in front of the text), model.generate for inference (greedy, exactly
+// gen_len tokens, with transformers' dynamic cache or, with
+// --cache-implementation static, its static cache left uncompiled). It
+// needs torch >= 2.0 with CUDA, transformers (4.x or 5.x), and peft or
+// bitsandbytes when the job uses them. Serving is not probed this way:
+// probe the engine itself as a command.
 //
 // # The result line (schema gpumem-probe/1)
 //
@@ -67,14 +71,20 @@
 //	error_kind, error     on failure: missing_module (with "module"), no_cuda,
 //	                      oom, bad_job, unsupported or exception
 //	model                 the transformers class built
-//	device                {index, name, capability, total_bytes}
+//	device                {index, name, capability, total_bytes,
+//	                      cuda_free_bytes, cuda_total_bytes}: name from
+//	                      torch.cuda.get_device_name, the last two from
+//	                      torch.cuda.mem_get_info once the context exists
 //	software              {python, torch, cuda, driver, transformers, peft,
-//	                      bitsandbytes, flash_attn, alloc_conf}
+//	                      accelerate, bitsandbytes, flash_attn, alloc_conf};
+//	                      driver from NVML (nvidia-ml-py), else nvidia-smi
 //	params                {total, trainable} as torch counts them (4-bit
 //	                      weights count packed elements)
 //	steps                 {warmup, measured}
 //	applied               the options as applied (dtype, method, attn,
-//	                      grad_checkpoint, optimizer, batch, lengths, ...)
+//	                      grad_checkpoint and its use_reentrant, optimizer,
+//	                      batch, lengths, loss_phase, cache_implementation,
+//	                      experts_implementation, images, ...)
 //	allocated_peak_bytes  largest torch.cuda.max_memory_allocated over the
 //	                      measured steps' phases
 //	reserved_peak_bytes   largest torch.cuda.max_memory_reserved
@@ -84,14 +94,21 @@
 //	                      when nvidia-smi does not list the PID)
 //	phases                [{name, allocated_peak_bytes, reserved_peak_bytes,
 //	                      allocated_end_bytes, device_bytes}], names forward,
-//	                      backward, step (training) or prefill, decode
+//	                      loss, backward, step (training) or prefill, decode
 //	                      (inference); peak statistics are reset at the
-//	                      start of each phase, so each peak is that phase's
+//	                      start of each phase, so each peak is that phase's.
+//	                      A forward pre-hook on the output layer ends the
+//	                      forward and starts the loss (output layer, logit
+//	                      transforms, cross-entropy), where the estimate
+//	                      splits them; without the hook (torch.compile) the
+//	                      forward phase includes the loss. The prefill ends
+//	                      when generate has chosen the first token (a
+//	                      stopping criterion that never stops).
 //	components            [{name, bytes, how}]: cuda_context (device memory
 //	                      after CUDA init minus reserved), weights
 //	                      (memory_allocated after building, adapters
 //	                      included), activations (allocated after forward
-//	                      minus before: saved tensors and the loss),
+//	                      and loss minus before: saved tensors and the loss),
 //	                      gradients (sum of .grad), optimizer_states (sum of
 //	                      optimizer state tensors)
 //	warnings              options the script could not apply as asked
@@ -103,8 +120,9 @@
 // # Comparing
 //
 // [Compare] sets an estimate's [memory.PerGPU] against a [Measured]: the
-// three peaks, the phases (the measured forward phase includes the loss,
-// so it is compared with the larger of the estimate's forward and loss
-// phases) and the directly measured components, matched to the estimate's
-// rows by name.
+// three peaks, the phases (a measured forward phase that includes the
+// loss is compared with the larger of the estimate's forward and loss
+// phases; the measured backward with the larger of backward and
+// backward_end) and the directly measured components, matched to the
+// estimate's rows by name.
 package probe

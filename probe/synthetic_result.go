@@ -52,10 +52,18 @@ type SyntheticResult struct {
 
 // DeviceInfo is the GPU the script ran on.
 type DeviceInfo struct {
-	Index      int         `json:"index"`
-	Name       string      `json:"name"`
-	Capability string      `json:"capability"`
+	Index int `json:"index"`
+	// Name is torch.cuda.get_device_name: "NVIDIA H100 80GB HBM3".
+	Name       string `json:"name"`
+	Capability string `json:"capability"`
+	// TotalBytes is the device's total_memory (get_device_properties).
 	TotalBytes units.Bytes `json:"total_bytes"`
+	// CUDAFreeBytes and CUDATotalBytes are what torch.cuda.mem_get_info
+	// reported once the script's CUDA context existed: the memory CUDA
+	// could still hand out and the total it sees (0 from scripts older
+	// than these fields).
+	CUDAFreeBytes  units.Bytes `json:"cuda_free_bytes,omitempty"`
+	CUDATotalBytes units.Bytes `json:"cuda_total_bytes,omitempty"`
 }
 
 // Software is the stack the script ran with: a calibration profile
@@ -67,6 +75,7 @@ type Software struct {
 	Driver       string `json:"driver,omitempty"`
 	Transformers string `json:"transformers,omitempty"`
 	PEFT         string `json:"peft,omitempty"`
+	Accelerate   string `json:"accelerate,omitempty"`
 	BitsAndBytes string `json:"bitsandbytes,omitempty"`
 	FlashAttn    string `json:"flash_attn,omitempty"`
 	// AllocConf is PYTORCH_CUDA_ALLOC_CONF as set for the run.
@@ -133,6 +142,9 @@ func (r *SyntheticResult) validate() error {
 func (r *SyntheticResult) checkBytes() error {
 	if r.AllocatedPeakBytes < 0 || r.ReservedPeakBytes < 0 || r.DevicePeakBytes < 0 || r.Device.TotalBytes < 0 {
 		return errors.New("peak byte counts must not be negative")
+	}
+	if d := r.Device; d.CUDAFreeBytes < 0 || d.CUDATotalBytes < 0 || d.CUDAFreeBytes > d.CUDATotalBytes {
+		return fmt.Errorf("device: cuda_free_bytes %d and cuda_total_bytes %d: want 0 <= free <= total", d.CUDAFreeBytes, d.CUDATotalBytes)
 	}
 	for i, p := range r.Phases {
 		if p.Name == "" {

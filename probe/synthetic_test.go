@@ -202,7 +202,8 @@ func TestScriptWritesSchemaKeys(t *testing.T) {
 	keys := []string{SyntheticSchema, "allocated_peak_bytes", "reserved_peak_bytes", "device_peak_bytes", "device_source",
 		"allocated_end_bytes", "device_bytes", "error_kind", "missing_module", "no_cuda", "\"oom\"", "total_bytes", "capability",
 		"\"weights\"", "\"gradients\"", "\"optimizer_states\"", "\"activations\"", "\"cuda_context\"", "\"forward\"", "\"backward\"",
-		"\"step\"", "\"prefill\"", "\"decode\"", "\"trainable\"", "\"warmup\"", "\"measured\"", "\"transformers\"", "\"alloc_conf\""}
+		"\"step\"", "\"prefill\"", "\"decode\"", "\"trainable\"", "\"warmup\"", "\"measured\"", "\"transformers\"", "\"alloc_conf\"",
+		"\"loss\"", "\"cuda_free_bytes\"", "\"cuda_total_bytes\"", "\"accelerate\"", "\"driver\""}
 	for _, k := range keys {
 		if !strings.Contains(script, k) {
 			t.Errorf("probe.py does not mention %s", k)
@@ -211,7 +212,8 @@ func TestScriptWritesSchemaKeys(t *testing.T) {
 	// Every job field the script reads exists in memory.Job's JSON.
 	for _, field := range []string{"mode", "dtype", "compute_dtype", "optimizer", "per_device_batch", "grad_accum", "seq_len",
 		"attn", "grad_checkpoint", "method", "lora_rank", "lora_alpha", "lora_target_modules", "lora_dropout", "peft_variant",
-		"adapter_dtype", "quant_type", "double_quant", "trainable", "images_per_sample", "batch", "prompt_len", "gen_len"} {
+		"adapter_dtype", "quant_type", "double_quant", "trainable", "images_per_sample", "image_size", "batch", "prompt_len", "gen_len",
+		"torch_compile", "no_kv_cache"} {
 		if !strings.Contains(script, `job.get("`+field+`")`) && !strings.Contains(script, `job["`+field+`"]`) {
 			t.Errorf("test lists %q but probe.py does not read it", field)
 		}
@@ -246,6 +248,22 @@ func TestCompare(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, Compare(est, m).Rows); diff != "" {
 		t.Errorf("Compare (-want +got):\n%s", diff)
+	}
+
+	// A measurement with a loss phase of its own compares forward with
+	// forward and loss with loss; backward covers backward_end.
+	est.Phases = append(est.Phases, memory.Phase{Name: "backward_end", Bytes: 9 * units.GiB})
+	m = Measured{Phases: []MeasuredPhase{
+		{Name: "forward", AllocatedPeakBytes: 6 * units.GiB}, {Name: "loss", AllocatedPeakBytes: 8 * units.GiB},
+		{Name: "backward", AllocatedPeakBytes: 9 * units.GiB},
+	}}
+	want = []ComparisonRow{
+		{Kind: RowPhase, Name: "forward", EstimatedBytes: 6 * units.GiB, MeasuredBytes: 6 * units.GiB, ErrorPct: 0},
+		{Kind: RowPhase, Name: "loss", EstimatedBytes: 7 * units.GiB, MeasuredBytes: 8 * units.GiB, ErrorPct: -12.5},
+		{Kind: RowPhase, Name: "backward", EstimatedBytes: 9 * units.GiB, MeasuredBytes: 9 * units.GiB, ErrorPct: 0},
+	}
+	if diff := cmp.Diff(want, Compare(est, m).Rows); diff != "" {
+		t.Errorf("Compare with a measured loss phase (-want +got):\n%s", diff)
 	}
 }
 

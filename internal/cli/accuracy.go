@@ -28,7 +28,8 @@ peak, nvidia-smi with the device peak. Prints the error of each record and the m
 and 90th-percentile |error| per group.
 
 Without FILE the development set built into gpumem is used (published measurements of
-training, fine-tuning, inference and serving runs, each with its source). A FILE has the
+training, fine-tuning, inference and serving runs, each with its source), and the report
+ends with the runs gpumem's own probe campaign measured (none yet). A FILE has the
 same schema: a JSON array of records, each with a "job" object describing the run and
 its measured value.`,
 		Example: `  gpumem validate-against
@@ -46,6 +47,16 @@ its measured value.`,
 				return err
 			}
 			rep := accuracy.Run(recs, accuracy.Options{Constants: consts})
+			if len(args) == 0 {
+				// The built-in report has a section for gpumem's own
+				// probe runs, kept apart from the published records.
+				runs, err := accuracy.BuiltinProbeRuns()
+				if err != nil {
+					return err
+				}
+				p := accuracy.ProbeRunsReport(runs, accuracy.Options{Constants: consts})
+				rep.Probe = &p
+			}
 			ro := g.renderOptions(f)
 			switch ro.Format {
 			case report.JSON:

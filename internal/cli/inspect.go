@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +19,7 @@ import (
 	"github.com/gpumem/gpumem/gguf"
 	"github.com/gpumem/gpumem/hub"
 	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/modelref"
 	"github.com/gpumem/gpumem/report"
 	"github.com/gpumem/gpumem/safetensors"
 	"github.com/gpumem/gpumem/units"
@@ -107,18 +107,21 @@ type inspection struct {
 }
 
 func inspectRun(ctx context.Context, f *Factory, g *globalOptions, opts *inspectOptions) error {
-	var (
-		res *inspection
-		err error
-	)
-	st, statErr := os.Stat(opts.Model)
-	switch {
-	case statErr == nil:
-		res, err = inspectLocal(ctx, opts, opts.Model, st.IsDir())
-	case looksLikeLocalPath(opts.Model):
-		return fmt.Errorf("inspect: %w", statErr)
+	// inspect reads the weights of the model named, so it takes no
+	// stand-in: a catalog name is read from the Hub under its id.
+	loc, err := modelref.Locate(opts.Model, modelref.Options{LocalPaths: true, Revision: opts.Hub.Revision})
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("inspect: %w", err)
+	}
+	if err != nil {
+		return refError(opts.Model, err)
+	}
+	var res *inspection
+	switch loc.Kind {
+	case modelref.File, modelref.Folder:
+		res, err = inspectLocal(ctx, opts, loc.Path, loc.Kind == modelref.Folder)
 	default:
-		res, err = inspectHub(ctx, f, opts)
+		res, err = inspectHub(ctx, f, opts, loc.Hub)
 	}
 	if err != nil {
 		return err
@@ -139,7 +142,8 @@ func inspectLocal(ctx context.Context, opts *inspectOptions, path string, dir bo
 		return inspectLocal(ctx, opts, filepath.Join(path, opts.File), false)
 	case dir:
 		var tied bool
-		if m, err := model.Load(path); err == nil {
+		if src, err := modelref.Resolve(ctx, path, modelref.Options{LocalPaths: true, Exact: true}); err == nil {
+			m := src.Model
 			res.ConfigParams, tied, res.configLayers = m.TotalParams(), m.Text.TiedEmbeddings, m.Text.Layers
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("config.json: %v", err))
@@ -219,11 +223,7 @@ func ggufModels(names []string) []string {
 // inspectHub inspects a Hub repository: its config and weight headers,
 // or one named file. A repository without safetensors weights but with
 // one GGUF model (possibly split) is inspected as that GGUF model.
-func inspectHub(ctx context.Context, f *Factory, opts *inspectOptions) (*inspection, error) {
-	ref, err := parseHubRef(opts.Model, opts.Hub)
-	if err != nil {
-		return nil, err
-	}
+func inspectHub(ctx context.Context, f *Factory, opts *inspectOptions, ref hub.Ref) (*inspection, error) {
 	c, err := newHubClient(f, opts.Hub)
 	if err != nil {
 		return nil, err
@@ -251,7 +251,7 @@ func inspectHub(ctx context.Context, f *Factory, opts *inspectOptions) (*inspect
 		res.Warnings = append(res.Warnings, fmt.Sprintf("config.json: %v", err))
 	}
 	prog := c.Config().Progress
-	ck, err := safetensors.ReadCheckpoint(ctx, hubOpener(c, pinned, opts.File), safetensors.Options{
+	ck, err := safetensors.ReadCheckpoint(ctx, modelref.HubOpener(c, pinned, opts.File), safetensors.Options{
 		Progress: func(done, total int) { prog.Update("safetensors headers", int64(done), int64(total)) },
 	})
 	if errors.Is(err, fs.ErrNotExist) && opts.File == "" {
@@ -262,15 +262,6 @@ func inspectHub(ctx context.Context, f *Factory, opts *inspectOptions) (*inspect
 	}
 	res.addCheckpoint(ck, tied)
 	return res, nil
-}
-
-// looksLikeLocalPath reports whether a missing MODEL was meant as a
-// local file or folder rather than a Hub id.
-func looksLikeLocalPath(ref string) bool {
-	lower := strings.ToLower(ref)
-	return strings.HasPrefix(ref, ".") || strings.HasPrefix(ref, "/") || strings.HasPrefix(ref, "~") ||
-		strings.Contains(ref, `\`) || strings.Count(ref, "/") > 1 ||
-		strings.HasSuffix(lower, ".gguf") || strings.HasSuffix(lower, ".safetensors") || strings.HasSuffix(lower, ".json")
 }
 
 func isGGUF(name string) bool { return strings.HasSuffix(strings.ToLower(name), ".gguf") }
@@ -319,31 +310,6 @@ func shardNames(name string) []string {
 	}
 	return parts
 }
-
-// hubOpener opens checkpoint files of ref on the Hub; file, when set,
-// replaces model.safetensors as the single-file name. The index is
-// fetched whole through the cache (so it is there for the next run);
-// weight files are read with Range requests.
-func hubOpener(c *hub.Client, ref hub.Ref, file string) safetensors.Opener {
-	return func(ctx context.Context, name string) (safetensors.File, error) {
-		if file != "" && name == safetensors.SingleName {
-			name = file
-		}
-		if name == safetensors.IndexName {
-			got, err := c.Get(ctx, ref, name)
-			if err != nil {
-				return nil, err
-			}
-			return memFile{bytes.NewReader(got.Data)}, nil
-		}
-		return c.Open(ctx, ref, name)
-	}
-}
-
-// memFile is a fetched file as a [safetensors.File].
-type memFile struct{ *bytes.Reader }
-
-func (memFile) Close() error { return nil }
 
 func (r *inspection) addCheckpoint(ck *safetensors.Checkpoint, tied bool) {
 	s := safetensors.Summarize(ck.Tensors, tied)

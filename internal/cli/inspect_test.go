@@ -184,8 +184,10 @@ func TestResolveHubModelThenOffline(t *testing.T) {
 
 // TestHubMissNamesCatalogModel checks that a Hub id that cannot be
 // fetched, because the Hub is unreachable or has no such model, fails
-// naming the closest embedded catalog model, and that an id with no
-// close catalog model says to pass a local config instead.
+// naming the closest embedded catalog model without the network error's
+// details, that an id with no close catalog model says to pass a local
+// config instead, and that a release of a catalog model the Hub cannot
+// supply is read as that model, with a warning in the output.
 func TestHubMissNamesCatalogModel(t *testing.T) {
 	srv, _ := fakeHub(t, nil)
 	// No network: every connection fails as a name that does not
@@ -193,18 +195,23 @@ func TestHubMissNamesCatalogModel(t *testing.T) {
 	noDNS := &http.Client{Transport: &http.Transport{DialContext: func(_ context.Context, network, addr string) (net.Conn, error) {
 		return nil, &net.OpError{Op: "dial", Net: network, Err: &net.DNSError{Err: "no such host", Name: addr, IsNotFound: true}}
 	}}}
+	internals := []string{"no such host", "dial", "lookup"}
 	for _, tc := range []struct {
-		name   string
-		client *http.Client
-		model  string
-		want   []string
+		name    string
+		client  *http.Client
+		model   string
+		code    int
+		want    []string // in stderr, or in stdout when the exit code is 0
+		notWant []string
 	}{
-		{"unreachable", noDNS, "meta-llama/Llama-2-7b-chat-hf",
-			[]string{"could not be reached", "closest: meta-llama/Llama-2-7b-hf", "config.json or model folder"}},
-		{"not on the Hub", &http.Client{}, "meta-llama/Llama-3.1-8B-Instruct",
-			[]string{"404", "closest: meta-llama/Llama-3.1-8B"}},
-		{"nothing close", noDNS, "org/unknown-model",
-			[]string{"could not be reached", "pass a path to its config.json or model folder"}},
+		{"unreachable release", noDNS, "meta-llama/Llama-2-7b-chat-hf", 0,
+			[]string{"warning: meta-llama/Llama-2-7b-chat-hf is not in the built-in catalog and the Hub could not be reached; read as the catalog's meta-llama/Llama-2-7b-hf", "6738415616"}, nil},
+		{"unreachable", noDNS, "someone/Llama-2-7b-chat-hf", 1,
+			[]string{"could not be reached", "closest: meta-llama/Llama-2-7b-hf", "config.json or model folder"}, internals},
+		{"not on the Hub", &http.Client{}, "meta-llama/Llama-3.1-8B-Instruct", 1,
+			[]string{"404", "closest: meta-llama/Llama-3.1-8B"}, nil},
+		{"nothing close", noDNS, "org/unknown-model", 1,
+			[]string{"could not be reached", "pass a path to its config.json or model folder"}, internals},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := map[string]string{"HF_ENDPOINT": srv.URL, "HF_HOME": t.TempDir()}
@@ -215,12 +222,22 @@ func TestHubMissNamesCatalogModel(t *testing.T) {
 				HTTPClient: tc.client,
 				Now:        time.Now,
 			}
-			if code := Main(context.Background(), []string{"params", "--model", tc.model}, f); code != 1 || out.Len() != 0 {
-				t.Errorf("exit %d, stdout %q; want exit 1 and no output", code, out.String())
+			code := Main(context.Background(), []string{"params", "--model", tc.model}, f)
+			got := errOut.String()
+			if code == 0 {
+				got = out.String()
+			}
+			if code != tc.code || code != 0 && out.Len() != 0 {
+				t.Errorf("exit %d, stdout %q; want exit %d", code, out.String(), tc.code)
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(errOut.String(), w) {
-					t.Errorf("stderr %q lacks %q", errOut.String(), w)
+				if !strings.Contains(got, w) {
+					t.Errorf("output %q lacks %q", got, w)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(got, w) {
+					t.Errorf("output %q shows the network error (%q)", got, w)
 				}
 			}
 		})

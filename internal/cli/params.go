@@ -3,12 +3,15 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/gpumem/gpumem/modelref"
 	"github.com/gpumem/gpumem/report"
 )
 
 type paramsOptions struct {
 	Model string
 	Hub   hubOptions
+	// Checkpoint is --checkpoint: compare with the safetensors headers.
+	Checkpoint bool
 }
 
 func newParamsCmd(f *Factory, g *globalOptions) *cobra.Command {
@@ -19,24 +22,30 @@ func newParamsCmd(f *Factory, g *globalOptions) *cobra.Command {
 		Short:   "Count a model's parameters exactly, by module",
 		Long: `Count the parameters of a model from its config.json, module by module, the way
 PyTorch's model.num_parameters() does: tied tensors once, buffers excluded. For MoE
-models the count used per token (active parameters) is shown too.`,
+models the count used per token (active parameters) is shown too.
+
+--checkpoint also reads the safetensors headers of a model folder or Hub repository
+(Range requests on the Hub, or its local cache) and warns, with both figures, when
+the stored parameter count differs from config.json's.`,
 		Example: `  gpumem params --model meta-llama/Llama-2-7b-hf
   gpumem params llama3-8b --format json
-  gpumem params --model ./checkpoints/my-model     # a folder with config.json`,
+  gpumem params --model ./checkpoints/my-model     # a folder with config.json
+  gpumem params Qwen/Qwen3-8B --checkpoint          # and its safetensors headers`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := modelFromArgs(&opts.Model, args); err != nil {
 				return err
 			}
-			m, err := resolveModelWith(cmd.Context(), f, opts.Model, opts.Hub)
+			src, err := resolveSource(cmd.Context(), f, opts.Model, opts.Hub, modelref.Options{LocalPaths: true, Checkpoint: opts.Checkpoint})
 			if err != nil {
 				return err
 			}
-			return report.Params(f.IO.Out, report.NewParamsReport(m), g.renderOptions(f))
+			return report.Params(f.IO.Out, report.NewParamsReport(src.Model), g.renderOptions(f))
 		},
 	}
 	cmd.Flags().StringVarP(&opts.Model, "model", "m", "", "model: catalog id or alias, Hub id, or path to config.json or a model folder")
 	addHubFlags(cmd.Flags(), &opts.Hub)
+	cmd.Flags().BoolVar(&opts.Checkpoint, "checkpoint", false, "also read the safetensors headers and warn when their parameter count differs from config.json's")
 	return cmd
 }
 

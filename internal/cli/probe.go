@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,14 +19,15 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/gpumem/gpumem/accuracy"
 	"github.com/gpumem/gpumem/calibrate"
 	"github.com/gpumem/gpumem/gpu"
-	"github.com/gpumem/gpumem/hub"
 	"github.com/gpumem/gpumem/internal/fsutil"
 	"github.com/gpumem/gpumem/internal/jsonkeys"
 	"github.com/gpumem/gpumem/jobfile"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/modelref"
 	"github.com/gpumem/gpumem/plan"
 	"github.com/gpumem/gpumem/probe"
 	"github.com/gpumem/gpumem/report"
@@ -48,6 +48,8 @@ type probeOptions struct {
 	JobFile      string
 	WriteScript  string
 	FromResult   string
+	FromCampaign string
+	Output       string
 	Command      []string
 }
 
@@ -55,7 +57,7 @@ type probeOptions struct {
 var probeOwnFlags = map[string]bool{
 	"synthetic": true, "interval": true, "log": true, "record": true, "all-processes": true, "python": true,
 	"warmup": true, "steps": true, "device": true, "calibration": true, "job": true, "model": true,
-	"write-script": true, "from-result": true,
+	"write-script": true, "from-result": true, "from-campaign": true, "output": true,
 	"format": true, "units": true,
 }
 
@@ -90,6 +92,12 @@ build of PyTorch, transformers, and peft or bitsandbytes for LoRA and QLoRA.
 --write-script DIR writes that program, the config and the job to DIR to run on another
 host; --from-result FILE compares the result line it printed.
 
+--from-campaign FILE reads the results.jsonl of the probe campaign (probe/campaign, run on
+a GPU host with python3 probe/campaign/campaign.py), estimates every measured job again
+for the GPU that ran it and compares by measure and by phase; --output writes the measured
+runs, with their provenance, as records for the accuracy report
+(accuracy/testdata/probe-runs-*.jsonl).
+
 --record appends the job, the estimate and the measurement to a runs file for
 'gpumem calibrate'.
 
@@ -102,7 +110,10 @@ nvidia-smi and PyTorch, not yet on real hardware.`,
   gpumem probe --synthetic --model qwen2.5-0.5b --seq-len 2048 --per-device-batch 4 --record runs.jsonl
 
   # just watch a command's GPU memory, with a sample log
-  gpumem probe --log samples.jsonl -- python serve.py`,
+  gpumem probe --log samples.jsonl -- python serve.py
+
+  # compare a probe campaign's results and keep them as accuracy records
+  gpumem probe --from-campaign results.jsonl --output accuracy/testdata/probe-runs-h100.jsonl`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Command = args
@@ -126,6 +137,8 @@ nvidia-smi and PyTorch, not yet on real hardware.`,
 	fs.StringVar(&o.Calibration, "calibration", "", "apply this calibration profile to the estimate")
 	fs.StringVar(&o.WriteScript, "write-script", "", "--synthetic: write the probe script, config and job to this directory and print how to run it, instead of running it")
 	fs.StringVar(&o.FromResult, "from-result", "", "compare (and --record) a result line saved from a synthetic probe run elsewhere, instead of running anything")
+	fs.StringVar(&o.FromCampaign, "from-campaign", "", "compare the results.jsonl of a probe campaign (probe/campaign/campaign.py) with today's estimates, instead of running anything")
+	fs.StringVar(&o.Output, "output", "", "--from-campaign: write the measured runs as probe-run records to this new file")
 	fs.StringVar(&o.JobFile, "job", "", "read the job from this JSON file (the memory.Job form 'gpumem estimate --format json' prints under \"job\") instead of job flags")
 	fs.SetInterspersed(false) // everything after the command's name is the command's
 	return cmd
@@ -133,6 +146,9 @@ nvidia-smi and PyTorch, not yet on real hardware.`,
 
 // check validates the flag combination.
 func (o *probeOptions) check(cmd *cobra.Command) error {
+	if o.FromCampaign != "" || o.Output != "" {
+		return o.checkCampaign(cmd)
+	}
 	switch {
 	case o.WriteScript != "" && !o.Synthetic:
 		return usageErrorf("--write-script writes the synthetic probe: add --synthetic")
@@ -188,6 +204,27 @@ func (o *probeOptions) check(cmd *cobra.Command) error {
 	return o.est.applyGPU(&configDir{})
 }
 
+// checkCampaign validates --from-campaign and --output: the campaign's
+// lines describe their jobs, so no job flags and no command go with them.
+func (o *probeOptions) checkCampaign(cmd *cobra.Command) error {
+	if o.FromCampaign == "" {
+		return usageErrorf("--output writes the runs of --from-campaign: add --from-campaign results.jsonl")
+	}
+	if o.Synthetic || o.FromResult != "" || len(o.Command) > 0 || o.WriteScript != "" {
+		return usageErrorf("--from-campaign reads a campaign's results: give neither --synthetic, --from-result, --write-script nor a command")
+	}
+	var flags []string
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		if fl.Name != "from-campaign" && fl.Name != "output" && fl.Name != "format" && fl.Name != "units" {
+			flags = append(flags, "--"+fl.Name)
+		}
+	})
+	if len(flags) > 0 {
+		return usageErrorf("--from-campaign %s: each line names its model and job; drop %s", o.FromCampaign, strings.Join(flags, " "))
+	}
+	return nil
+}
+
 // readJobFile reads a memory.Job from a JSON file; unknown keys are errors.
 func readJobFile(path string) (memory.Job, error) {
 	data, err := fsutil.ReadFile(path, jobfile.MaxSize)
@@ -218,6 +255,9 @@ type probeOutcome struct {
 func probeRun(ctx context.Context, f *Factory, g *globalOptions, o *probeOptions, cmd *cobra.Command) error {
 	if o.WriteScript != "" {
 		return o.writeScript(ctx, f)
+	}
+	if o.FromCampaign != "" {
+		return o.fromCampaign(f, g)
 	}
 	var m *model.Model
 	if o.est.Model != "" {
@@ -370,6 +410,96 @@ func (o *probeOptions) fromResult(f *Factory, g *globalOptions, m *model.Model) 
 	return resErr
 }
 
+// campaignOutcome is what `gpumem probe --from-campaign --format json` prints.
+type campaignOutcome struct {
+	Report accuracy.ProbeReport `json:"report"`
+	// Left are the jobs that measured nothing, with the reason.
+	Left []accuracy.CampaignLeft `json:"left,omitempty"`
+}
+
+// fromCampaign compares a probe campaign's results with today's estimates
+// and, with --output, writes the measured runs as records.
+func (o *probeOptions) fromCampaign(f *Factory, g *globalOptions) error {
+	data, err := fsutil.ReadFile(o.FromCampaign, calibrate.MaxRunsSize)
+	if err != nil {
+		return fmt.Errorf("--from-campaign: %w", err)
+	}
+	runs, left, err := accuracy.ParseCampaign(bytes.NewReader(data), o.FromCampaign)
+	if err != nil {
+		return err
+	}
+	for _, l := range left {
+		fmt.Fprintf(f.IO.ErrOut, "gpumem: %s: %s, nothing measured: %s\n", l.ID, l.Status, l.Reason)
+	}
+	if len(runs) == 0 {
+		return fmt.Errorf("--from-campaign %s: no job measured anything (%d jobs, none ok or out of memory)", o.FromCampaign, len(left))
+	}
+	if o.Output != "" {
+		if err := writeProbeRuns(o.Output, runs); err != nil {
+			return err
+		}
+		fmt.Fprintf(f.IO.ErrOut, "gpumem: wrote %d runs to %s; regenerate docs/ACCURACY.md with go test ./internal/cli -run TestAccuracyDoc -update\n", len(runs), o.Output)
+	}
+	rep := accuracy.ProbeRunsReport(runs, accuracy.Options{})
+	ro := g.renderOptions(f)
+	switch ro.Format {
+	case report.JSON:
+		return report.WriteJSON(f.IO.Out, campaignOutcome{Report: rep, Left: left})
+	case report.Markdown:
+		_, err := io.WriteString(f.IO.Out, rep.Markdown())
+		return err
+	}
+	t := &report.TableData{
+		Title:   "Probe campaign vs today's estimates (error = (estimate − measured) / measured)",
+		Headers: []string{"job", "GPU", "status", "allocated", "reserved", "device", "note"},
+		Aligns:  []report.Align{report.Left, report.Left, report.Left, report.Right, report.Right, report.Right, report.Left},
+	}
+	for _, r := range rep.Runs {
+		cells := []string{r.ID, r.GPU, r.Status}
+		for _, name := range []string{"allocated", "reserved", "device"} {
+			cell := "-"
+			for _, c := range r.Rows {
+				if c.Kind == probe.RowPeak && c.Name == name {
+					cell = fmt.Sprintf("%s %+.1f %%", ro.Bytes(c.MeasuredBytes), c.ErrorPct)
+				}
+			}
+			cells = append(cells, cell)
+		}
+		t.AddRow(append(cells, r.Note)...)
+	}
+	return t.Render(f.IO.Out, ro.Format)
+}
+
+// writeProbeRuns writes runs to a new records file; an existing file is
+// not overwritten.
+func writeProbeRuns(path string, runs []accuracy.ProbeRun) error {
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("--output %s exists: records are written to a new file (remove it, or choose another name)", path)
+		}
+		return fmt.Errorf("--output: %w", err)
+	}
+	gpus := map[string]bool{}
+	var names []string
+	for _, r := range runs {
+		if !gpus[r.GPU.Name] {
+			gpus[r.GPU.Name] = true
+			names = append(names, r.GPU.Name)
+		}
+	}
+	fmt.Fprintf(out, "# %d runs of gpumem's probe campaign measured on %s (schema %s), written by gpumem probe --from-campaign\n",
+		len(runs), strings.Join(names, ", "), accuracy.ProbeRunSchema)
+	if err := accuracy.WriteProbeRuns(out, runs); err != nil {
+		out.Close()
+		return fmt.Errorf("--output %s: %w", path, err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("--output %s: %w", path, err)
+	}
+	return nil
+}
+
 // shellQuote quotes a path for a POSIX shell when it needs it.
 func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./") == "" {
@@ -455,36 +585,17 @@ func probeExit(rep probe.Report, runErr error) error {
 }
 
 // configJSON returns the config.json bytes of a --model value: a file, a
-// folder holding config.json, a catalog model, or a Hub id.
+// folder holding config.json, a catalog model, or a Hub id. A stand-in's
+// note goes to stderr: the script builds the stand-in.
 func configJSON(ctx context.Context, f *Factory, ref string) ([]byte, error) {
-	if st, err := os.Stat(ref); err == nil {
-		path := ref
-		if st.IsDir() {
-			path = filepath.Join(ref, model.ConfigFile)
-		}
-		data, err := fsutil.ReadFile(path, model.MaxConfigSize)
-		if err != nil {
-			return nil, fmt.Errorf("--model: %w", err)
-		}
-		return data, nil
-	}
-	data, err := model.CatalogConfig(ref)
-	if err == nil || !errors.Is(err, model.ErrNotFound) {
-		return data, err
-	}
-	hr, err := parseHubRef(ref, hubOptions{})
+	src, err := resolveSource(ctx, f, ref, hubOptions{}, modelref.Options{LocalPaths: true})
 	if err != nil {
 		return nil, err
 	}
-	c, err := newHubClient(f, hubOptions{})
-	if err != nil {
-		return nil, err
+	for _, n := range src.Notes {
+		fmt.Fprintf(f.IO.ErrOut, "note: %s\n", n)
 	}
-	snap, err := c.FetchConfig(ctx, hr)
-	if err != nil {
-		return nil, hubError(err)
-	}
-	return snap.Files[hub.ConfigFile], nil
+	return src.Config, nil
 }
 
 // runID names a recorded run by its model, the job's shape and, for a

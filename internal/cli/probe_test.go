@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpumem/gpumem/accuracy"
 	"github.com/gpumem/gpumem/calibrate"
 	"github.com/gpumem/gpumem/model"
 )
@@ -375,5 +376,76 @@ func TestProbeCommandReadsPipedStdin(t *testing.T) {
 	defer file.Close()
 	if got := commandStdin(file); got != io.Reader(file) {
 		t.Errorf("commandStdin(regular file) = %v, want the file", got)
+	}
+}
+
+// campaignResults is a results.jsonl of the probe campaign made with the
+// stand-in torch (see accuracy/testdata): real structure, toy numbers.
+var campaignResults = filepath.Join("..", "..", "accuracy", "testdata", "campaign-standin.jsonl")
+
+func TestProbeFromCampaign(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "probe-runs-h100.jsonl")
+	stdout, stderr, code := runCommand(t, "probe", "--from-campaign", campaignResults, "--output", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"q05-full-adamw", "q05-generate", "l1b-full-b1-s1024", "oom", "NVIDIA H100 80GB HBM3"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, stdout)
+		}
+	}
+	// The jobs that measured nothing are named with the reason.
+	for _, want := range []string{"l8b-qlora-all-gc: skipped, nothing measured: needs bitsandbytes", "q05-full-sgd: failed", "wrote 3 runs to"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	runs, err := accuracy.ReadProbeRuns(f, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 3 || runs[0].Provenance.JobsSHA256 == "" || runs[2].Status != accuracy.StatusOOM {
+		t.Errorf("records %+v", runs)
+	}
+	// An existing records file is not overwritten.
+	if _, stderr, code := runCommand(t, "probe", "--from-campaign", campaignResults, "--output", out); code == 0 || !strings.Contains(stderr, "exists") {
+		t.Errorf("second write: exit %d, %s", code, stderr)
+	}
+	// JSON carries the comparison and the jobs left.
+	stdout, _, code = runCommand(t, "probe", "--from-campaign", campaignResults, "--format", "json")
+	var got struct {
+		Report accuracy.ProbeReport    `json:"report"`
+		Left   []accuracy.CampaignLeft `json:"left"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != 0 {
+		t.Fatalf("json: exit %d, %v", code, err)
+	}
+	if len(got.Report.Runs) != 3 || len(got.Left) != 2 || len(got.Report.ByPhase) == 0 {
+		t.Errorf("json: %d runs, %d left, %d phase summaries", len(got.Report.Runs), len(got.Left), len(got.Report.ByPhase))
+	}
+}
+
+func TestProbeFromCampaignUsage(t *testing.T) {
+	tests := map[string]struct {
+		args []string
+		want string
+	}{
+		"output alone":  {[]string{"probe", "--output", "x.jsonl"}, "add --from-campaign"},
+		"with a model":  {[]string{"probe", "--from-campaign", campaignResults, "--model", "llama3-8b"}, "drop --model"},
+		"with command":  {[]string{"probe", "--from-campaign", campaignResults, "--", "python", "x.py"}, "nor a command"},
+		"missing file":  {[]string{"probe", "--from-campaign", "no-such.jsonl"}, "no-such.jsonl"},
+		"not campaign":  {[]string{"probe", "--from-campaign", filepath.Join("..", "..", "accuracy", "testdata", "probe-runs.jsonl")}, "probe-runs.jsonl line 1"},
+		"with job flag": {[]string{"probe", "--from-campaign", campaignResults, "--seq-len", "512"}, "drop --seq-len"},
+	}
+	for name, tt := range tests {
+		_, stderr, code := runCommand(t, tt.args...)
+		if code == 0 || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%s: exit %d, stderr %q, want %q", name, code, stderr, tt.want)
+		}
 	}
 }

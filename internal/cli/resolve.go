@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpumem/gpumem/hub"
 	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/modelref"
 )
 
 // hubOptions are the Hub settings a command may take as flags; the
@@ -36,65 +37,44 @@ func addHubFlags(fs *pflag.FlagSet, o *hubOptions) {
 // resolveModel turns a --model value into a model description: a catalog
 // id or alias, a path to a config.json, a path to a model folder, or a
 // Hub id ("org/name" or "org/name@revision") fetched from the Hub or the
-// local Hugging Face cache.
+// local Hugging Face cache. Package modelref decides which, and stands in
+// for a release or a path it cannot read with a note in the model's
+// warnings.
 func resolveModel(ctx context.Context, f *Factory, ref string) (*model.Model, error) {
 	return resolveModelWith(ctx, f, ref, hubOptions{})
 }
 
 // resolveModelWith is resolveModel with Hub flags.
 func resolveModelWith(ctx context.Context, f *Factory, ref string, ho hubOptions) (*model.Model, error) {
+	src, err := resolveSource(ctx, f, ref, ho, modelref.Options{LocalPaths: true})
+	if err != nil {
+		return nil, err
+	}
+	return src.Model, nil
+}
+
+// resolveSource resolves ref with the Hub of the environment and flags
+// (built only when a Hub id needs it) and o's other options, and words
+// the errors for the command line.
+func resolveSource(ctx context.Context, f *Factory, ref string, ho hubOptions, o modelref.Options) (*modelref.Source, error) {
 	if ref == "" {
 		return nil, usageErrorf("no model given: pass --model (a catalog id or alias such as llama3-8b, a Hub id, or a path to config.json); 'gpumem models' lists the catalog")
 	}
-	if ho.Revision == "" {
-		m, err := model.Load(ref)
-		if err == nil || !errors.Is(err, model.ErrNotFound) || !looksLikeHubID(ref) {
-			return m, err
-		}
-	}
-	hr, err := parseHubRef(ref, ho)
+	o.Hub, o.Revision = &lazyHub{f: f, ho: ho}, ho.Revision
+	src, err := modelref.Resolve(ctx, ref, o)
 	if err != nil {
-		return nil, err
+		return nil, refError(ref, err)
 	}
-	c, err := newHubClient(f, ho)
-	if err != nil {
-		return nil, err
-	}
-	snap, err := c.FetchConfig(ctx, hr)
-	if err != nil {
-		return nil, catalogHint(hubError(err), hr.Repo)
-	}
-	m, err := model.ParseFS(snap, ".")
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", hr, err)
-	}
-	m.ID = hr.String()
-	m.Warnings = append(m.Warnings, snap.Warnings...)
-	return m, nil
+	return src, nil
 }
 
-// looksLikeHubID reports whether ref has the "org/name" form of a Hub id.
-func looksLikeHubID(ref string) bool {
-	name, _, _ := strings.Cut(ref, "@")
-	return strings.Count(name, "/") == 1
-}
-
-// parseHubRef parses ref as a Hub id, applying --revision.
-func parseHubRef(ref string, ho hubOptions) (hub.Ref, error) {
-	hr, err := hub.ParseRef(ref)
-	if err != nil {
-		return hub.Ref{}, usageErrorf("--model %q: %w", ref, err)
+// refError adds what to do next on the command line to a resolver
+// error: a malformed reference is a usage error.
+func refError(ref string, err error) error {
+	if errors.Is(err, hub.ErrInvalidRef) {
+		return usageErrorf("--model %q: %w", ref, err)
 	}
-	if ho.Revision != "" {
-		if hr.Revision != "" && hr.Revision != ho.Revision {
-			return hub.Ref{}, usageErrorf("revision given twice: %q in --model and --revision %q", hr.Revision, ho.Revision)
-		}
-		if err := hub.ValidateRevision(ho.Revision); err != nil {
-			return hub.Ref{}, usageErrorf("--revision: %w", err)
-		}
-		hr.Revision = ho.Revision
-	}
-	return hr, nil
+	return hubError(err)
 }
 
 // hubError adds what to do next to the Hub's sentinel errors.
@@ -108,18 +88,47 @@ func hubError(err error) error {
 	return err
 }
 
-// catalogHint names the catalog models closest to a Hub id that could
-// not be fetched (the Hub unreachable, or no such model): an -Instruct
-// or -chat variant usually shares its base model's architecture.
-func catalogHint(err error, repo string) error {
-	if !errors.Is(err, hub.ErrUnreachable) && !errors.Is(err, hub.ErrNotFound) {
-		return err
+// lazyHub builds the Hub client on first use, so that catalog models and
+// local files never read the Hub settings.
+type lazyHub struct {
+	f    *Factory
+	ho   hubOptions
+	once sync.Once
+	c    *hub.Client
+	err  error
+}
+
+// client builds the client once.
+func (l *lazyHub) client() (*hub.Client, error) {
+	l.once.Do(func() { l.c, l.err = newHubClient(l.f, l.ho) })
+	return l.c, l.err
+}
+
+// FetchConfig fetches a model's config files with the client.
+func (l *lazyHub) FetchConfig(ctx context.Context, ref hub.Ref) (*hub.Snapshot, error) {
+	c, err := l.client()
+	if err != nil {
+		return nil, err
 	}
-	near := model.Suggest(repo, 3)
-	if len(near) == 0 {
-		return fmt.Errorf("%w; pass a path to its config.json or model folder instead", err)
+	return c.FetchConfig(ctx, ref)
+}
+
+// Get fetches one file whole with the client.
+func (l *lazyHub) Get(ctx context.Context, ref hub.Ref, file string) (*hub.Fetched, error) {
+	c, err := l.client()
+	if err != nil {
+		return nil, err
 	}
-	return fmt.Errorf("%w; the embedded catalog's closest: %s (or pass a path to its config.json or model folder)", err, strings.Join(near, ", "))
+	return c.Get(ctx, ref, file)
+}
+
+// Open opens one file for Range reads with the client.
+func (l *lazyHub) Open(ctx context.Context, ref hub.Ref, file string) (hub.File, error) {
+	c, err := l.client()
+	if err != nil {
+		return nil, err
+	}
+	return c.Open(ctx, ref, file)
 }
 
 // newHubClient builds a Hub client from the environment and flags.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"strings"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/gpumem/gpumem/internal/web"
 	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/modelref"
 )
 
 type serveOptions struct {
@@ -103,31 +103,20 @@ func serveRun(ctx context.Context, f *Factory, o *serveOptions) error {
 // may be reached by others, and config files are the server's business.
 var errLocalPath = errors.New("not a catalog model or Hub id; paths on the server are refused unless it runs with --allow-local-paths")
 
-// serveResolver resolves request models the way gpumem estimate resolves
-// --model, refusing local paths unless allowed.
+// serveResolver resolves request models as gpumem estimate resolves
+// --model, with local paths refused unless allowed. modelref decides
+// what is a path by its spelling alone when paths are refused, so the
+// answer does not depend on what exists on the server's disk.
 func serveResolver(f *Factory, o *serveOptions) web.ResolveFunc {
 	ho := hubOptions{Offline: o.Offline}
 	return func(ctx context.Context, ref string) (*model.Model, error) {
-		if !o.AllowPaths && mayReadLocal(ref) {
-			if _, err := model.Lookup(ref); err != nil {
-				if _, statErr := os.Stat(ref); !looksLikeLocalPath(ref) && statErr != nil {
-					return nil, err // a name the catalog lacks: its error names the closest
-				}
-				return nil, fmt.Errorf("%q: %w", ref, errLocalPath)
-			}
+		src, err := modelref.Resolve(ctx, ref, modelref.Options{Hub: &lazyHub{f: f, ho: ho}, LocalPaths: o.AllowPaths})
+		if errors.Is(err, modelref.ErrLocalPath) {
+			return nil, errLocalPath
 		}
-		return resolveModelWith(ctx, f, ref, ho)
+		if err != nil {
+			return nil, err
+		}
+		return src.Model, nil
 	}
-}
-
-// mayReadLocal reports whether resolving ref could read a file on this
-// machine: it is not of the Hub's org/name form, looks like a path, or
-// names something that exists here ("models/config.json" is both).
-func mayReadLocal(ref string) bool {
-	if !looksLikeHubID(ref) || strings.ContainsAny(ref, `\~`) || strings.HasPrefix(ref, ".") || strings.HasSuffix(ref, ".json") {
-		return true
-	}
-	name, _, _ := strings.Cut(ref, "@")
-	_, err := os.Stat(name)
-	return err == nil
 }

@@ -147,24 +147,20 @@ func TestServeLocalPaths(t *testing.T) {
 	if status, body := httpGet(t, base+"/api/params?model="+url.QueryEscape(rel)); status != http.StatusBadRequest || !strings.Contains(string(body), "--allow-local-paths") {
 		t.Errorf("relative path %s without --allow-local-paths: %d %s", rel, status, body)
 	}
-	if err := os.MkdirAll("org/name", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if status, body := httpGet(t, base+"/api/params?model=org/name"); status != http.StatusBadRequest || !strings.Contains(string(body), "--allow-local-paths") {
-		t.Errorf("existing folder org/name without --allow-local-paths: %d %s", status, body)
-	}
 	// A bare name the catalog lacks is a misspelt model, not a path: the
-	// answer names the closest catalog model; one that exists here is
-	// still refused as a path.
-	if status, body := httpGet(t, base+"/api/params?model=llama3.1-8b-instruct"); status != http.StatusBadRequest ||
-		!strings.Contains(string(body), "closest: llama3.1-8b") || strings.Contains(string(body), "--allow-local-paths") {
+	// answer names the closest catalog model. A release of a catalog
+	// model is read as that model, with a warning.
+	if status, body := httpGet(t, base+"/api/params?model=lama3-8b"); status != http.StatusBadRequest ||
+		!strings.Contains(string(body), "closest: llama3-8b") || strings.Contains(string(body), "--allow-local-paths") {
 		t.Errorf("misspelt catalog name: %d %s", status, body)
 	}
-	if err := os.MkdirAll("mymodel", 0o755); err != nil {
-		t.Fatal(err)
+	if status, body := httpGet(t, base+"/api/params?model=llama3.1-8b-instruct"); status != http.StatusOK ||
+		!strings.Contains(string(body), "read as the catalog's meta-llama/Llama-3.1-8B") {
+		t.Errorf("release of a catalog model: %d %s", status, body)
 	}
-	if status, body := httpGet(t, base+"/api/params?model=mymodel"); status != http.StatusBadRequest || !strings.Contains(string(body), "--allow-local-paths") {
-		t.Errorf("existing folder mymodel without --allow-local-paths: %d %s", status, body)
+	if status, body := httpGet(t, base+"/api/estimate?model=llama3.1-8b-instruct"); status != http.StatusOK ||
+		!strings.Contains(string(body), `"warnings": [`+"\n"+`    "\"llama3.1-8b-instruct\" is not a catalog id or alias; read as the catalog's meta-llama/Llama-3.1-8B`) {
+		t.Errorf("estimate of a release of a catalog model, without the note first in its warnings: %d %s", status, body)
 	}
 
 	base, _ = startServe(t, env, "--allow-local-paths")
@@ -172,6 +168,46 @@ func TestServeLocalPaths(t *testing.T) {
 	status, body = httpGet(t, base+target)
 	if status != http.StatusOK || string(body) != want {
 		t.Errorf("local path with --allow-local-paths: %d %s", status, body)
+	}
+}
+
+// TestServeNamesNeverReadLocal checks that a server refusing local paths
+// answers a name the same whether or not a file or folder of that name
+// exists in its working directory: "org/name@rev" once loaded
+// ./org/name@rev/config.json, and "org/name" or "mymodel" answered
+// differently when they existed. With --allow-local-paths they are read,
+// as gpumem estimate reads them.
+func TestServeNamesNeverReadLocal(t *testing.T) {
+	cfg, err := model.CatalogConfig("llama3-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	env := map[string]string{"HF_HOME": t.TempDir(), "HF_HUB_OFFLINE": "1"}
+	refused, _ := startServe(t, env)
+	allowed, _ := startServe(t, env, "--allow-local-paths")
+	for _, name := range []string{"org/name@rev", "org/name", "mymodel", "mymodel@v1", "org/name@refs/pr/1"} {
+		t.Run(name, func(t *testing.T) {
+			target := "/api/params?model=" + url.QueryEscape(name)
+			_, absent := httpGet(t, refused+target)
+			if err := os.MkdirAll(name, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(strings.SplitN(name, "/", 2)[0])
+			if err := os.WriteFile(filepath.Join(name, "config.json"), cfg, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			status, present := httpGet(t, refused+target)
+			if status == http.StatusOK || string(present) != string(absent) {
+				t.Errorf("without --allow-local-paths: %d %s\nwith the folder absent: %s", status, present, absent)
+			}
+			if strings.Contains(string(present), "--allow-local-paths") {
+				t.Errorf("a name answered as a path: %s", present)
+			}
+			if status, body := httpGet(t, allowed+target); status != http.StatusOK || !strings.Contains(string(body), `"total_params": 8030261248`) {
+				t.Errorf("with --allow-local-paths: %d %s", status, body)
+			}
+		})
 	}
 }
 

@@ -7,9 +7,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpumem/gpumem/hub"
 	"github.com/gpumem/gpumem/jobfile"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
+	"github.com/gpumem/gpumem/modelref"
 	"github.com/gpumem/gpumem/report"
 )
 
@@ -99,15 +101,12 @@ func validateModel(ctx context.Context, f *Factory, jf *jobfile.File) (*model.Mo
 	case jf.Model == "":
 		return nil, []jobfile.Problem{jobfile.MissingModel()}
 	}
-	m, err := model.Load(jf.Model)
-	if err == nil {
-		return m, nil
-	}
-	if errors.Is(err, model.ErrNotFound) && looksLikeHubID(jf.Model) {
-		ho := hubOptions{Offline: true}
-		if m, herr := resolveModelWith(ctx, f, jf.Model, ho); herr == nil {
-			return m, nil
-		}
+	src, err := modelref.Resolve(ctx, jf.Model, modelref.Options{Hub: &lazyHub{f: f, ho: hubOptions{Offline: true}}, LocalPaths: true})
+	switch {
+	case err == nil:
+		jf.Notes = append(jf.Notes, src.Notes...)
+		return src.Model, nil
+	case errors.Is(err, hub.ErrOffline):
 		return nil, []jobfile.Problem{{Key: "model", Message: fmt.Sprintf("%q is not in the catalog or the local Hugging Face cache (validate does not use the network; gpumem params %s fetches it)", jf.Model, jf.Model)}}
 	}
 	// A name missing from the catalog names the closest one already

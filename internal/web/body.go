@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/gpumem/gpumem/internal/decoded"
 	"github.com/gpumem/gpumem/jobfile"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
@@ -27,8 +28,9 @@ const requestBody = "request body"
 type jobInput struct {
 	model *model.Model
 	job   memory.Job
-	// warnings go before the estimate's own, as gpumem estimate puts a
-	// synthetic model's assumed shape first.
+	// warnings go before the estimate's own, as gpumem estimate puts
+	// them: the model's (a synthetic model's assumed shape, a stand-in
+	// for a model that could not be read, defaults it took).
 	warnings []string
 	// gpus are the GPU kinds /api/plan checks.
 	gpus []string
@@ -55,8 +57,11 @@ func (s *Server) readInput(w http.ResponseWriter, r *http.Request, plan bool) (j
 		return in, err
 	}
 	in.job = j
-	in.model, err = s.model(r.Context(), q.Get("model"))
-	return in, err
+	if in.model, err = s.model(r.Context(), q.Get("model")); err != nil {
+		return in, err
+	}
+	in.warnings = in.model.Warnings
+	return in, nil
 }
 
 // bodyInput reads a POST body as a job file. Problems of the file, of
@@ -103,10 +108,7 @@ func (s *Server) bodyInput(w http.ResponseWriter, r *http.Request, plan bool) (j
 	if len(problems) > 0 {
 		return in, problemsError(problems)
 	}
-	in.model, in.job = m, jf.Job
-	if jf.Shape != nil {
-		in.warnings = m.Warnings
-	}
+	in.model, in.job, in.warnings = m, jf.Job, m.Warnings
 	return in, nil
 }
 
@@ -138,36 +140,19 @@ func gpuNames(v any) ([]string, *jobfile.Problem) {
 	}
 	list, ok := v.([]any)
 	if !ok {
-		return nil, &jobfile.Problem{Key: "gpus", Message: fmt.Sprintf("want an array of GPU names, got %s", kindOf(v))}
+		return nil, &jobfile.Problem{Key: "gpus", Message: fmt.Sprintf("want an array of GPU names, got %s", decoded.Kind(v))}
 	}
 	names := make([]string, 0, len(list))
 	for i, e := range list {
 		name, ok := e.(string)
 		if !ok {
-			return nil, &jobfile.Problem{Key: fmt.Sprintf("gpus[%d]", i), Message: fmt.Sprintf("want a GPU name, got %s", kindOf(e))}
+			return nil, &jobfile.Problem{Key: fmt.Sprintf("gpus[%d]", i), Message: fmt.Sprintf("want a GPU name, got %s", decoded.Kind(e))}
 		}
 		if name = strings.TrimSpace(name); name != "" {
 			names = append(names, name)
 		}
 	}
 	return names, nil
-}
-
-// kindOf names a decoded JSON value's kind for messages.
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case string:
-		return "a string"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return "a number"
 }
 
 // problemsError is the 400 of a body with problems: the message lists

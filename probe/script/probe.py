@@ -8,6 +8,12 @@ prints ONE JSON line on stdout (schema "gpumem-probe/1", documented in the
 probe package). Everything else goes to stderr.
 
 Usage: probe.py --config DIR/config.json --job job.json [--warmup 2] [--steps 3] [--device 0]
+                [--cache-implementation dynamic|static]
+
+It runs with transformers 4.x and 5.x: where an API changed (torch_dtype
+became dtype in 4.56, generate compiles a static cache's decode unless told
+not to, the Adafactor import), it tries the current spelling first and
+records in "applied" what it used.
 """
 import argparse
 import importlib
@@ -178,6 +184,17 @@ def build_model(torch, transformers, config_path, job, dev, dtype, applied, warn
                 model = make(attn_implementation=attn, torch_dtype=dtype)
     finally:
         torch.set_default_dtype(previous)
+    # What transformers made of the request: its attention dispatch and, in
+    # transformers 5, the MoE experts kernel (grouped_mm, batched_mm or
+    # eager), which changes what an MoE layer allocates.
+    mc = getattr(model, "config", None)
+    used = getattr(mc, "_attn_implementation", None)
+    if used and used != attn:
+        warnings.append("asked for attention %r, transformers set %r" % (attn, used))
+        applied["attn"] = used
+    experts = getattr(mc, "_experts_implementation", None)
+    if experts:
+        applied["experts_implementation"] = experts
     return model.to(dtype), config
 
 
@@ -206,6 +223,17 @@ def quantize_4bit(torch, bnb, model, job, compute_dtype, applied):
     torch.cuda.empty_cache()
 
 
+def checkpoint_reentrant(model):
+    """The use_reentrant setting transformers gave torch.utils.checkpoint
+    (its default changed across versions), or None when it cannot be read."""
+    for m in model.modules():
+        fn = getattr(m, "_gradient_checkpointing_func", None)
+        keywords = getattr(fn, "keywords", None)
+        if isinstance(keywords, dict) and "use_reentrant" in keywords:
+            return bool(keywords["use_reentrant"])
+    return None
+
+
 def apply_method(torch, model, job, dev, applied, warnings):
     method = method_of(job)
     applied["method"] = method
@@ -215,6 +243,9 @@ def apply_method(torch, model, job, dev, applied, warnings):
             warnings.append("grad_checkpoint %r: transformers checkpoints whole layers; used full" % gc)
         model.gradient_checkpointing_enable()
         applied["grad_checkpoint"] = "full"
+        reentrant = checkpoint_reentrant(model)
+        if reentrant is not None:
+            applied["grad_checkpoint_use_reentrant"] = reentrant
     else:
         applied["grad_checkpoint"] = "none"
     if method == "full":
@@ -293,15 +324,24 @@ def make_optimizer(torch, params, job, applied):
         return torch.optim.AdamW(params, lr=lr, fused=True)
     if name == "adamw_hf":
         return torch.optim.AdamW(params, lr=lr, foreach=False)  # a for-loop, as transformers' AdamW
-    if name in ("sgd",):
-        return torch.optim.SGD(params, lr=lr)
+    if name in ("sgd", "sgd_no_momentum"):
+        return torch.optim.SGD(params, lr=lr)  # no momentum: no state
+    if name in ("sgd_momentum", "momentum", "sgdm"):
+        applied["momentum"] = 0.9
+        return torch.optim.SGD(params, lr=lr, momentum=0.9)  # one momentum_buffer per parameter
+    if name in ("nesterov", "sgd_nesterov"):
+        applied["momentum"] = 0.9
+        return torch.optim.SGD(params, lr=lr, momentum=0.9, nesterov=True)
     if name == "adafactor":
-        transformers = need("transformers", "Adafactor")
-        return transformers.Adafactor(params, lr=lr, scale_parameter=False, relative_step=False, warmup_init=False)
+        # The HF optim "adafactor" is transformers' own Adafactor (factored
+        # second moments), not torch.optim.Adafactor; both 4.x and 5.x
+        # define it in transformers.optimization.
+        opt = need("transformers.optimization", "Adafactor")
+        return opt.Adafactor(params, lr=lr, scale_parameter=False, relative_step=False, warmup_init=False)
     if name in BNB_OPTIMIZERS:
         bnb = need("bitsandbytes", "8-bit and paged optimizers")
         return getattr(bnb.optim, BNB_OPTIMIZERS[name])(params, lr=lr)
-    raise ProbeError("unsupported", "optimizer %r: the probe knows adamw_torch, adamw_torch_fused, adamw_hf, sgd, adafactor and bitsandbytes 8-bit/paged optimizers" % name)
+    raise ProbeError("unsupported", "optimizer %r: the probe knows adamw_torch, adamw_torch_fused, adamw_hf, sgd, sgd_momentum, nesterov, adafactor and bitsandbytes 8-bit/paged optimizers" % name)
 
 
 def text_vocab(config):
@@ -313,7 +353,88 @@ def text_vocab(config):
     return v
 
 
+# ---------------------------------------------------------------- inputs
+
+def image_token_id(config):
+    """The placeholder token of a LLaVA-style config (image_token_index in
+    transformers 4.x, also readable as image_token_id), or None."""
+    for key in ("image_token_id", "image_token_index"):
+        v = getattr(config, key, None)
+        if isinstance(v, int):
+            return v
+    return None
+
+
+def llava_image_tokens(config):
+    """LLM tokens one image becomes in a LLaVA-style model: one per vision
+    patch, the CLS position dropped unless vision_feature_select_strategy is
+    "full" (transformers models/llava/modeling_llava.py get_image_features)."""
+    vc = getattr(config, "vision_config", None)
+    size, patch = getattr(vc, "image_size", None), getattr(vc, "patch_size", None)
+    if not size or not patch:
+        return None, None
+    n = (size // patch) ** 2
+    if getattr(config, "vision_feature_select_strategy", "default") == "full":
+        n += 1
+    return n, size
+
+
+def make_inputs(torch, model_type, config, job, b, s, dev, dtype, applied):
+    """Random token ids of b sequences of s text tokens, with the job's
+    images in front of them for a LLaVA-style model. Labels ignore image
+    positions, as a data collator does."""
+    images = job.get("images_per_sample") or 0
+    vocab = text_vocab(config)
+    ids = torch.randint(0, vocab, (b, s), device=dev)
+    img_tok = image_token_id(config)
+    if img_tok is not None and img_tok < vocab:
+        # a random text token equal to the image placeholder would count
+        # as one more image position than there are image features
+        ids = torch.where(ids == img_tok, torch.zeros_like(ids), ids)
+    inputs = {"input_ids": ids}
+    if not images:
+        return inputs, ids
+    per, size = llava_image_tokens(config)
+    if model_type != "llava" or img_tok is None or per is None:
+        raise ProbeError("unsupported", "images_per_sample: the probe feeds images to LLaVA-style models "
+                         "(model_type llava) only, not %r; probe without images_per_sample to measure the text path" % model_type)
+    if job.get("image_size") and job["image_size"] != size:
+        raise ProbeError("unsupported", "image_size %d: the probe feeds images at the tower's native %d px" % (job["image_size"], size))
+    place = torch.full((b, per * images), img_tok, dtype=ids.dtype, device=dev)
+    ids = torch.cat([place, ids], dim=1)
+    channels = getattr(config.vision_config, "num_channels", 3)
+    inputs = {"input_ids": ids, "pixel_values": torch.randn(b * images, channels, size, size, device=dev, dtype=dtype)}
+    labels = torch.where(ids == img_tok, torch.full_like(ids, -100), ids)
+    applied.update(images_per_sample=images, image_tokens_per_image=per, image_size=size)
+    return inputs, labels
+
+
 # ---------------------------------------------------------------- runs
+
+class LossPhase:
+    """Splits a training forward into the estimate's forward and loss
+    phases: a forward pre-hook on the output layer closes the forward
+    (decoder layers and final norm) and opens the loss (output layer,
+    logit transforms and cross-entropy, which transformers computes inside
+    the model's forward when labels are given)."""
+
+    def __init__(self, tracker):
+        self.tracker, self.measured, self.fired = tracker, False, False
+
+    def hook(self, module, args):
+        if not self.fired:
+            self.fired = True
+            self.tracker.end("forward", self.measured)
+            self.tracker.begin()
+
+
+def output_layer(model):
+    try:
+        head = model.get_output_embeddings()
+    except (AttributeError, NotImplementedError):
+        return None
+    return head if hasattr(head, "register_forward_pre_hook") else None
+
 
 def train(torch, model, config, job, dev, args, tracker, result, applied, warnings):
     b = job.get("per_device_batch") or 1
@@ -322,26 +443,42 @@ def train(torch, model, config, job, dev, args, tracker, result, applied, warnin
         raise ProbeError("bad_job", "seq_len is required for a training probe")
     accum = job.get("grad_accum") or 1
     applied.update(per_device_batch=b, seq_len=s, grad_accum=accum)
-    if job.get("images_per_sample"):
-        warnings.append("images are not fed: the probe runs the text path only")
-    ids = torch.randint(0, text_vocab(config), (b, s), device=dev)
-    inputs = {"input_ids": ids, "labels": ids}
-    if applied["architecture"].endswith("ForSequenceClassification"):
-        inputs["labels"] = torch.zeros(b, dtype=torch.long, device=dev)
     weights_dtype = DTYPES.get((job.get("dtype") or "bf16").lower())
     compute = (job.get("compute_dtype") or "bf16").lower()
     amp = weights_dtype == "float32" and compute in ("bf16", "fp16")
     applied["autocast"] = compute if amp else "none"
     amp_dtype = getattr(torch, DTYPES[compute]) if amp else None
+    pixel_dtype = amp_dtype or next(model.parameters()).dtype
+    inputs, labels = make_inputs(torch, getattr(config, "model_type", ""), config, job, b, s, dev, pixel_dtype, applied)
+    inputs["labels"] = labels
+    if applied["architecture"].endswith("ForSequenceClassification"):
+        inputs["labels"] = torch.zeros(b, dtype=torch.long, device=dev)
     model.train()
     # Fine-tuning scripts turn the KV cache off for training (transformers
     # does so itself under gradient checkpointing); a cache would hold
     # every layer's keys and values until the forward's output is dropped.
+    # The flag goes to the forward too: a composite model (LLaVA) reads
+    # use_cache from its text config, not from the top-level one.
     if getattr(model, "config", None) is not None:  # not every model takes use_cache as an argument
         model.config.use_cache = False
+    inputs["use_cache"] = False
     applied["use_cache"] = False
     params = [p for p in model.parameters() if p.requires_grad]
     opt = make_optimizer(torch, params, job, applied)
+    split = LossPhase(tracker)
+    head = output_layer(model)
+    if job.get("torch_compile"):
+        # torch.compile as the HF Trainer applies it (torch_compile=True):
+        # the whole model, default backend and mode. A hook would break the
+        # graph, so the loss stays in the forward phase.
+        model = torch.compile(model)
+        applied["torch_compile"] = True
+        head = None
+    if head is not None:
+        head.register_forward_pre_hook(split.hook)
+        applied["loss_phase"] = "output layer and loss, from the output layer's forward pre-hook"
+    else:
+        applied["loss_phase"] = "in forward"
     comps = {}
     for step in range(args.warmup + args.steps):
         measured = step >= args.warmup
@@ -349,9 +486,10 @@ def train(torch, model, config, job, dev, args, tracker, result, applied, warnin
         for _ in range(accum):
             tracker.begin()
             before = torch.cuda.memory_allocated(dev)
+            split.measured, split.fired = measured, False
             with torch.autocast("cuda", dtype=amp_dtype, enabled=amp):
                 loss = model(**inputs).loss / accum
-            tracker.end("forward", measured)
+            tracker.end("loss" if split.fired else "forward", measured)
             comps["activations"] = torch.cuda.memory_allocated(dev) - before
             tracker.begin()
             loss.backward()
@@ -365,44 +503,109 @@ def train(torch, model, config, job, dev, args, tracker, result, applied, warnin
         comps["optimizer_states"] = unique_bytes(
             t for st in opt.state.values() for t in st.values() if torch.is_tensor(t))
     result["components"] += [
-        {"name": "activations", "bytes": comps["activations"], "how": "memory_allocated after forward minus before it: tensors saved for backward and the loss, last micro-batch"},
+        {"name": "activations", "bytes": comps["activations"], "how": "memory_allocated after forward and loss minus before them: tensors saved for backward and the loss, last micro-batch"},
         {"name": "gradients", "bytes": comps["gradients"], "how": "sum of .grad tensors after backward"},
         {"name": "optimizer_states", "bytes": comps["optimizer_states"], "how": "sum of optimizer state tensors after step"},
     ]
 
 
-def infer(torch, model, config, job, dev, args, tracker, result, applied, warnings):
+class PhaseAfterFirstToken:
+    """A generate stopping criterion that never stops: called once the
+    prefill's token is chosen, it closes the prefill phase and opens the
+    decode phase (transformers calls stopping criteria after every token)."""
+
+    def __init__(self, torch, tracker, measured):
+        self.torch, self.tracker, self.measured, self.calls = torch, tracker, measured, 0
+
+    def __call__(self, input_ids, scores, **kwargs):
+        self.calls += 1
+        if self.calls == 1:
+            self.tracker.end("prefill", self.measured)
+            self.tracker.begin()
+        return self.torch.zeros(input_ids.shape[0], dtype=self.torch.bool, device=input_ids.device)
+
+
+def phase_criterion(transformers):
+    """PhaseAfterFirstToken as a subclass of transformers' StoppingCriteria
+    where that class exists (generate merges criteria by type)."""
+    base = getattr(transformers, "StoppingCriteria", None)
+    if isinstance(base, type):
+        return type("PhaseAfterFirstTokenCriteria", (PhaseAfterFirstToken, base), {})
+    return PhaseAfterFirstToken
+
+
+def generate(torch, transformers, model, inputs, gen, cache, criterion, applied, warnings):
+    """model.generate of exactly gen greedy tokens (min_new_tokens keeps a
+    random model's end-of-sequence token from stopping it early)."""
+    kw = dict(max_new_tokens=gen, min_new_tokens=gen, do_sample=False,
+              stopping_criteria=transformers.StoppingCriteriaList([criterion]))
+    gc = getattr(model, "generation_config", None)
+    if getattr(gc, "pad_token_id", None) is None:
+        eos = getattr(gc, "eos_token_id", None)
+        kw["pad_token_id"] = (eos[0] if isinstance(eos, (list, tuple)) and eos else eos) if eos is not None else 0
+    if cache == "static":
+        kw["cache_implementation"] = "static"
+        # transformers (4.48+) compiles the decode step of a static cache on
+        # CUDA unless generation_config.disable_compile is set
+        # (generation/utils.py _valid_auto_compile_criteria); the probe
+        # measures the eager cache.
+        kw["disable_compile"] = True
+    try:
+        return model.generate(**inputs, **kw)
+    except ValueError as e:
+        if "disable_compile" not in str(e):
+            raise
+        kw.pop("disable_compile")
+        warnings.append("this transformers has no disable_compile: a static cache may have been compiled")
+        applied["generate_compile"] = "not disabled"
+        return model.generate(**inputs, **kw)
+
+
+def infer(torch, transformers, model, config, job, dev, args, tracker, result, applied, warnings):
     b = job.get("batch") or job.get("per_device_batch") or 1
     prompt = job.get("prompt_len") or job.get("seq_len")
     gen = job.get("gen_len") or 0
     if not prompt:
         raise ProbeError("bad_job", "prompt_len (or seq_len) is required for an inference probe")
+    if job.get("no_kv_cache"):
+        raise ProbeError("unsupported", "no_kv_cache: the probe generates with a KV cache")
+    cache = args.cache_implementation
     applied.update(batch=b, prompt_len=prompt, gen_len=gen)
-    ids = torch.randint(0, text_vocab(config), (b, prompt), device=dev)
+    dtype = next(model.parameters()).dtype
+    inputs, _ = make_inputs(torch, getattr(config, "model_type", ""), config, job, b, prompt, dev, dtype, applied)
+    if gen > 0:
+        # every position is real: without a mask generate warns, and with
+        # pad == eos it may infer one from the random tokens
+        inputs["attention_mask"] = torch.ones_like(inputs["input_ids"])
     model.eval()
+    if gen > 0:
+        applied.update(generate="model.generate, greedy", cache_implementation=cache)
+        if cache == "static":
+            applied["generate_compile"] = "disabled"
+    else:
+        applied["generate"] = "one forward (gen_len 0)"
     with torch.no_grad():
         for step in range(args.warmup + args.steps):
             measured = step >= args.warmup
+            log("step %d/%d%s" % (step + 1, args.warmup + args.steps, "" if measured else " (warm-up)"))
             tracker.begin()
-            out = model(input_ids=ids, use_cache=gen > 0)
-            tracker.end("prefill", measured)
             if gen == 0:
+                out = model(**inputs, use_cache=False)
                 del out
+                tracker.end("prefill", measured)
                 continue
-            past = out.past_key_values
-            tok = out.logits[:, -1:].argmax(-1)
+            criterion = phase_criterion(transformers)(torch, tracker, measured)
+            out = generate(torch, transformers, model, inputs, gen, cache, criterion, applied, warnings)
+            tracker.end("decode" if criterion.calls > 1 else "prefill", measured)
+            if criterion.calls < gen:
+                warnings.append("generate chose %d tokens, not %d" % (criterion.calls, gen))
             del out
-            tracker.begin()
-            for _ in range(gen):
-                out = model(input_ids=tok, past_key_values=past, use_cache=True)
-                past, tok = out.past_key_values, out.logits[:, -1:].argmax(-1)
-                del out
-            tracker.end("decode", measured)
-            del past, tok
 
 
 def check_dependencies(job, mode):
     """Fails before the model is built when a package the job needs is missing."""
+    if (job.get("attn") or "").lower() == "flash":
+        need("flash_attn", "FlashAttention-2 for attn flash")
     if mode != "train":
         return
     method = method_of(job)
@@ -414,6 +617,38 @@ def check_dependencies(job, mode):
         need("bitsandbytes", "8-bit and paged optimizers")
 
 
+def package_version(dist):
+    """A package's installed version from its metadata, without importing it."""
+    try:
+        from importlib import metadata
+        return metadata.version(dist)
+    except Exception:  # noqa: BLE001 - not installed, or metadata unreadable
+        return ""
+
+
+def driver_version():
+    """The NVIDIA driver version from NVML (nvidia-ml-py), else nvidia-smi,
+    else ""; NVML creates no CUDA context."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        try:
+            v = pynvml.nvmlSystemGetDriverVersion()
+        finally:
+            pynvml.nvmlShutdown()
+        return v.decode() if isinstance(v, bytes) else str(v)
+    except Exception:  # noqa: BLE001 - no nvidia-ml-py, or NVML cannot start
+        pass
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30).stdout.splitlines()[0].strip()
+        if out.replace(".", "").isdigit():
+            return out
+    except (OSError, subprocess.SubprocessError, IndexError):
+        pass
+    return ""
+
+
 def software(torch, transformers):
     sw = {"python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda or "",
           "transformers": transformers.__version__,
@@ -422,14 +657,25 @@ def software(torch, transformers):
         m = sys.modules.get(mod)
         if m is not None:
             sw[mod] = getattr(m, "__version__", "")
-    try:
-        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                capture_output=True, text=True, timeout=30).stdout.splitlines()[0].strip()
-        if driver.replace(".", "").isdigit():
-            sw["driver"] = driver
-    except (OSError, subprocess.SubprocessError, IndexError):
-        pass
+    if "peft" not in sw and package_version("peft"):
+        sw["peft"] = package_version("peft")
+    if package_version("accelerate"):
+        sw["accelerate"] = package_version("accelerate")
+    driver = driver_version()
+    if driver:
+        sw["driver"] = driver
     return sw
+
+
+def device_info(torch, dev, index):
+    """The GPU as CUDA sees it: its name, compute capability, total memory,
+    and the free and total memory cudaMemGetInfo reports once this
+    process's CUDA context exists."""
+    props = torch.cuda.get_device_properties(dev)
+    free, total = torch.cuda.mem_get_info(dev)
+    return {"index": index, "name": torch.cuda.get_device_name(dev),
+            "capability": "%d.%d" % (props.major, props.minor), "total_bytes": props.total_memory,
+            "cuda_free_bytes": free, "cuda_total_bytes": total}
 
 
 def run(args, result, state):
@@ -452,9 +698,7 @@ def run(args, result, state):
     reader = DeviceReader(torch, dev)
     tracker = Tracker(torch, dev, reader)
     state["tracker"] = tracker
-    props = torch.cuda.get_device_properties(dev)
-    result["device"] = {"index": args.device, "name": props.name, "capability": "%d.%d" % (props.major, props.minor),
-                        "total_bytes": props.total_memory}
+    result["device"] = device_info(torch, dev, args.device)
     result["software"] = software(torch, transformers)
     torch.cuda.synchronize(dev)
     context = reader.read() - torch.cuda.memory_reserved(dev)
@@ -489,7 +733,7 @@ def run(args, result, state):
     if mode == "train":
         train(torch, model, config, job, dev, args, tracker, result, applied, warnings)
     elif mode == "inference":
-        infer(torch, model, config, job, dev, args, tracker, result, applied, warnings)
+        infer(torch, transformers, model, config, job, dev, args, tracker, result, applied, warnings)
     else:
         raise ProbeError("bad_job", "mode %r: want train or inference" % mode)
     tracker.fill(result)
@@ -502,6 +746,8 @@ def parse_args(argv):
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--device", type=int, default=0)
+    p.add_argument("--cache-implementation", choices=("dynamic", "static"), default="dynamic",
+                   help="KV cache of generate for inference jobs (transformers DynamicCache or StaticCache)")
     return p.parse_args(argv)
 
 

@@ -1,0 +1,157 @@
+package memory
+
+import "slices"
+
+// Rule is one version boundary of the memory model: a behaviour of a
+// package that holds for a range of its versions and changes memory.
+// Every rule names its source; `gpumem constants --rules` lists them.
+type Rule struct {
+	// Name identifies the rule ("transformers-tuple-kv-cache").
+	Name string `json:"name"`
+	// Package is the package whose version decides the rule.
+	Package string `json:"package"`
+	// From is the first version the rule holds for ("" = every earlier
+	// version gpumem models).
+	From string `json:"from,omitempty"`
+	// Before is the first version it no longer holds for ("" = still
+	// true in the newest release).
+	Before string `json:"before,omitempty"`
+	// Effect says what changes in memory while the rule holds.
+	Effect string `json:"effect"`
+	// Source is where the behaviour and its boundary come from.
+	Source string `json:"source"`
+}
+
+// ruleID is a rule's index in rules.
+type ruleID uint8
+
+// ruleSet is a set of rule IDs.
+type ruleSet uint64
+
+func (s ruleSet) has(id ruleID) bool     { return s&(1<<id) != 0 }
+func (s ruleSet) with(id ruleID) ruleSet { return s | 1<<id }
+
+// ruleBounds are the rules' From and Before, parsed once (a zero
+// Version where the bound is open).
+var ruleBounds = func() (b [numRules][2]Version) {
+	for i := range rules {
+		r := &rules[i]
+		p, _ := stackPackage(r.Package)
+		for j, s := range [2]string{r.From, r.Before} {
+			if s != "" {
+				b[i][j] = mustVersion(s, p.Dated)
+			}
+		}
+	}
+	return b
+}()
+
+// mustVersion parses a version of the rule and package tables, which a
+// test checks, as regexp.MustCompile does for a pattern in the source.
+func mustVersion(s string, dated bool) Version {
+	v, err := ParseVersion(s, dated)
+	if err != nil {
+		panic("memory: version table: " + err.Error())
+	}
+	return v
+}
+
+// covers reports whether rule id holds for version v of its package.
+func (id ruleID) covers(v Version) bool {
+	r, b := &rules[id], &ruleBounds[id]
+	return (r.From == "" || v.Compare(b[0]) >= 0) && (r.Before == "" || v.Compare(b[1]) < 0)
+}
+
+// The rules, by ID. The order is the table's; IDs are indexes into it.
+const (
+	ruleTorchZeroGradKeeps ruleID = iota
+	ruleTorchEagerModules
+	ruleTorchFragmentation1x
+	ruleTransformersTupleCache
+	ruleTransformersFullLogits
+	ruleBnb4bitSavesInput
+	ruleVLLMV0Sampler
+	ruleTitanLogitsThroughBackward
+	numRules
+)
+
+// rules is the table of version rules, indexed by ruleID.
+var rules = [numRules]Rule{
+	ruleTorchZeroGradKeeps: {
+		Name: "torch-zero-grad-keeps-grads", Package: "torch", Before: "2.0",
+		Effect: "optimizer.zero_grad() zeroes gradients in place instead of freeing them, so gradients stay allocated through the next forward",
+		Source: "pytorch/pytorch PR #92731 (set_to_none=True by default, released in 2.0)",
+	},
+	ruleTorchEagerModules: {
+		Name: "torch-eager-module-loading", Package: "torch", Before: "1.13",
+		Effect: "CUDA modules load eagerly: a CUDA context of about 1.3 GiB instead of about 0.4 GiB (constant cuda_context_eager_mib)",
+		Source: "pytorch/pytorch PR #86509 (CUDA_MODULE_LOADING=LAZY by default from 1.13); MODEL.md §10, §15.5",
+	},
+	ruleTorchFragmentation1x: {
+		Name: "torch-1x-fragmentation", Package: "torch", Before: "2.0",
+		Effect: "the caching allocator of torch 1.x leaves more reserved than allocated in training (constant fragmentation_torch1)",
+		Source: "MODEL.md §15.5 (reserved/allocated of the torch 1.x BERT records)",
+	},
+	ruleTransformersTupleCache: {
+		Name: "transformers-tuple-kv-cache", Package: "transformers", Before: "4.36",
+		Effect: "generate keeps the KV cache as tuples that torch.cat rebuilds each step, so two copies are alive while it grows",
+		Source: "huggingface/transformers v4.36.0 (DynamicCache, src/transformers/cache_utils.py); MODEL.md §15.2",
+	},
+	ruleTransformersFullLogits: {
+		Name: "transformers-full-prompt-logits", Package: "transformers", Before: "4.45",
+		Effect: "generate computes and upcasts to fp32 the logits of every prompt position, not only the last",
+		Source: "huggingface/transformers v4.45.0 (num_logits_to_keep in generate, src/transformers/generation/utils.py)",
+	},
+	ruleBnb4bitSavesInput: {
+		Name: "bnb-4bit-saves-input", Package: "bitsandbytes", Before: "0.43.2",
+		Effect: "MatMul4Bit saves its input for backward, so each quantized linear keeps an activation even when frozen",
+		Source: "bitsandbytes-foundation/bitsandbytes PR #1270 (released in 0.43.2); MODEL.md §15",
+	},
+	ruleVLLMV0Sampler: {
+		Name: "vllm-v0-sampler-warmup", Package: "vllm", Before: "0.8",
+		Effect: "the V0 engine's profile run keeps only the fp32 logits of max_num_seqs rows (a smaller sampler warm-up)",
+		Source: "vllm-project/vllm v0.8.0 (V1 engine by default); the sampler of vllm/model_executor/layers/sampler.py",
+	},
+	ruleTitanLogitsThroughBackward: {
+		Name: "torchtitan-logits-through-backward", Package: "torchtitan", Before: "2024-04",
+		Effect: "the training loop keeps the model's fp32 logits (pred) through backward",
+		Source: "pytorch/torchtitan train.py (\"del pred\" before backward, added in April 2024)",
+	},
+}
+
+// Rules lists the memory model's version rules, in table order.
+func Rules() []Rule { return slices.Clone(rules[:]) }
+
+// defaultRules is the rule set of a job that states no versions: every
+// package at its default.
+var defaultRules = func() ruleSet {
+	r, err := ResolveStack(nil, nil)
+	if err != nil {
+		panic("memory: default stack: " + err.Error()) // checked by a test
+	}
+	return r.active
+}()
+
+// jobRules resolves the job's stack into the set of rules in effect and
+// the warnings it draws. A job that states no versions, the usual case,
+// costs no allocation.
+func jobRules(job *Job) (ruleSet, []string, error) {
+	if len(job.Stack) == 0 && len(job.Software) == 0 {
+		return defaultRules, nil, nil
+	}
+	r, err := ResolveStack(job.Stack, job.Software)
+	if err != nil {
+		return 0, nil, err
+	}
+	return r.active, r.Warnings, nil
+}
+
+// rulesOf is jobRules where the stack was already checked (an invalid
+// stack reads as the default one).
+func rulesOf(job *Job) ruleSet {
+	rs, _, err := jobRules(job)
+	if err != nil {
+		return defaultRules
+	}
+	return rs
+}
