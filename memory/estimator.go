@@ -19,6 +19,11 @@ type Estimator struct {
 	tab *modTab // m's inventory table, made on first use
 	res Result
 	buf trainBuf
+	// twin estimates the jobs a result is compared with
+	// (noteExceptions), without touching res; scratch holds such a job
+	// when this Estimator is a twin.
+	twin    *Estimator
+	scratch Job
 }
 
 // NewEstimator returns an Estimator of model m.
@@ -45,6 +50,7 @@ func (e *Estimator) Estimate(job *Job) (*Result, error) {
 		if err := estimateTrainingBuf(e.m, job, &e.res, &e.buf, e.tab); err != nil {
 			return nil, err
 		}
+		noteExceptions(e.m, job, &e.res, &e.twin)
 	case Inference, Serving:
 		r, err := estimateInference(e.m, *job)
 		if err != nil {

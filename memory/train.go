@@ -905,7 +905,12 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 		// The whole model's count, the same for every pipeline stage.
 		s.trained, s.haveTrained = s.modelTrainable(&t.p), true
 	}
-	res.TrainableParams = int64(s.trained + 0.5)
+	res.TrainableParams = roundCount(s.trained)
+	if s.trainable.all {
+		// The float sum is exact below 2⁵³ parameters only; beyond, it
+		// may round past the integer total it equals.
+		res.TrainableParams = t.p.total
+	}
 	res.ActiveParams = s.tab.active
 	res.Job = *s.job
 	res.PerGPU = PerGPU{AllocatedPeakBytes: alloc, ReservedPeakBytes: reserved, DevicePeakBytes: device,

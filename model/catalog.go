@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/gpumem/gpumem/internal/fsutil"
 )
 
 // catalogFS holds the real config.json of every catalog model, named
@@ -159,14 +161,14 @@ func Load(ref string) (*Model, error) {
 	switch {
 	case statErr == nil && st.IsDir():
 		abs, _ := filepath.Abs(ref)
-		m, err := ParseFS(os.DirFS(abs), ".")
+		m, err := ParseFS(fsutil.DirFS(abs), ".")
 		if err != nil {
 			return nil, fmt.Errorf("load %s: %w", ref, err)
 		}
 		m.ID = ref
 		return m, nil
 	case statErr == nil:
-		data, err := os.ReadFile(ref)
+		data, err := fsutil.ReadFile(ref, MaxConfigSize)
 		if err != nil {
 			return nil, fmt.Errorf("load %s: %w", ref, err)
 		}

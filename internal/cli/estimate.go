@@ -148,7 +148,7 @@ once; flags on the command line override it. Other calculators' spellings are ac
 // memory. An unknown or ambiguous name is a usage error.
 func (opts *estimateOptions) applyGPU(cfg *configDir) error {
 	if opts.Job.GPU == "" {
-		return nil
+		return gpusFileWithoutGPU(opts.GPUsFile)
 	}
 	cat := cfg.GPUs
 	if opts.GPUsFile != "" || cat == nil {
@@ -164,6 +164,15 @@ func (opts *estimateOptions) applyGPU(cfg *configDir) error {
 	}
 	opts.Job = job
 	return nil
+}
+
+// gpusFileWithoutGPU refuses --gpus-file without --gpu: the file only
+// adds boards for --gpu to name, so it would be ignored silently.
+func gpusFileWithoutGPU(path string) error {
+	if path == "" {
+		return nil
+	}
+	return usageErrorf("--gpus-file %s: the file adds boards for --gpu to name, and no --gpu is given; add --gpu (or drop --gpus-file)", path)
 }
 
 // estimateRun resolves the model, estimates the job and renders it.

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -223,5 +224,36 @@ func TestServeFlagErrors(t *testing.T) {
 		if code != ExitUsage || !strings.Contains(errOut, tc.want) {
 			t.Errorf("gpumem %s: exit %d, stderr %q; want %d mentioning %s", strings.Join(tc.args, " "), code, errOut, ExitUsage, tc.want)
 		}
+	}
+}
+
+// With --allow-local-paths, a request naming a device or a FIFO gets a
+// JSON error naming it, at once, and the server goes on answering: the
+// file is neither read without bound nor opened in a way that blocks.
+func TestServeLocalSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "model")
+	if err := os.Mkdir(link, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(link, "config.json")); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"HF_HOME": t.TempDir(), "HF_HUB_OFFLINE": "1"}
+	base, _ := startServe(t, env, "--allow-local-paths")
+	for _, ref := range []string{"/dev/zero", fifo, link} {
+		status, body := httpGet(t, base+"/api/estimate?model="+url.QueryEscape(ref))
+		var e struct{ Error, Field string }
+		if err := json.Unmarshal(body, &e); err != nil || status != http.StatusBadRequest || e.Field != "model" ||
+			!strings.Contains(e.Error, "not a regular file") {
+			t.Errorf("model=%s: %d %s", ref, status, body)
+		}
+	}
+	if status, body := httpGet(t, base+"/api/params?model=gpt2"); status != http.StatusOK {
+		t.Errorf("after the special files: %d %s", status, body)
 	}
 }

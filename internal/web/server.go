@@ -9,10 +9,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/model"
@@ -55,6 +57,10 @@ type Options struct {
 	Logger *slog.Logger
 	// MaxBodyBytes limits request bodies (0: [DefaultMaxBodyBytes]).
 	MaxBodyBytes int64
+	// RequestTimeout bounds the work of one request (0:
+	// [DefaultRequestTimeout]); it must be shorter than [WriteTimeout] so
+	// that the answer is a JSON error rather than a closed connection.
+	RequestTimeout time.Duration
 	// AllowedHosts, when not empty, lists the host names (without port)
 	// requests may address; others get 403. A server on a loopback
 	// address sets it to the loopback names so that a web site whose name
@@ -80,6 +86,9 @@ func New(opts Options) *Server {
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
 	}
 	s := &Server{opts: opts, log: opts.Logger, models: map[string]*model.Model{}}
 	if s.log == nil {
@@ -128,6 +137,10 @@ func (s *Server) routes() http.Handler {
 			notAllowed.ServeHTTP(w, r)
 			return
 		}
+		if !validPagePath(r.URL.Path) {
+			s.writeJSON(w, http.StatusBadRequest, &Error{Message: fmt.Sprintf("invalid path %q: want a file of the page, such as /", r.URL.Path)})
+			return
+		}
 		w.Header().Set("Cache-Control", "no-cache")
 		files.ServeHTTP(w, r)
 	}))
@@ -137,7 +150,15 @@ func (s *Server) routes() http.Handler {
 		s.writeJSON(w, http.StatusForbidden, &Error{Message: "cross-origin requests are not allowed; use the page served by this server"})
 	}))
 	// Outermost first: every request is logged, including those a panic ended.
-	return s.accessLog(s.recoverPanics(securityHeaders(s.checkHost(cop.Handler(mux)))))
+	return s.accessLog(s.recoverPanics(securityHeaders(s.checkHost(cop.Handler(s.deadline(mux))))))
+}
+
+// validPagePath reports whether p can name a file of the embedded page:
+// valid UTF-8 whose cleaned form is a valid fs path. The file server
+// answers 500 to the others (GET /%ff), which are the client's mistake.
+func validPagePath(p string) bool {
+	rel := strings.TrimPrefix(path.Clean("/"+p), "/")
+	return utf8.ValidString(p) && (rel == "" || fs.ValidPath(rel))
 }
 
 func methodNotAllowed(s *Server, methods []string) http.Handler {
