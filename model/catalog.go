@@ -132,7 +132,13 @@ func CatalogConfig(name string) ([]byte, error) {
 func catalogFile(name string) (string, error) {
 	key := strings.ToLower(strings.TrimSpace(name))
 	if id, ok := aliases[key]; ok {
+		// An alias names the id as the catalog spells it, so its file opens
+		// directly, without the index (and so do ids spelled that way).
+		name = id
 		key = strings.ToLower(id)
+	}
+	if file, ok := exactCatalogFile(strings.TrimSpace(name)); ok {
+		return file, nil
 	}
 	idx, err := catalogIndex()
 	if err != nil {
@@ -146,6 +152,24 @@ func catalogFile(name string) (string, error) {
 		return "", fmt.Errorf("%q is not in the built-in catalog (see the catalog list for ids and aliases): %w", name, ErrNotFound)
 	}
 	return file, nil
+}
+
+// exactCatalogFile returns the file of a Hub id spelled as in the catalog
+// ("meta-llama/Llama-2-7b-hf"), found by name: building the index of every
+// file costs more than the rest of a catalog lookup.
+func exactCatalogFile(id string) (string, bool) {
+	org, name, ok := strings.Cut(id, "/")
+	if !ok || org == "" || name == "" || strings.ContainsAny(name, "/\\") || strings.Contains(org, "__") {
+		return "", false
+	}
+	file := "catalog/" + org + "__" + name + ".json"
+	if !fs.ValidPath(file) {
+		return "", false
+	}
+	if st, err := fs.Stat(catalogFS, file); err != nil || st.IsDir() {
+		return "", false
+	}
+	return file, true
 }
 
 // Load resolves ref to a model: a catalog id or alias, a path to a

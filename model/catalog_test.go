@@ -141,6 +141,15 @@ func TestCatalogEntries(t *testing.T) {
 	}
 }
 
+func TestExactCatalogFileRefuses(t *testing.T) {
+	for _, id := range []string{"", "meta-llama", "/Llama-2-7b-hf", "meta-llama/", "meta-llama/Llama-2-7b-hf/x",
+		"../catalog/meta-llama__Llama-2-7b-hf", "meta-llama/../x", "meta-llama/Llama-2-7b-hf.json", "meta__llama/x", "meta-llama/llama-2-7b-hf"} {
+		if got, ok := exactCatalogFile(id); ok {
+			t.Errorf("exactCatalogFile(%q) = %q", id, got)
+		}
+	}
+}
+
 // TestCatalogIndexListsEveryFile checks that the index holds every config
 // in the catalog folder on disk, so a file added there needs no other step.
 func TestCatalogIndexListsEveryFile(t *testing.T) {
@@ -158,8 +167,20 @@ func TestCatalogIndexListsEveryFile(t *testing.T) {
 			continue
 		}
 		n++
-		if got := idx[strings.ToLower(fileID(e.Name()))]; got != "catalog/"+e.Name() {
-			t.Errorf("index entry for %s = %q, want %q", e.Name(), got, "catalog/"+e.Name())
+		want := "catalog/" + e.Name()
+		if got := idx[strings.ToLower(fileID(e.Name()))]; got != want {
+			t.Errorf("index entry for %s = %q, want %q", e.Name(), got, want)
+		}
+		// The id as spelled opens its file without the index; other
+		// spellings go through it.
+		id := fileID(e.Name())
+		for _, ref := range []string{id, strings.ToUpper(id), " " + strings.ToLower(id) + " "} {
+			if got, err := catalogFile(ref); err != nil || got != want {
+				t.Errorf("catalogFile(%q) = %q, %v; want %q", ref, got, err, want)
+			}
+		}
+		if got, ok := exactCatalogFile(id); !ok || got != want {
+			t.Errorf("exactCatalogFile(%q) = %q, %v; want %q", id, got, ok, want)
 		}
 	}
 	if n == 0 || len(idx) != n {
