@@ -12,6 +12,7 @@ import (
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/plan"
+	"github.com/gpumem/gpumem/report"
 	"github.com/gpumem/gpumem/units"
 )
 
@@ -79,8 +80,12 @@ func (s *Server) handlePlan(w http.ResponseWriter, r *http.Request) {
 	job.GPU, job.GPUMemory, job.GPUComputeCapability = "", 0, 0
 	key, cacheable := s.planKey(m, job, gs)
 	if cacheable {
-		if rep, ok := s.plans.get(key); ok {
-			s.writeJSON(w, http.StatusOK, rep)
+		if c, ok := s.plans.get(key); ok {
+			if wantsPretty(w) {
+				s.writeJSON(w, http.StatusOK, c.report)
+			} else {
+				writeRawJSON(w, http.StatusOK, c.compact)
+			}
 			return
 		}
 	}
@@ -108,7 +113,11 @@ func (s *Server) handlePlan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if cacheable {
-		s.plans.add(key, rep)
+		// The compact answer is kept encoded: a plan's JSON (every GPU with
+		// its searches and suggestions) costs more to encode than to look up.
+		if compact, err := report.AppendJSON(nil, rep, false); err == nil {
+			s.plans.add(key, cachedPlan{report: rep, compact: append(compact, '\n')})
+		}
 	}
 	s.writeJSON(w, http.StatusOK, rep)
 }
@@ -117,6 +126,13 @@ func (s *Server) handlePlan(w http.ResponseWriter, r *http.Request) {
 // a plan costs milliseconds of CPU (every GPU kind, three searches each),
 // and the page asks again for the same job as a user goes back and forth.
 const DefaultPlanCacheSize = 256
+
+// cachedPlan is a kept answer of /api/plan: the report, and its compact
+// JSON with the final newline.
+type cachedPlan struct {
+	report  *PlanReport
+	compact []byte
+}
 
 // planKey is what a plan depends on: the model, the job and the GPUs.
 type planKey struct {

@@ -82,8 +82,8 @@ type Server struct {
 	mu     sync.RWMutex
 	models map[string]*model.Model // catalog models by reference
 
-	plans   *lru[planKey, *PlanReport] // answers of /api/plan, nil when off
-	logSeen atomic.Uint64              // requests seen by the access log
+	plans   *lru[planKey, cachedPlan] // answers of /api/plan, nil when off
+	logSeen atomic.Uint64             // requests seen by the access log
 }
 
 // New returns a server with opts.
@@ -97,9 +97,9 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, log: opts.Logger, models: map[string]*model.Model{}}
 	switch {
 	case opts.PlanCacheSize == 0:
-		s.plans = newLRU[planKey, *PlanReport](DefaultPlanCacheSize)
+		s.plans = newLRU[planKey, cachedPlan](DefaultPlanCacheSize)
 	case opts.PlanCacheSize > 0:
-		s.plans = newLRU[planKey, *PlanReport](opts.PlanCacheSize)
+		s.plans = newLRU[planKey, cachedPlan](opts.PlanCacheSize)
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -186,16 +186,20 @@ func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 		status = http.StatusInternalServerError
 		body = append(body[:0], `{"error": "internal server error"}`...)
 	}
-	body = append(body, '\n')
+	writeRawJSON(w, status, append(body, '\n'))
+	if cap(body) <= maxPooledJSON {
+		*bp = body[:0]
+		jsonBufs.Put(bp)
+	}
+}
+
+// writeRawJSON writes body, JSON ending in a newline, with status.
+func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
-	if cap(body) <= maxPooledJSON {
-		*bp = body[:0]
-		jsonBufs.Put(bp)
-	}
 }
 
 // jsonBufs holds response buffers for reuse; a buffer grown past
