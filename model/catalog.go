@@ -128,6 +128,25 @@ func CatalogConfig(name string) ([]byte, error) {
 	return catalogFS.ReadFile(file)
 }
 
+// InCatalog reports whether name is a catalog id (in any case) or alias.
+// Unlike [Lookup] it parses nothing and builds no suggestions, so it is
+// cheap for telling model names from other words.
+func InCatalog(name string) bool {
+	key := strings.ToLower(strings.TrimSpace(name))
+	if _, ok := aliases[key]; ok {
+		return true
+	}
+	if _, ok := exactCatalogFile(strings.TrimSpace(name)); ok {
+		return true
+	}
+	idx, err := catalogIndex()
+	if err != nil {
+		return false
+	}
+	_, ok := idx[key]
+	return ok
+}
+
 // catalogFile resolves an id or alias to its embedded file.
 func catalogFile(name string) (string, error) {
 	key := strings.ToLower(strings.TrimSpace(name))

@@ -141,6 +141,22 @@ func TestCatalogEntries(t *testing.T) {
 	}
 }
 
+func TestInCatalog(t *testing.T) {
+	for _, e := range Catalog() {
+		for _, name := range append([]string{e.ID, strings.ToUpper(e.ID)}, e.Aliases...) {
+			if !InCatalog(name) {
+				t.Errorf("InCatalog(%q) = false", name)
+			}
+		}
+	}
+	for _, name := range []string{"", "all-linear", "q_proj", "meta-llama/Llama-2-7b", "org/name", "llama3-8b-instruct"} {
+		_, err := Lookup(name)
+		if got := InCatalog(name); got != (err == nil) {
+			t.Errorf("InCatalog(%q) = %v, Lookup error %v", name, got, err)
+		}
+	}
+}
+
 func TestExactCatalogFileRefuses(t *testing.T) {
 	for _, id := range []string{"", "meta-llama", "/Llama-2-7b-hf", "meta-llama/", "meta-llama/Llama-2-7b-hf/x",
 		"../catalog/meta-llama__Llama-2-7b-hf", "meta-llama/../x", "meta-llama/Llama-2-7b-hf.json", "meta__llama/x", "meta-llama/llama-2-7b-hf"} {
