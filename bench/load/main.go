@@ -183,7 +183,7 @@ func round(addr, route string, conns, total, offset int, limit time.Duration, ca
 				t0 := time.Now()
 				status, body, err := c.get(target)
 				lat[n] = time.Since(t0)
-				if err == nil && (status != 200 || !bytes.Contains(body, []byte(echo))) {
+				if err == nil && (status != 200 || !echoes(body, echo)) {
 					err = fmt.Errorf("GET %s: status %d, body %.200s", target, status, body)
 				}
 				if err != nil {
@@ -198,6 +198,16 @@ func round(addr, route string, conns, total, offset int, limit time.Duration, ca
 	elapsed := time.Since(start)
 	got := slices.DeleteFunc(lat[:min(int(next.Load()), total)], func(d time.Duration) bool { return d == 0 })
 	return got, elapsed, firstErr
+}
+
+// echoes reports whether body holds the member echo ("key":value),
+// compact or with the space the indented form has after the colon.
+func echoes(body []byte, echo string) bool {
+	if bytes.Contains(body, []byte(echo)) {
+		return true
+	}
+	k, v, _ := strings.Cut(echo, ":")
+	return bytes.Contains(body, []byte(k+": "+v))
 }
 
 func percentile(sorted []time.Duration, p float64) time.Duration {
