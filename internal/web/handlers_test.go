@@ -340,6 +340,9 @@ func TestPrettyQueryKey(t *testing.T) {
 			if rec.Code != tc.status {
 				t.Fatalf("GET %s: status %d, want %d; body %.200s", u, rec.Code, tc.status, rec.Body)
 			}
+			if rec.Header().Get("Content-Security-Policy") == "" {
+				t.Errorf("GET %s: no security headers", u)
+			}
 			if tc.status != 200 {
 				if e := decodeError(t, rec.Body.Bytes()); e.Field != "pretty" {
 					t.Errorf("GET %s: error on %q, want pretty", u, e.Field)

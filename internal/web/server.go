@@ -156,7 +156,7 @@ func (s *Server) routes() http.Handler {
 		s.writeJSON(w, http.StatusForbidden, &Error{Message: "cross-origin requests are not allowed; use the page served by this server"})
 	}))
 	// Outermost first: every request is logged, including those a panic ended.
-	h := s.recoverPanics(s.prettyParam(securityHeaders(s.checkHost(cop.Handler(mux)))))
+	h := s.recoverPanics(securityHeaders(s.prettyParam(s.checkHost(cop.Handler(mux)))))
 	if s.opts.AccessLog > 0 {
 		h = s.accessLog(h)
 	}
