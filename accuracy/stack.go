@@ -3,6 +3,7 @@ package accuracy
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/gpumem/gpumem/memory"
 )
@@ -40,7 +41,7 @@ func StackOf(r Record) memory.Stack {
 		}
 	}
 	v0 := strings.Contains(low, "vllm_use_v1=0")
-	for _, m := range versionRE.FindAllStringSubmatch(text, -1) {
+	for _, m := range versionRE().FindAllStringSubmatch(text, -1) {
 		pkg := packageOf(m[1])
 		if pkg == "vllm" && v0 {
 			continue // the V0 engine, below
@@ -77,7 +78,9 @@ func StackOf(r Record) memory.Stack {
 // versionRE finds "package version" pairs: a package gpumem has version
 // rules for, then a release number (a leading v, a pre-release or local
 // suffix allowed).
-var versionRE = regexp.MustCompile(`(?i)\b(pytorch|torch|transformers|peft|bitsandbytes|bnb|trl|accelerate|deepspeed|vllm)\s+(?:main around )?v?(\d+\.\d+(?:\.\d+)?(?:\.?(?:a|b|rc|dev|post)\d*)?)(?:\+[0-9a-z.]+)?\b`)
+var versionRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b(pytorch|torch|transformers|peft|bitsandbytes|bnb|trl|accelerate|deepspeed|vllm)\s+(?:main around )?v?(\d+\.\d+(?:\.\d+)?(?:\.?(?:a|b|rc|dev|post)\d*)?)(?:\+[0-9a-z.]+)?\b`)
+})
 
 // packageOf is the stack name of a package as records spell it.
 func packageOf(s string) string {
@@ -95,22 +98,24 @@ var months = []string{"january", "february", "march", "april", "may", "june", "j
 	"august", "september", "october", "november", "december"}
 
 // monthRE finds "March 2024", "(Dec 2024)", "June 2025".
-var monthRE = regexp.MustCompile(`\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (20\d\d)\b`)
+var monthRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (20\d\d)\b`)
+})
 
 // nightlyRE finds a torch nightly's date, "dev20250811".
-var nightlyRE = regexp.MustCompile(`dev(20\d\d)(\d\d)\d\d`)
+var nightlyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`dev(20\d\d)(\d\d)\d\d`) })
 
 // titanDate dates a torchtitan checkout from a record's lower-case text,
 // or returns "" when the text gives no date.
 func titanDate(low string) string {
-	if m := monthRE.FindStringSubmatch(low); m != nil {
+	if m := monthRE().FindStringSubmatch(low); m != nil {
 		for i, name := range months {
 			if strings.HasPrefix(name, m[1]) {
 				return m[2] + "-" + twoDigits(i+1)
 			}
 		}
 	}
-	if m := nightlyRE.FindStringSubmatch(low); m != nil {
+	if m := nightlyRE().FindStringSubmatch(low); m != nil {
 		return m[1] + "-" + m[2]
 	}
 	if strings.Contains(low, "before the 2025-04-02") {

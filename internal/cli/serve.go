@@ -24,6 +24,7 @@ type serveOptions struct {
 	GPUsFile   string
 	// RequestTimeout is --request-timeout: each request's deadline.
 	RequestTimeout time.Duration
+	AccessLog  int
 }
 
 func newServeCmd(f *Factory, g *globalOptions) *cobra.Command {
@@ -47,8 +48,10 @@ page works offline.
 Models are catalog ids or aliases, and Hub ids resolved as 'gpumem estimate' does
 (HF_TOKEN, HF_HOME, HF_HUB_OFFLINE). Paths on this machine are refused unless
 --allow-local-paths is given. Each request has a deadline (--request-timeout); one
-that passes it, waiting on a slow Hub, gets a 504 with a JSON error. Access logs go to stderr. The server stops gracefully
-on SIGINT or SIGTERM.`,
+that passes it, waiting on a slow Hub, gets a 504 with a JSON error. Answers are compact
+JSON; add ?pretty to any request for the indented JSON the commands print. Errors are
+logged to stderr, and requests too with --access-log. The server stops gracefully on
+SIGINT or SIGTERM.`,
 		Example: `  gpumem serve
   gpumem serve --addr 127.0.0.1:9000
   curl -s 'http://127.0.0.1:8080/api/estimate?model=llama3-8b&seq_len=4096&method=lora'`,
@@ -61,7 +64,8 @@ on SIGINT or SIGTERM.`,
 	fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8080", "address to listen on, host:port (port 0 picks a free one)")
 	fs.BoolVar(&opts.AllowPaths, "allow-local-paths", false, "let requests name config files and model folders on this machine")
 	fs.BoolVar(&opts.Offline, "offline", false, "resolve Hub ids from the local Hugging Face cache only")
-	fs.StringVar(&opts.LogFormat, "log-format", "text", "access log format on stderr: text or json")
+	fs.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text or json")
+	fs.IntVar(&opts.AccessLog, "access-log", 0, "log one request in N to stderr (0: none, 1: every request)")
 	fs.DurationVar(&opts.RequestTimeout, "request-timeout", web.DefaultRequestTimeout, "the longest one request may take (resolving a Hub model included); it must be below the server's "+web.WriteTimeout.String()+" write timeout")
 	addGPUsFileFlag(fs, &opts.GPUsFile)
 	return cmd
@@ -89,7 +93,10 @@ func serveRun(ctx context.Context, f *Factory, o *serveOptions) error {
 	if err != nil {
 		return &UsageError{Err: fmt.Errorf("--addr: %w", err)}
 	}
-	opts := web.Options{Resolve: serveResolver(f, o), GPUs: cat, Logger: logger, RequestTimeout: o.RequestTimeout}
+	if o.AccessLog < 0 {
+		return usageErrorf("--access-log %d: want 0 (no access log), 1 (every request) or N (one request in N)", o.AccessLog)
+	}
+	opts := web.Options{Resolve: serveResolver(f, o), GPUs: cat, Logger: logger, RequestTimeout: o.RequestTimeout, AccessLog: o.AccessLog}
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
 		opts.AllowedHosts = web.LoopbackHosts
 	} else {
