@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpumem/gpumem/gguf"
 	"github.com/gpumem/gpumem/hub"
+	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/modelref"
 	"github.com/gpumem/gpumem/report"
@@ -43,6 +44,8 @@ type inspectOptions struct {
 	FlashAttn   string
 	GPULayers   string
 	NoKVOffload bool
+	// Stack names the llama.cpp build (--stack llama.cpp=b8390).
+	Stack string
 }
 
 func newInspectCmd(f *Factory, g *globalOptions) *cobra.Command {
@@ -111,6 +114,7 @@ uses the cache only.`,
 	fl.StringVar(&opts.FlashAttn, "flash-attn", "auto", "GGUF: flash attention (-fa): on, off or auto (read as on, as llama.cpp resolves it on a GPU that supports it)")
 	fl.StringVar(&opts.GPULayers, "n-gpu-layers", "all", "GGUF: layers offloaded to the GPU (-ngl, --gpu-layers): a number, or all; n_layer + 1 offloads the output layer too")
 	fl.BoolVar(&opts.NoKVOffload, "no-kv-offload", false, "GGUF: keep the KV cache in host memory (-nkvo)")
+	fl.StringVar(&opts.Stack, "stack", "", "GGUF: the llama.cpp build the estimate is for, llama.cpp=b8390 (default the newest build gpumem's llama.cpp rules were checked against; older builds are refused)")
 	fl.Lookup("flash-attn").NoOptDefVal = "on"
 	_ = fl.SetAnnotation("flash-attn", valuesAnnotation, []string{"on", "off", "auto", "1", "0", "true", "false"})
 	for name, short := range map[string][]string{
@@ -141,7 +145,9 @@ type inspection struct {
 	Summary      *safetensors.Summary    `json:"safetensors,omitempty"`
 	Comparison   *safetensors.Comparison `json:"comparison,omitempty"`
 	GGUF         *gguf.Memory            `json:"gguf,omitempty"`
-	Warnings     []string                `json:"warnings,omitempty"`
+	// LlamaCpp is the llama.cpp build a GGUF estimate is for.
+	LlamaCpp *memory.StackVersion `json:"llama_cpp,omitempty"`
+	Warnings []string             `json:"warnings,omitempty"`
 }
 
 func inspectRun(ctx context.Context, f *Factory, g *globalOptions, opts *inspectOptions) error {
@@ -389,6 +395,9 @@ func (r *inspection) addGGUFShards(names []string, opts *inspectOptions, open fu
 	if err != nil {
 		return usageErrorf("--%s", err)
 	}
+	if r.LlamaCpp, err = llamaCppVersion(opts.Stack); err != nil {
+		return usageErrorf("--stack: %w", err)
+	}
 	m, err := gguf.Estimate(gf, gguf.Options{
 		ContextSize: opts.CtxSize, CacheTypeK: opts.CacheTypeK, CacheTypeV: opts.CacheTypeV,
 		Batch: opts.Batch, UBatch: opts.UBatch, SWAFull: opts.SWAFull,
@@ -400,6 +409,26 @@ func (r *inspection) addGGUFShards(names []string, opts *inspectOptions, open fu
 	}
 	r.GGUF = m
 	return nil
+}
+
+// llamaCppVersion resolves --stack to the llama.cpp build a GGUF
+// estimate is for: the one stated, or the default, marked assumed. A
+// build older than the memory model covers is an error.
+func llamaCppVersion(stack string) (*memory.StackVersion, error) {
+	st, err := memory.ParseStack(stack)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := memory.ResolveStack(st, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range rs.Versions {
+		if v.Package == "llama.cpp" {
+			return &v, nil
+		}
+	}
+	return nil, fmt.Errorf("no llama.cpp version")
 }
 
 // writeTable prints the inspection as aligned text.
@@ -457,6 +486,13 @@ func (r *inspection) writeGGUF(tw io.Writer, size func(int64) string) {
 		fmt.Fprintf(tw, "name\t%s\n", m.Name)
 	}
 	fmt.Fprintf(tw, "parameters\t%d\n", m.Params)
+	if v := r.LlamaCpp; v != nil {
+		assumed := ""
+		if v.Assumed {
+			assumed = "\t(assumed: pass --stack llama.cpp=bNNNN for another build)"
+		}
+		fmt.Fprintf(tw, "llama.cpp\t%s%s\n", v.Version, assumed)
+	}
 	fmt.Fprintf(tw, "\ntype\ttensors\telements\tsize\n")
 	for _, g := range m.WeightsByType {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", g.Type, g.Tensors, g.Elements, size(g.Bytes))

@@ -647,6 +647,9 @@ func TestInspectGGUFLlamaFlags(t *testing.T) {
 	if g != nil && (g.GPU.TotalBytes != 0 || g.Host.KVCacheBytes != g.KVCacheBytes) {
 		t.Errorf("-ngl 0 left memory on the GPU: %+v", g.GPU)
 	}
+	if v := got.LlamaCpp; v == nil || v.Version != "b8390" || !v.Assumed {
+		t.Errorf("llama.cpp version = %+v, want b8390 assumed", v)
+	}
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -657,6 +660,9 @@ func TestInspectGGUFLlamaFlags(t *testing.T) {
 		{[]string{"-ngl", "many"}, 2, `--n-gpu-layers "many": want a number of layers, or all`},
 		{[]string{"-np", "0"}, 2, "--parallel 0"},
 		{[]string{"--gpu-layers", "99"}, 0, ""},
+		{[]string{"--stack", "llama.cpp=b6000"}, 2, "llama.cpp b6000 is older than b8390, the oldest llama.cpp the memory model covers"},
+		{[]string{"--stack", "llama.cpp=4.1"}, 2, "want a build number such as b6000"},
+		{[]string{"--stack", "llama.cpp=b9000"}, 0, ""},
 	} {
 		_, errOut, code := runWithEnv(t, nil, append([]string{"inspect", path}, tc.args...)...)
 		if code != tc.code || !strings.Contains(errOut, tc.want) {
