@@ -126,6 +126,7 @@ func checkInferenceCounts(job Job) error {
 		{"--max-model-len", job.MaxModelLen}, {"--max-num-seqs", job.MaxNumSeqs},
 		{"--max-num-batched-tokens", job.MaxNumBatchedTokens}, {"--block-size", job.BlockSize},
 		{"--images-per-sample", job.ImagesPerSample}, {"--image-size", job.ImageSize},
+		{"--cuda-graph-max-bs", job.CUDAGraphMaxBS},
 	} {
 		if f.v < 0 {
 			return fmt.Errorf("%s %d: must not be negative", f.flag, f.v)
@@ -153,9 +154,15 @@ func parseAttention(s string) (string, error) {
 	return "", fmt.Errorf("--attn %q: want eager, sdpa or flash", s)
 }
 
-// parseEngine maps --inference-engine onto hf or vllm; serving defaults to vllm.
+// parseEngine maps --inference-engine onto hf, vllm or sglang; serving
+// defaults to vllm. A serving job may name its engine with --engine too
+// (--engine sglang), the flag training jobs name theirs with.
 func parseEngine(job Job) (string, error) {
-	switch strings.ToLower(strings.TrimSpace(job.InferenceEngine)) {
+	name := job.InferenceEngine
+	if name == "" && job.Mode == Serving && isServingEngine(job.Engine) {
+		name = job.Engine
+	}
+	switch strings.ToLower(strings.TrimSpace(name)) {
 	case "":
 		if job.Mode == Serving {
 			return engineVLLM, nil
@@ -165,8 +172,22 @@ func parseEngine(job Job) (string, error) {
 		return engineHF, nil
 	case "vllm":
 		return engineVLLM, nil
+	case "sglang":
+		if job.Mode != Serving {
+			return "", fmt.Errorf("--inference-engine sglang: SGLang is estimated as a server; pass --mode serving")
+		}
+		return engineSGLang, nil
 	}
-	return "", fmt.Errorf("--inference-engine %q: want hf or vllm", job.InferenceEngine)
+	return "", fmt.Errorf("--inference-engine %q: want hf, vllm or sglang", name)
+}
+
+// isServingEngine reports whether --engine names a serving engine.
+func isServingEngine(e string) bool {
+	switch strings.ToLower(strings.TrimSpace(e)) {
+	case "vllm", "sglang":
+		return true
+	}
+	return false
 }
 
 // bnbComputeDtype is the dtype bitsandbytes 4-bit layers dequantize into:
