@@ -136,29 +136,42 @@ func resolveSGLang(m *model.Model, job Job, in *inferenceInputs) (sglangSetup, [
 	}
 	if f := job.MemFractionStatic; f != 0 {
 		if f < 0 || f > 1 || f != f {
-			return s, nil, fmt.Errorf("--mem-fraction-static %v: want a fraction in (0, 1]", f)
+			return s, nil, FieldErrorf("mem_fraction_static", "{mem_fraction_static=%v}: want a fraction in (0, 1]", f)
 		}
 		s.frac = f
 	} else {
 		s.frac, s.fracDerived = sglangMemFraction(s, in.tp, in.pp, m.Vision), true
 	}
 	if job.GPUMemoryUtilization != 0 {
-		return s, nil, fmt.Errorf("--gpu-memory-utilization is vLLM's budget; SGLang's is --mem-fraction-static (the share of the free memory at startup that weights and KV cache take)")
+		return s, nil, FieldErrorf("gpu_memory_utilization", "{gpu_memory_utilization} is vLLM's budget; SGLang's is {mem_fraction_static} (the share of the free memory at startup that weights and KV cache take)")
 	}
 	if s.contextLen == 0 {
 		s.contextLen = m.Text.MaxPositions
 	}
 	if s.contextLen <= 0 {
-		return s, nil, fmt.Errorf("%s states no max_position_embeddings: pass --context-length", m.ID)
+		return s, nil, FieldErrorf("max_model_len", "%s states no max_position_embeddings: pass {max_model_len} (SGLang's context length)", m.ID)
 	}
 	if mp := m.Text.MaxPositions; mp > 0 && s.contextLen > mp && !job.AllowLong {
-		return s, nil, fmt.Errorf("--context-length %d exceeds max_position_embeddings %d of %s; pass --allow-long to estimate anyway", s.contextLen, mp, m.ID)
+		return s, nil, FieldErrorf("max_model_len", "{max_model_len=%d} (SGLang's context length) exceeds max_position_embeddings %d of %s; pass {allow_long=true} to estimate anyway", s.contextLen, mp, m.ID)
 	}
 	s.seqLen = s.contextLen
 	if t := in.tokens(); (job.PromptLen > 0 || job.GenLen > 0 || job.SeqLen > 0) && t > 0 {
 		s.seqLen = int(min(t, int64(s.contextLen)))
 	}
 	return s, warns, nil
+}
+
+// sglangOnlyKey names the first SGLang-only setting a job gives, or "".
+func sglangOnlyKey(job Job) string {
+	switch {
+	case job.MemFractionStatic != 0:
+		return "mem_fraction_static"
+	case job.CUDAGraphMaxBS != 0:
+		return "cuda_graph_max_bs"
+	case job.DisableCUDAGraph:
+		return "disable_cuda_graph"
+	}
+	return ""
 }
 
 // sglangPackage is the stack's SGLang entry.
@@ -412,10 +425,10 @@ func (in *inferenceInputs) sglangComponents(m *model.Model, s sglangSetup, st sg
 func (in *inferenceInputs) sglangWarnings(m *model.Model, s sglangSetup, st sglangStage, sg *SGLangServing) []string {
 	var w []string
 	if s.versionAssumed {
-		w = append(w, fmt.Sprintf("SGLang version not stated: assuming %s (--stack sglang=VERSION)", s.version))
+		w = append(w, fmt.Sprintf("SGLang version not stated: assuming %s (state it in stack, sglang=VERSION)", s.version))
 	}
 	if s.fracDerived {
-		w = append(w, fmt.Sprintf("--mem-fraction-static not given: SGLang's default for %.0f MiB, TP %d, chunked_prefill_size %d and cuda_graph_max_bs %d is %.3f (SGLang reads the capacity from nvidia-smi; gpumem uses the GPU's CUDA total)",
+		w = append(w, fmt.Sprintf("mem_fraction_static not given: SGLang's default for %.0f MiB, TP %d, chunked_prefill_size %d and cuda_graph_max_bs %d is %.3f (SGLang reads the capacity from nvidia-smi; gpumem uses the GPU's CUDA total)",
 			s.gpuMiB, in.tp, s.chunked, s.graphBS, s.frac))
 	}
 	switch {
@@ -429,7 +442,7 @@ func (in *inferenceInputs) sglangWarnings(m *model.Model, s sglangSetup, st sgla
 			st.tokens, s.contextLen, sg.MaxReqLen))
 	}
 	if need := st.reserveNeeded(); need > st.reserve && st.tokens > 0 {
-		w = append(w, fmt.Sprintf("the %s left outside the KV pool ((1 − %.3f) × free memory at startup) is less than the %s estimated for the request table (%s), a %d-token prefill chunk (%s) and CUDA graphs up to batch %d (%s): SGLang may run out of memory while capturing graphs or serving; lower --mem-fraction-static",
+		w = append(w, fmt.Sprintf("the %s left outside the KV pool ((1 − %.3f) × free memory at startup) is less than the %s estimated for the request table (%s), a %d-token prefill chunk (%s) and CUDA graphs up to batch %d (%s): SGLang may run out of memory while capturing graphs or serving; lower mem_fraction_static",
 			units.FormatIEC(st.reserve), s.frac, units.FormatIEC(need), units.FormatIEC(st.reqBytes), s.chunked, units.FormatIEC(st.act.bytes), s.graphBS, units.FormatIEC(st.graphs)))
 	}
 	if st.kv.sliding > 0 || st.kv.chunked > 0 {

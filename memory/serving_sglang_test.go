@@ -110,7 +110,7 @@ func TestSGLangInvariants(t *testing.T) {
 	if !ref.SGLang.MemFractionDerived || ref.SGLang.MemFractionStatic != 0.834 || !ref.SGLang.VersionAssumed || ref.SGLang.Version != "0.5.6" {
 		t.Errorf("defaults: %+v", ref.SGLang)
 	}
-	if w := strings.Join(warns, "\n"); !strings.Contains(w, "assuming 0.5.6") || !strings.Contains(w, "--mem-fraction-static not given") {
+	if w := strings.Join(warns, "\n"); !strings.Contains(w, "assuming 0.5.6") || !strings.Contains(w, "mem_fraction_static not given") {
 		t.Errorf("warnings do not say what was assumed: %q", w)
 	}
 	more, _ := serveSGLang(t, llama31_8b, Job{GPUMemory: h100Total, MaxModelLen: 8192, MemFractionStatic: 0.9})
@@ -156,14 +156,14 @@ func TestSGLangErrors(t *testing.T) {
 		job  Job
 		want string
 	}{
-		{"vLLM's utilization", Job{Mode: Serving, InferenceEngine: "sglang", GPUMemory: h100Total, GPUMemoryUtilization: 0.9}, "--gpu-memory-utilization is vLLM's budget; SGLang's is --mem-fraction-static"},
-		{"SGLang's fraction for vLLM", Job{Mode: Serving, GPUMemory: h100Total, MemFractionStatic: 0.8}, "are SGLang's settings"},
-		{"fraction out of range", Job{Mode: Serving, InferenceEngine: "sglang", GPUMemory: h100Total, MemFractionStatic: 1.5}, "--mem-fraction-static 1.5: want a fraction in (0, 1]"},
-		{"inference mode", Job{Mode: Inference, InferenceEngine: "sglang"}, "SGLang is estimated as a server; pass --mode serving"},
+		{"vLLM's utilization", Job{Mode: Serving, InferenceEngine: "sglang", GPUMemory: h100Total, GPUMemoryUtilization: 0.9}, "gpu_memory_utilization is vLLM's budget; SGLang's is mem_fraction_static"},
+		{"SGLang's fraction for vLLM", Job{Mode: Serving, GPUMemory: h100Total, MemFractionStatic: 0.8}, "mem_fraction_static is SGLang's setting"},
+		{"fraction out of range", Job{Mode: Serving, InferenceEngine: "sglang", GPUMemory: h100Total, MemFractionStatic: 1.5}, "mem_fraction_static=1.5: want a fraction in (0, 1]"},
+		{"inference mode", Job{Mode: Inference, InferenceEngine: "sglang"}, "SGLang is estimated as a server; pass mode=serving"},
 		{"unknown engine", Job{Mode: Serving, InferenceEngine: "trtllm", GPUMemory: h100Total}, "want hf, vllm or sglang"},
 		{"old release", Job{Mode: Serving, InferenceEngine: "sglang", GPUMemory: h100Total, Stack: Stack{"sglang": "0.4.6"}}, "sglang 0.4.6 is older than 0.5.4"},
-		{"negative graph batch", Job{Mode: Serving, InferenceEngine: "sglang", GPUMemory: h100Total, CUDAGraphMaxBS: -1}, "--cuda-graph-max-bs -1"},
-		{"context beyond the model", Job{Mode: Serving, InferenceEngine: "sglang", GPUMemory: h100Total, MaxModelLen: 1 << 20}, "--context-length 1048576 exceeds max_position_embeddings"},
+		{"negative graph batch", Job{Mode: Serving, InferenceEngine: "sglang", GPUMemory: h100Total, CUDAGraphMaxBS: -1}, "cuda_graph_max_bs=-1"},
+		{"context beyond the model", Job{Mode: Serving, InferenceEngine: "sglang", GPUMemory: h100Total, MaxModelLen: 1 << 20}, "max_model_len=1048576 (SGLang's context length) exceeds max_position_embeddings"},
 		{"no GPU", Job{Mode: Serving, InferenceEngine: "sglang"}, "serving needs the GPU's total memory"},
 	}
 	for _, tc := range tests {
