@@ -102,6 +102,9 @@ func resolveInference(m *model.Model, job Job) (*inferenceInputs, error) {
 	if in.engine, err = parseEngine(job); err != nil {
 		return nil, err
 	}
+	if in.engine == engineHF && plan.quant.Layout == LayoutGGUF {
+		return nil, FieldErrorf("dtype", "{dtype=%s} is a llama.cpp file type, and transformers dequantizes GGUF weights when it loads them (to torch_dtype); estimate transformers with {dtype=bf16}, vLLM with {mode=serving}, or a GGUF file as llama.cpp runs it with gpumem inspect", plan.quant.Name)
+	}
 	if in.engine == engineHF && plan.quant.Layout == LayoutMXFP4 {
 		in.warnings = append(in.warnings, "transformers keeps MXFP4 weights packed only when its triton MXFP4 kernels can run; "+
 			"otherwise it dequantizes them to bf16 on load (about 3.8× the expert weights)")
