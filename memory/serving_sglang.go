@@ -247,6 +247,11 @@ type SGLangServing struct {
 // estimateSGLang sizes an SGLang deployment on one GPU of each pipeline
 // stage and reports the tightest.
 func estimateSGLang(m *model.Model, job Job, in *inferenceInputs) (Result, error) {
+	for _, lt := range m.Text.LayerTypes {
+		if lt.State != "" {
+			return Result{}, FieldErrorf("inference_engine", "serving estimate: {inference_engine=sglang}: %s has linear-attention or SSM layers, whose state SGLang keeps in a pool of its own (its mamba cache, sized by max_mamba_cache_size) that gpumem does not model; estimate it with vLLM, the default engine", m.ID)
+		}
+	}
 	s, warns, err := resolveSGLang(m, job, in)
 	if err != nil {
 		return Result{}, fmt.Errorf("serving estimate: %w", err)

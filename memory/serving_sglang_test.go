@@ -180,3 +180,15 @@ func TestSGLangErrors(t *testing.T) {
 		t.Errorf("newer release: %q", r.Warnings)
 	}
 }
+
+// TestSGLangRefusesHybrid: SGLang's mamba-state pool is not modelled, so
+// a model with recurrent layers is refused rather than counted as if its
+// state took no room.
+func TestSGLangRefusesHybrid(t *testing.T) {
+	m := testModel(llama31_8b)
+	m.Text.LayerTypes[1].State = "gated_deltanet"
+	_, err := Estimate(m, Job{Mode: Serving, InferenceEngine: "sglang", GPUMemory: h100Total, MaxModelLen: 8192})
+	if err == nil || !strings.Contains(err.Error(), "whose state SGLang keeps in a pool of its own") {
+		t.Errorf("hybrid model with SGLang: %v", err)
+	}
+}
