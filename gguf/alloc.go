@@ -1,6 +1,10 @@
 package gguf
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/gpumem/gpumem/units"
+)
 
 // dynAlloc replays ggml's graph allocator on one buffer: ggml_gallocr
 // (ggml/src/ggml-alloc.c) places each tensor of the worst-case graph, in
@@ -20,7 +24,7 @@ type span struct{ off, size int64 }
 
 // alloc places size bytes (rounded up to the alignment) and returns where.
 func (a *dynAlloc) alloc(size int64) span {
-	size = alignUp(max(size, 1), a.align)
+	size = alignUp(min(max(size, 1), maxInt64/2), a.align)
 	best := -1
 	for i, h := range a.free {
 		if h.size >= size && (best < 0 || h.size <= a.free[best].size) {
@@ -29,7 +33,7 @@ func (a *dynAlloc) alloc(size int64) span {
 	}
 	if best < 0 {
 		s := span{a.end, size}
-		a.end += size
+		a.end = int64(units.Add(units.Bytes(a.end), units.Bytes(size)))
 		a.max = max(a.max, a.end)
 		return s
 	}

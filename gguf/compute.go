@@ -3,6 +3,8 @@ package gguf
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gpumem/gpumem/units"
 )
 
 // Compute buffers.
@@ -121,7 +123,7 @@ func computeBuffers(d graphDims, p placement) (gpu, host int64) {
 	g := newGraphSim()
 	const f32, i32, i64 = 4, 4, 8
 	T := d.tokens
-	E := d.embd * T * f32
+	E := mul(d.embd, T, f32)
 	// Inputs live in the host buffer (the scheduler runs graph inputs on
 	// the CPU): token ids, positions, output ids, the K and V row indices
 	// the cache stores write through (ggml_set_rows) and the KQ masks
@@ -131,11 +133,11 @@ func computeBuffers(d graphDims, p placement) (gpu, host int64) {
 	maskBytes := map[bool]int64{}
 	for _, l := range d.layers {
 		if !l.noAttn {
-			maskBytes[l.swa] = l.cells * d.maskRows * f32
+			maskBytes[l.swa] = mul(l.cells, d.maskRows, f32)
 		}
 	}
-	small := []int64{T * i32, T * i32, T * i64, T * i64} // pos, out_ids, k_idxs, v_idxs
-	g.add(false, T*i32)                                  // token ids
+	small := []int64{mul(T, i32), mul(T, i32), mul(T, i64), mul(T, i64)} // pos, out_ids, k_idxs, v_idxs
+	g.add(false, mul(T, i32))                                            // token ids
 	for _, b := range small {
 		g.add(false, b)
 	}
@@ -186,7 +188,7 @@ func computeBuffers(d graphDims, p placement) (gpu, host int64) {
 	if !keep[hidden] {
 		g.drop(hidden)
 	}
-	g.add(p.outputGPU, d.vocab*T*f32) // logits, f32, kept as a graph output
+	g.add(p.outputGPU, mul(d.vocab, T, f32)) // logits, f32, kept as a graph output
 	g.drop(norm)
 	return g.gpu.max, g.host.max
 }
@@ -197,7 +199,7 @@ func computeBuffers(d graphDims, p placement) (gpu, host int64) {
 func (g *graphSim) layer(onGPU bool, l layerDims, in int, keepIn bool, d graphDims, last bool) int {
 	const f32 = 4
 	T := d.tokens
-	E := d.embd * T * f32
+	E := mul(d.embd, T, f32)
 	dropIn := func() {
 		if !keepIn {
 			g.drop(in)
@@ -210,25 +212,25 @@ func (g *graphSim) layer(onGPU bool, l layerDims, in int, keepIn bool, d graphDi
 		return out
 	}
 	norm := g.add(onGPU, E) // rms_norm, then × weight in place
-	q := g.add(onGPU, l.qWidth*T*f32)
-	k := g.add(onGPU, l.kWidth*T*f32)
+	q := g.add(onGPU, mul(l.qWidth, T, f32))
+	k := g.add(onGPU, mul(l.kWidth, T, f32))
 	v := 0
 	if l.vWidth > 0 {
-		v = g.add(onGPU, l.vWidth*T*f32)
+		v = g.add(onGPU, mul(l.vWidth, T, f32))
 	}
 	g.drop(norm)
 	g.drop(k) // stored into the cache: the store writes a view of it
 	g.drop(v)
 	var att int
 	if d.flash {
-		att = g.add(onGPU, l.outWidth*T*f32)
+		att = g.add(onGPU, mul(l.outWidth, T, f32))
 		g.drop(q)
 	} else {
-		kq := g.add(onGPU, l.cells*T*l.heads*f32) // scores; softmax in place
+		kq := g.add(onGPU, mul(l.cells, T, l.heads, f32)) // scores; softmax in place
 		g.drop(q)
-		kqv := g.add(onGPU, l.outWidth*T*f32)
+		kqv := g.add(onGPU, mul(l.outWidth, T, f32))
 		g.drop(kq)
-		att = g.add(onGPU, l.outWidth*T*f32) // heads permuted back, made contiguous
+		att = g.add(onGPU, mul(l.outWidth, T, f32)) // heads permuted back, made contiguous
 		g.drop(kqv)
 	}
 	resid := g.add(onGPU, E) // output projection
@@ -256,16 +258,16 @@ func (g *graphSim) ffn(onGPU bool, l layerDims, norm int, T, E int64) int {
 	const f32 = 4
 	var out int
 	if l.experts > 0 {
-		logits := g.add(onGPU, l.experts*T*f32) // router logits, softmax in place
-		sel := g.add(onGPU, l.experts*T*f32)    // argsort (i32), top-k view
-		w := g.add(onGPU, l.used*T*f32)         // the selected weights
+		logits := g.add(onGPU, mul(l.experts, T, f32)) // router logits, softmax in place
+		sel := g.add(onGPU, mul(l.experts, T, f32))    // argsort (i32), top-k view
+		w := g.add(onGPU, mul(l.used, T, f32))         // the selected weights
 		g.drop(logits)
-		up := g.add(onGPU, l.expertFFN*l.used*T*f32)
-		gate := g.add(onGPU, l.expertFFN*l.used*T*f32)
-		act := g.add(onGPU, l.expertFFN*l.used*T*f32)
+		up := g.add(onGPU, l.expertFFN*mul(l.used, T, f32))
+		gate := g.add(onGPU, l.expertFFN*mul(l.used, T, f32))
+		act := g.add(onGPU, l.expertFFN*mul(l.used, T, f32))
 		g.drop(up)
 		g.drop(gate)
-		ex := g.add(onGPU, E*l.used) // each token's experts' outputs, weighted in place
+		ex := g.add(onGPU, mul(E, l.used)) // each token's experts' outputs, weighted in place
 		g.drop(act)
 		g.drop(sel)
 		g.drop(w)
@@ -273,11 +275,11 @@ func (g *graphSim) ffn(onGPU bool, l layerDims, norm int, T, E int64) int {
 		g.drop(ex)
 	}
 	if w := l.ffn + l.sharedFFN; w > 0 {
-		up := g.add(onGPU, w*T*f32)
+		up := g.add(onGPU, mul(w, T, f32))
 		var gate, act int
 		if l.gated {
-			gate = g.add(onGPU, w*T*f32)
-			act = g.add(onGPU, w*T*f32) // swiglu/geglu of gate and up
+			gate = g.add(onGPU, mul(w, T, f32))
+			act = g.add(onGPU, mul(w, T, f32)) // swiglu/geglu of gate and up
 			g.drop(up)
 			g.drop(gate)
 		} else {
@@ -296,6 +298,16 @@ func (g *graphSim) ffn(onGPU bool, l layerDims, norm int, T, E int64) int {
 		out = g.add(onGPU, E)
 	}
 	return out
+}
+
+// mul multiplies sizes, saturating at MaxInt64 (a crafted header cannot
+// wrap a buffer size around).
+func mul(xs ...int64) int64 {
+	r := int64(1)
+	for _, x := range xs {
+		r = units.MulInt(r, x)
+	}
+	return r
 }
 
 // graphDimsOf collects the graph's sizes from the file.

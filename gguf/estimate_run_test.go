@@ -339,3 +339,20 @@ func FuzzParseGPULayers(f *testing.F) {
 		}
 	})
 }
+
+// TestComputeSaturates feeds sizes whose products overflow int64: the
+// buffers saturate instead of wrapping negative.
+func TestComputeSaturates(t *testing.T) {
+	f := llamaLike(t, 256, 2, 4, 1, 512, 1000, false, map[string]any{
+		"llama.attention.head_count":   uint64(1 << 20),
+		"llama.attention.key_length":   uint64(1 << 20),
+		"llama.attention.value_length": uint64(1 << 20),
+	})
+	m, err := Estimate(f, Options{ContextSize: 1 << 32, Batch: 1 << 32, UBatch: 1 << 32, FlashAttention: FlashOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.GPU.ComputeBytes <= 0 || m.ComputeBytes < m.GPU.ComputeBytes || m.TotalBytes < m.ComputeBytes {
+		t.Errorf("compute %d (GPU %d), total %d", m.ComputeBytes, m.GPU.ComputeBytes, m.TotalBytes)
+	}
+}

@@ -412,7 +412,8 @@ func FuzzRead(f *testing.F) {
 			}
 		}
 		if m, err := Estimate(file, Options{ContextSize: 4096}); err == nil {
-			if m.KVCacheBytes < 0 || m.WeightsBytes < 0 || m.TotalBytes < m.WeightsBytes {
+			if m.KVCacheBytes < 0 || m.WeightsBytes < 0 || m.ComputeBytes < 0 || m.GPU.ComputeBytes < 0 || m.Host.ComputeBytes < 0 ||
+				m.TotalBytes < m.WeightsBytes || m.TotalBytes < m.ComputeBytes || m.ContextSize%256 != 0 {
 				t.Fatalf("inconsistent estimate %+v", m)
 			}
 		}
