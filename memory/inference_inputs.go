@@ -227,6 +227,9 @@ func (in *inferenceInputs) resolveTokens(m *model.Model, job Job) error {
 	if in.encoderOnly && in.gen > 0 {
 		return FieldErrorf("gen_len", "{gen_len=%d}: %s is an encoder-only model and does not generate", in.gen, m.ID)
 	}
+	if m.NoLMHead && in.gen > 0 {
+		return fmt.Errorf("--gen-len %d: %s (%s) has no language-model head, so it encodes prompts but generates no tokens", in.gen, m.ID, m.Architecture)
+	}
 	if err := checkImages(m, &job); err != nil {
 		return err
 	}

@@ -427,8 +427,13 @@ func (s *setup) titanOpSupported() error {
 	return nil
 }
 
-// hasVocabHead reports whether the loss runs over vocabulary logits.
+// hasVocabHead reports whether the loss runs over vocabulary logits: not
+// for a checkpoint without an LM head (model.Model.NoLMHead: an embedding
+// model saved as its base class), nor for a task head other than the LM.
 func (s *setup) hasVocabHead() bool {
+	if s.m.NoLMHead {
+		return false
+	}
 	if h := s.job.TaskHead; h != "" {
 		switch strings.ToLower(h) {
 		case "sequence_classification", "seq_cls", "classification", "token_classification", "none", "regression":

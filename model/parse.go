@@ -58,6 +58,9 @@ func build(c *config) (*Model, error) {
 	}
 	b := &builder{}
 	r(c, m, b)
+	if headless(m) {
+		dropLMHead(c, m, b)
+	}
 	m.Quant = readQuant(c)
 	if err := c.err(); err != nil {
 		return nil, err
@@ -74,6 +77,9 @@ func build(c *config) (*Model, error) {
 // then falls back to a generic dense decoder when the config holds only
 // what that reading understands (see genericReading).
 func pickReader(c *config, mt, arch string) (reader, error) {
+	if err := refusal(c.st.file, mt, arch); err != nil {
+		return nil, err
+	}
 	t, ok := mt, true
 	if _, known := readers[mt]; !known {
 		t, ok = archTypes[arch]
