@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/units"
@@ -254,6 +255,7 @@ func (r *Result) Clone() Result {
 	}
 	if r.Serving != nil {
 		s := *r.Serving
+		s.Answer = slices.Clone(s.Answer)
 		c.Serving = &s
 	}
 	if r.Parallel != nil {

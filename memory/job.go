@@ -169,6 +169,7 @@ type Job struct {
 	MaxNumBatchedTokens  int     `json:"max_num_batched_tokens,omitempty"` // vLLM --max-num-batched-tokens
 	BlockSize            int     `json:"block_size,omitempty"`             // vLLM --block-size (default 16)
 	CUDAGraphs           bool    `json:"cuda_graphs,omitempty"`            // count CUDA-graph pools
+	EnforceEager         bool    `json:"enforce_eager,omitempty"`          // vLLM --enforce-eager: no CUDA graph is captured
 	InferenceEngine      string  `json:"inference_engine,omitempty"`       // hf|vllm
 
 	// Runtime.

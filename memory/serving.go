@@ -48,6 +48,33 @@ type ServingResult struct {
 	MaxModelLenFits bool `json:"max_model_len_fits"`
 	// CUDAGraphBytes is the CUDA-graph pool, outside vLLM's budget (0 unless counted).
 	CUDAGraphBytes units.Bytes `json:"cuda_graph_bytes,omitempty"`
+	// CUDAGraphsInBudget is true when vLLM's profiler takes the CUDA-graph
+	// estimate (CUDAGraphBytes) out of the budget before sizing the pool
+	// (vLLM 0.21 and later; rule vllm-cudagraph-outside-budget holds before).
+	CUDAGraphsInBudget bool `json:"cuda_graphs_in_budget,omitempty"`
+	// VLLMVersion is the vLLM version the estimate follows.
+	VLLMVersion string `json:"vllm_version"`
+	// VLLMVersionAssumed is true when the job stated no version and the
+	// newest release known to gpumem was assumed.
+	VLLMVersionAssumed bool `json:"vllm_version_assumed,omitempty"`
+	// MaxModelLenKVBytes is the KV cache one request of MaxModelLen tokens
+	// needs, in whole blocks (vLLM's max_memory_usage_bytes).
+	MaxModelLenKVBytes units.Bytes `json:"max_model_len_kv_bytes"`
+	// MaxModelLenBlocks is the number of blocks that request needs.
+	MaxModelLenBlocks int64 `json:"max_model_len_blocks"`
+	// VLLMMaxConcurrency is the figure vLLM logs as "Maximum concurrency
+	// for MaxModelLen tokens per request": requests of MaxModelLen tokens
+	// the pool holds at once (0 when none fits).
+	VLLMMaxConcurrency float64 `json:"vllm_max_concurrency"`
+	// EstimatedMaxModelLen is the longest request that fits the pool, as
+	// vLLM's error message estimates it (set only when MaxModelLen does
+	// not fit).
+	EstimatedMaxModelLen int `json:"estimated_max_model_len,omitempty"`
+	// EngineMessage is what vLLM would say at startup: its error when the
+	// engine refuses to start, else its capacity log lines.
+	EngineMessage string `json:"engine_message"`
+	// Answer is the result in plain words, one sentence per line.
+	Answer []string `json:"answer"`
 	// RecurrentStateBytesPerSeq is one sequence's state in the
 	// linear-attention and SSM layers of one GPU (0 for models without
 	// them). vLLM takes it from the same pool as the KV cache, one page
@@ -92,13 +119,22 @@ func vllmBatchDefaults(total units.Bytes, gpu string) (batched, seqs int) {
 type servingSetup struct {
 	// samplerBytes is the sampler warm-up per logit of the engine version.
 	samplerBytes float64
-	total        units.Bytes
-	util         float64
-	maxModelLen  int
-	maxSeqs      int
-	maxBatched   int
-	blockSize    int
-	seqLen       int
+	// version is the vLLM version the job runs and assumed whether the
+	// job left it unstated (the default, the newest release known).
+	version string
+	assumed bool
+	// rules are the version rules in effect.
+	rules ruleSet
+	// graphsInBudget is whether the profiler takes the CUDA-graph pool
+	// out of the KV budget (vLLM 0.21 and later, graphs captured; rule vllm-cudagraph-outside-budget before).
+	graphsInBudget bool
+	total          units.Bytes
+	util           float64
+	maxModelLen    int
+	maxSeqs        int
+	maxBatched     int
+	blockSize      int
+	seqLen         int
 }
 
 // resolveServing fills the vLLM settings from job and model.
@@ -111,10 +147,21 @@ func resolveServing(m *model.Model, job Job, in *inferenceInputs) (servingSetup,
 	if s.util == 0 {
 		s.util = vllmDefaultUtilization
 	}
+	st, err := ResolveStack(job.Stack, job.Software)
+	if err != nil {
+		return s, err
+	}
+	s.rules = st.active
+	for _, v := range st.Versions {
+		if v.Package == "vllm" {
+			s.version, s.assumed = v.Version, v.Assumed
+		}
+	}
 	s.samplerBytes = vllmSamplerBytesPerLogit
-	if rulesOf(&job).has(ruleVLLMV0Sampler) {
+	if s.rules.has(ruleVLLMV0Sampler) {
 		s.samplerBytes = vllmV0SamplerBytesPerLogit
 	}
+	s.graphsInBudget = !s.rules.has(ruleVLLMCUDAGraphsOutsideBudget) && !job.EnforceEager
 	if s.maxModelLen == 0 {
 		s.maxModelLen = m.Text.MaxPositions
 	}

@@ -16,6 +16,9 @@ type servingStage struct {
 	// hybrid is the pool's layout when the layers keep recurrent state
 	// (nil otherwise: pages of block_size tokens of every layer).
 	hybrid *hybridPool
+	// graphs is the CUDA-graph pool the profiler takes out of the budget
+	// (zero Bytes before vLLM 0.21 or with enforce_eager).
+	graphs Component
 	pool   units.Bytes
 	blocks int64
 	// fits is whether weights, activations and non-torch memory fit the budget.
@@ -56,7 +59,11 @@ func estimateServing(m *model.Model, job Job) (Result, error) {
 func (in *inferenceInputs) servingStage(m *model.Model, setup servingSetup, stages []stageRange, s int, requested units.Bytes) (servingStage, error) {
 	r := stages[s]
 	w := weightsForStage(m, in.plan, stages, s, in.tp, in.ep)
-	spec, err := buildKVSpec(&m.Text, r.lo, r.hi, in.kv, in.tp, engineVLLM)
+	kvEngine := engineVLLM
+	if setup.rules.has(ruleVLLMFullKVForMLA) {
+		kvEngine = engineVLLMPreMLA
+	}
+	spec, err := buildKVSpec(&m.Text, r.lo, r.hi, in.kv, in.tp, kvEngine)
 	if err != nil {
 		return servingStage{}, err
 	}
@@ -69,6 +76,10 @@ func (in *inferenceInputs) servingStage(m *model.Model, setup servingSetup, stag
 	}
 	st := servingStage{weights: w, kv: spec, state: state, act: in.profileRun(m, setup, r, s == len(stages)-1)}
 	used := units.Add(units.Add(w.total, st.act.bytes), vllmNonTorch)
+	if setup.graphsInBudget {
+		st.graphs = in.vllmGraphEstimate(m, setup, r)
+		used = units.Add(used, st.graphs.Bytes)
+	}
 	st.fits = used <= requested
 	if used < requested && !in.encoderOnly {
 		st.pool = requested - used
@@ -147,9 +158,14 @@ func (in *inferenceInputs) servingResult(m *model.Model, job Job, setup servingS
 		return Result{}, fmt.Errorf("serving estimate: %w", err)
 	}
 	sr := in.servingFigures(setup, requested, st)
-	if job.CUDAGraphs {
-		sr.CUDAGraphBytes = in.cudaGraphs(m, int64(min(setup.maxSeqs, vllmMaxCaptureSize))).Bytes
+	switch {
+	case setup.graphsInBudget:
+		sr.CUDAGraphBytes, sr.CUDAGraphsInBudget = st.graphs.Bytes, true
+	case job.CUDAGraphs && !job.EnforceEager:
+		st.graphs = in.cudaGraphs(m, int64(min(setup.maxSeqs, vllmMaxCaptureSize)))
+		sr.CUDAGraphBytes = st.graphs.Bytes
 	}
+	in.engineWords(setup, st, sr)
 	comps := in.servingComponents(m, setup, st, sr, o)
 	alloc := units.Add(units.Add(st.weights.total, st.pool), st.act.bytes)
 	reserved := units.Add(alloc, sr.CUDAGraphBytes)
@@ -203,11 +219,19 @@ func (in *inferenceInputs) servingWarnings(m *model.Model, setup servingSetup, s
 	case in.encoderOnly:
 		return []string{fmt.Sprintf("%s is an encoder-only model: vLLM runs it without a KV cache, so concurrency is bounded by max_num_seqs and the activation budget", m.ID)}
 	case st.pool == 0:
-		return []string{fmt.Sprintf("no memory left for the KV cache: weights %s + activations %s + non-torch %s exceed %.2f × %s",
-			units.FormatIEC(st.weights.total), units.FormatIEC(st.act.bytes), units.FormatIEC(vllmNonTorch), setup.util, units.FormatIEC(setup.total))}
+		graphs := ""
+		if st.graphs.Bytes > 0 && setup.graphsInBudget {
+			graphs = " + CUDA graphs " + units.FormatIEC(st.graphs.Bytes)
+		}
+		return []string{fmt.Sprintf("no memory left for the KV cache: weights %s + activations %s + non-torch %s%s exceed %.2f × %s",
+			units.FormatIEC(st.weights.total), units.FormatIEC(st.act.bytes), units.FormatIEC(vllmNonTorch), graphs, setup.util, units.FormatIEC(setup.total))}
 	case !sr.MaxModelLenFits:
-		return []string{fmt.Sprintf("one sequence of max_model_len=%d tokens needs %s of KV cache, more than the %s pool: vLLM refuses to start; lower max_model_len or raise gpu_memory_utilization",
-			setup.maxModelLen, units.FormatIEC(st.seqBytes(int64(setup.maxModelLen), setup, in.crossTokens)), units.FormatIEC(st.pool))}
+		fit := ""
+		if sr.EstimatedMaxModelLen > 0 {
+			fit = fmt.Sprintf(" (the longest that fits is %d)", sr.EstimatedMaxModelLen)
+		}
+		return []string{fmt.Sprintf("one sequence of max_model_len=%d tokens would need %d blocks (%s) of KV cache, more than the %d blocks (%s) of the pool: vLLM refuses to start; lower max_model_len%s or raise gpu_memory_utilization",
+			setup.maxModelLen, sr.MaxModelLenBlocks, units.FormatIEC(sr.MaxModelLenKVBytes), sr.KVBlocks, units.FormatIEC(st.pool), fit)}
 	}
 	return nil
 }
@@ -215,12 +239,12 @@ func (in *inferenceInputs) servingWarnings(m *model.Model, setup servingSetup, s
 // servingComponents are the rows of a serving breakdown.
 func (in *inferenceInputs) servingComponents(m *model.Model, setup servingSetup, st servingStage, sr *ServingResult, o Overheads) []Component {
 	kvRow := Component{Name: "kv_cache", Bytes: st.pool, Level: "allocated", Phase: "persistent",
-		Formula: fmt.Sprintf("pool = %.2f × %s − weights − activations − non-torch; %d blocks × %d tokens × %d B/token (%s, one layer = %s)",
-			setup.util, units.FormatIEC(setup.total), st.blocks, setup.blockSize, st.kv.perToken(), in.kv.Name, st.kv.formula),
+		Formula: fmt.Sprintf("pool = %.2f × %s − weights − activations − non-torch%s; %d blocks × %d tokens × %d B/token (%s, one layer = %s)",
+			setup.util, units.FormatIEC(setup.total), graphsTerm(setup), st.blocks, setup.blockSize, st.kv.perToken(), in.kv.Name, st.kv.formula),
 		Source: "MODEL.md §7.3 (vLLM budget); vllm-project/vllm:vllm/v1/worker/gpu_worker.py, vllm/v1/kv_cache_interface.py"}
 	if h := st.hybrid; h != nil {
-		kvRow.Formula = fmt.Sprintf("pool = %.2f × %s − weights − activations − non-torch, shared by attention pages and recurrent state; %s; one attention layer = %s per token (%s); one recurrent layer = %s per sequence",
-			setup.util, units.FormatIEC(setup.total), h.formula(st.state), st.kv.formula, in.kv.Name, st.state.formula)
+		kvRow.Formula = fmt.Sprintf("pool = %.2f × %s − weights − activations − non-torch%s, shared by attention pages and recurrent state; %s; one attention layer = %s per token (%s); one recurrent layer = %s per sequence",
+			setup.util, units.FormatIEC(setup.total), graphsTerm(setup), h.formula(st.state), st.kv.formula, in.kv.Name, st.state.formula)
 		kvRow.Source += "; vllm/v1/core/kv_cache_utils.py (uniform-page groups), vllm/platforms/interface.py _align_hybrid_block_size; " + srcState
 	}
 	comps := []Component{
@@ -231,8 +255,7 @@ func (in *inferenceInputs) servingComponents(m *model.Model, setup servingSetup,
 			Source: "MODEL.md §7.3 step 3, §7.4"},
 	}
 	if sr.CUDAGraphBytes > 0 {
-		g := in.cudaGraphs(m, int64(min(setup.maxSeqs, vllmMaxCaptureSize)))
-		comps = append(comps, g)
+		comps = append(comps, st.graphs)
 	}
 	return append(comps,
 		Component{Name: "non_torch", Bytes: vllmNonTorch, Level: "device", Phase: "persistent",
@@ -240,4 +263,12 @@ func (in *inferenceInputs) servingComponents(m *model.Model, setup servingSetup,
 		Component{Name: "cuda_context", Bytes: o.CUDAContext, Level: "device", Phase: "persistent",
 			Formula: "cuda_context_mib, outside vLLM's budget (the budget is measured from a snapshot after initialisation)",
 			Source:  "MODEL.md §10; vllm-project/vllm:vllm/v1/worker/gpu_worker.py init_device"})
+}
+
+// graphsTerm is the budget's CUDA-graph term when vLLM counts it.
+func graphsTerm(setup servingSetup) string {
+	if setup.graphsInBudget {
+		return " − CUDA graphs"
+	}
+	return ""
 }
