@@ -162,6 +162,9 @@ func resolveServing(m *model.Model, job Job, in *inferenceInputs) (servingSetup,
 		s.samplerBytes = vllmV0SamplerBytesPerLogit
 	}
 	s.graphsInBudget = !s.rules.has(ruleVLLMCUDAGraphsOutsideBudget) && !job.EnforceEager
+	if err := checkVLLMKVDtype(job.KVCacheDtype); err != nil {
+		return s, err
+	}
 	if s.maxModelLen == 0 {
 		s.maxModelLen = m.Text.MaxPositions
 	}
@@ -197,4 +200,17 @@ func servingGPUMemory(job Job) (units.Bytes, error) {
 	}
 	return 0, FieldErrorf("gpu", "{gpu=%q}: serving needs the GPU's total memory and the job gives only the name: "+
 		"pass {gpu_memory_bytes}, or fill it from the GPU catalog", job.GPU)
+}
+
+// checkVLLMKVDtype refuses the KV cache dtypes vLLM's --kv-cache-dtype
+// does not take: its CacheDType is auto, bfloat16 and the fp8 kinds
+// (vllm-project/vllm:vllm/config/cache.py); an fp16 or fp32 cache is what
+// auto gives a model served in that dtype.
+func checkVLLMKVDtype(s string) error {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "fp16", "float16", "half", "fp32", "float32", "float":
+		return FieldErrorf("kv_cache_dtype", "{kv_cache_dtype=%q}: vLLM's KV cache dtype is auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2 or fp8_inc; "+
+			"an fp16 or fp32 cache is auto with the weights in that dtype", s)
+	}
+	return nil
 }
