@@ -128,13 +128,15 @@ type servingSetup struct {
 	// graphsInBudget is whether the profiler takes the CUDA-graph pool
 	// out of the KV budget (vLLM 0.21 and later, graphs captured; rule vllm-cudagraph-outside-budget before).
 	graphsInBudget bool
-	total          units.Bytes
-	util           float64
-	maxModelLen    int
-	maxSeqs        int
-	maxBatched     int
-	blockSize      int
-	seqLen         int
+	// nonTorch is the memory outside torch the profiler counts per GPU.
+	nonTorch    units.Bytes
+	total       units.Bytes
+	util        float64
+	maxModelLen int
+	maxSeqs     int
+	maxBatched  int
+	blockSize   int
+	seqLen      int
 }
 
 // resolveServing fills the vLLM settings from job and model.
@@ -162,6 +164,18 @@ func resolveServing(m *model.Model, job Job, in *inferenceInputs) (servingSetup,
 		s.samplerBytes = vllmV0SamplerBytesPerLogit
 	}
 	s.graphsInBudget = !s.rules.has(ruleVLLMCUDAGraphsOutsideBudget) && !job.EnforceEager
+	c, err := resolveConstants(job.Constants)
+	if err != nil {
+		return s, err
+	}
+	s.nonTorch = vllmNonTorch
+	if max(job.TP, 1) > 1 && !strings.EqualFold(job.GPUFormFactor, "PCIe") {
+		// NVLink boards (and boards of unknown form factor, the safe
+		// side): the TP group's NCCL and all-reduce buffers sit in device
+		// memory. A PCIe pair without peer access (the RTX 4090 TP 2 log
+		// of vLLM issue #13061: 0.25 GiB) keeps them in host memory.
+		s.nonTorch = units.Add(s.nonTorch, units.FromFloat(c[cVLLMNonTorchTPMiB]*float64(units.MiB)))
+	}
 	if err := checkVLLMKVDtype(job.KVCacheDtype); err != nil {
 		return s, err
 	}

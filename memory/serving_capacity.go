@@ -75,7 +75,7 @@ func (in *inferenceInputs) servingStage(m *model.Model, setup servingSetup, stag
 		spec, state = kvSpec{formula: "encoder-only model: no KV cache"}, stateSpec{}
 	}
 	st := servingStage{weights: w, kv: spec, state: state, act: in.profileRun(m, setup, r, s == len(stages)-1)}
-	used := units.Add(units.Add(w.total, st.act.bytes), vllmNonTorch)
+	used := units.Add(units.Add(w.total, st.act.bytes), setup.nonTorch)
 	if setup.graphsInBudget {
 		st.graphs = in.vllmGraphEstimate(m, setup, r)
 		used = units.Add(used, st.graphs.Bytes)
@@ -169,9 +169,15 @@ func (in *inferenceInputs) servingResult(m *model.Model, job Job, setup servingS
 	comps := in.servingComponents(m, setup, st, sr, o)
 	alloc := units.Add(units.Add(st.weights.total, st.pool), st.act.bytes)
 	reserved := units.Add(alloc, sr.CUDAGraphBytes)
-	device := units.Add(units.Add(reserved, vllmNonTorch), o.CUDAContext)
+	device := units.Add(units.Add(reserved, setup.nonTorch), o.CUDAContext)
 	total, active := inferenceParamTotals(m)
 	warnings := append(append([]string(nil), in.warnings...), in.servingWarnings(m, setup, st, sr)...)
+	if job.GPUMemoryIsDriverTotal {
+		warnings = append(warnings, fmt.Sprintf("the GPU catalog has no CUDA-reported total for %s: the budget uses the driver's total, %s; "+
+			"CUDA reports 0.3-0.9 GiB less on the boards where it is known (H100: 79.19 of 79.65 GiB, A100-80GB: 79.15 of 80.00, RTX 4090: 23.64 of 23.99), "+
+			"so vLLM's pool is smaller by %.2f × that; pass gpu_memory_bytes with torch.cuda.mem_get_info()[1] to be exact",
+			job.GPU, units.FormatIEC(setup.total), setup.util))
+	}
 	return Result{
 		Model: m.ID, Architecture: m.Architecture, TotalParams: total, ActiveParams: active, Job: job,
 		PerGPU: PerGPU{AllocatedPeakBytes: alloc, ReservedPeakBytes: reserved, DevicePeakBytes: device, PeakPhase: "serving",
@@ -187,7 +193,7 @@ func (in *inferenceInputs) servingResult(m *model.Model, job Job, setup servingS
 func (in *inferenceInputs) servingFigures(setup servingSetup, requested units.Bytes, st servingStage) *ServingResult {
 	sr := &ServingResult{
 		GPUMemoryBytes: setup.total, GPUMemoryUtilization: setup.util, RequestedBytes: requested,
-		WeightsBytes: st.weights.total, ActivationPeakBytes: st.act.bytes, NonTorchBytes: vllmNonTorch,
+		WeightsBytes: st.weights.total, ActivationPeakBytes: st.act.bytes, NonTorchBytes: setup.nonTorch,
 		KVPoolBytes: st.pool, KVBytesPerToken: st.kv.perToken(), BlockSize: setup.blockSize,
 		KVBlocks: st.blocks, KVTokens: units.MulInt(st.blocks, int64(setup.blockSize)),
 		RecurrentStateBytesPerSeq: st.state.perSeq(),
@@ -224,7 +230,7 @@ func (in *inferenceInputs) servingWarnings(m *model.Model, setup servingSetup, s
 			graphs = " + CUDA graphs " + units.FormatIEC(st.graphs.Bytes)
 		}
 		return []string{fmt.Sprintf("no memory left for the KV cache: weights %s + activations %s + non-torch %s%s exceed %.2f × %s",
-			units.FormatIEC(st.weights.total), units.FormatIEC(st.act.bytes), units.FormatIEC(vllmNonTorch), graphs, setup.util, units.FormatIEC(setup.total))}
+			units.FormatIEC(st.weights.total), units.FormatIEC(st.act.bytes), units.FormatIEC(setup.nonTorch), graphs, setup.util, units.FormatIEC(setup.total))}
 	case !sr.MaxModelLenFits:
 		fit := ""
 		if sr.EstimatedMaxModelLen > 0 {
@@ -258,8 +264,7 @@ func (in *inferenceInputs) servingComponents(m *model.Model, setup servingSetup,
 		comps = append(comps, st.graphs)
 	}
 	return append(comps,
-		Component{Name: "non_torch", Bytes: vllmNonTorch, Level: "device", Phase: "persistent",
-			Formula: "non-torch increase measured by vLLM's profiler (0.25 GiB)", Source: "MODEL.md §7.3; dev measurements (vLLM v0.19 startup logs)"},
+		nonTorchRow(setup, in.tp),
 		Component{Name: "cuda_context", Bytes: o.CUDAContext, Level: "device", Phase: "persistent",
 			Formula: "cuda_context_mib, outside vLLM's budget (the budget is measured from a snapshot after initialisation)",
 			Source:  "MODEL.md §10; vllm-project/vllm:vllm/v1/worker/gpu_worker.py init_device"})
@@ -271,4 +276,16 @@ func graphsTerm(setup servingSetup) string {
 		return " − CUDA graphs"
 	}
 	return ""
+}
+
+// nonTorchRow is the breakdown row of the memory outside torch that
+// vLLM's profiler counts.
+func nonTorchRow(setup servingSetup, tp int) Component {
+	c := Component{Name: "non_torch", Bytes: setup.nonTorch, Level: "device", Phase: "persistent",
+		Formula: "non-torch increase measured by vLLM's profiler (0.25 GiB)", Source: "MODEL.md §7.3; dev measurements (vLLM v0.19 startup logs)"}
+	if setup.nonTorch > vllmNonTorch {
+		c.Formula = fmt.Sprintf("non-torch increase measured by vLLM's profiler: 0.25 GiB + vllm_non_torch_tp_mib for tensor parallelism %d (NCCL communicators and custom all-reduce buffers)", tp)
+		c.Source += "; constant vllm_non_torch_tp_mib (the TP 2 logs of vLLM v0.19 and PR #10511)"
+	}
+	return c
 }

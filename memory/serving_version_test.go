@@ -164,3 +164,37 @@ func defaultVersion(t *testing.T, pkg string) string {
 }
 
 func itoa(n int64) string { return strings.TrimSpace(strings.ReplaceAll(commas(n), ",", "")) }
+
+// TestVLLMNonTorchTP checks that a tensor-parallel group adds the
+// measured vllm_non_torch_tp_mib to the 0.25 GiB of one GPU, that a
+// pipeline stage alone adds nothing (the PP 3 log: 0.07 GiB) and that the
+// constant can be overridden.
+func TestVLLMNonTorchTP(t *testing.T) {
+	base := Job{GPUMemory: h100Total, GPUMemoryUtilization: 0.95, MaxModelLen: 8192, GPU: "H100-SXM", Stack: Stack{"vllm": "0.19.0"}}
+	at := func(tp, pp int, c map[string]float64) *ServingResult {
+		j := base
+		j.TP, j.PP, j.Constants = tp, pp, c
+		return serve(t, llama31_8b, j)
+	}
+	if got := at(1, 1, nil).NonTorchBytes; got != vllmNonTorch {
+		t.Errorf("TP 1: non-torch %v, want %v", got, vllmNonTorch)
+	}
+	if got := at(1, 2, nil).NonTorchBytes; got != vllmNonTorch {
+		t.Errorf("PP 2: non-torch %v, want %v", got, vllmNonTorch)
+	}
+	if got, want := at(2, 1, nil).NonTorchBytes, vllmNonTorch+1864*units.MiB; got != want {
+		t.Errorf("TP 2: non-torch %v, want %v", got, want)
+	}
+	if got := at(2, 1, map[string]float64{"vllm_non_torch_tp_mib": 0}).NonTorchBytes; got != vllmNonTorch {
+		t.Errorf("TP 2 with vllm_non_torch_tp_mib=0: non-torch %v, want %v", got, vllmNonTorch)
+	}
+}
+
+// TestVLLMNonTorchPCIe checks that a PCIe board's TP group adds nothing
+// (the RTX 4090 TP 2 log of vLLM issue #13061 shows 0.25 GiB).
+func TestVLLMNonTorchPCIe(t *testing.T) {
+	j := Job{GPUMemory: 2364 * units.GiB / 100, TP: 2, MaxModelLen: 8192, GPU: "RTX-4090", GPUFormFactor: "PCIe"}
+	if got := serve(t, llama31_8b, j).NonTorchBytes; got != vllmNonTorch {
+		t.Errorf("PCIe TP 2: non-torch %v, want %v", got, vllmNonTorch)
+	}
+}
