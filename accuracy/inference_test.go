@@ -182,3 +182,19 @@ func FuzzLoadInferenceRecords(f *testing.F) {
 		}
 	})
 }
+
+// TestVLLMVersionOf checks that a serving record's framework text picks
+// the vLLM version its estimate follows.
+func TestVLLMVersionOf(t *testing.T) {
+	for fw, want := range map[string]string{
+		"vLLM v0.19.0":                           "0.19.0",
+		"vLLM 0.8.3, VLLM_USE_V1=0":              "0.8.3",
+		"vLLM main (PR #10511 branch, Dec 2024)": "",
+		"vLLM (version not stated; Feb 2025 report, model_runner/worker log format)": "",
+		"": "",
+	} {
+		if got := vllmVersionOf(fw); got != want {
+			t.Errorf("vllmVersionOf(%q) = %q, want %q", fw, got, want)
+		}
+	}
+}
