@@ -174,7 +174,7 @@ func (in *inferenceInputs) servingResult(m *model.Model, job Job, setup servingS
 	warnings := append(append([]string(nil), in.warnings...), in.servingWarnings(m, setup, st, sr)...)
 	if job.GPUMemoryIsDriverTotal {
 		warnings = append(warnings, fmt.Sprintf("the GPU catalog has no CUDA-reported total for %s: the budget uses the driver's total, %s; "+
-			"CUDA reports 0.3-0.9 GiB less on the boards where it is known (H100: 79.19 of 79.65 GiB, A100-80GB: 79.15 of 80.00, RTX 4090: 23.64 of 23.99), "+
+			"CUDA reports 0.3-0.9 GiB less on the boards where it is known (H100: 79.19 of 79.65 GiB, A100-80GB: 79.15 of 80.00, RTX 4090: 23.51-23.64 of 23.99), "+
 			"so vLLM's pool is smaller by %.2f × that; pass gpu_memory_bytes with torch.cuda.mem_get_info()[1] to be exact",
 			job.GPU, units.FormatIEC(setup.total), setup.util))
 	}
