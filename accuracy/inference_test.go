@@ -198,3 +198,20 @@ func TestVLLMVersionOf(t *testing.T) {
 		}
 	}
 }
+
+// FuzzVLLMVersionOf checks that any framework text gives either no
+// version or one ParseVersion accepts.
+func FuzzVLLMVersionOf(f *testing.F) {
+	for _, s := range []string{"vLLM v0.19.0", "vLLM 0.8.3, VLLM_USE_V1=0", "vllm (v1.2.3)", "vllm", "vLLM v", "vLLM 1.2.3.4.5"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, fw string) {
+		v := vllmVersionOf(fw)
+		if v == "" {
+			return
+		}
+		if _, err := memory.ParseVersion(v, false); err != nil {
+			t.Errorf("vllmVersionOf(%q) = %q, which does not parse: %v", fw, v, err)
+		}
+	})
+}

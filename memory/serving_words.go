@@ -133,7 +133,7 @@ func (in *inferenceInputs) servingAnswer(setup servingSetup, st servingStage, sr
 		return append(out, "An encoder-only model keeps no KV cache: concurrency is bounded by max_num_seqs and the activation budget.")
 	}
 	if st.pool <= 0 {
-		return append(out, "Nothing is left for the KV cache: vLLM refuses to start (\""+firstLine(sr.EngineMessage)+"\").")
+		return append(out, "Nothing is left for the KV cache: vLLM refuses to start with the message below.")
 	}
 	out = append(out, fmt.Sprintf("The KV cache pool is %s: %s blocks of %d tokens, %s tokens in all.",
 		units.FormatIEC(st.pool), commas(sr.KVBlocks), sr.BlockSize, commas(sr.KVTokens)))
@@ -150,14 +150,12 @@ func (in *inferenceInputs) servingAnswer(setup servingSetup, st servingStage, sr
 		return append(out, fmt.Sprintf("max_model_len fits: %s of the %s in the pool; vLLM would log \"Maximum concurrency for %s tokens per request: %.2fx\".",
 			need, commas(sr.KVBlocks), commas(int64(sr.MaxModelLen)), sr.VLLMMaxConcurrency))
 	}
-	return append(out, fmt.Sprintf("max_model_len does NOT fit: %s, the pool has %s; vLLM refuses to start: \"%s\"",
-		strings.Replace(need, "needs", "would need", 1), commas(sr.KVBlocks), sr.EngineMessage))
-}
-
-// firstLine is s up to its first newline.
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
+	longest := ""
+	if sr.EstimatedMaxModelLen > 0 {
+		longest = fmt.Sprintf(" (the longest request that fits has %s tokens)", commas(int64(sr.EstimatedMaxModelLen)))
+	}
+	return append(out, fmt.Sprintf("max_model_len does NOT fit: %s, the pool has %s%s; vLLM refuses to start with the message below.",
+		strings.Replace(need, "needs", "would need", 1), commas(sr.KVBlocks)+" blocks", longest))
 }
 
 // commas writes n with thousands separators, as vLLM's logs do.

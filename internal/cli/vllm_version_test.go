@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -36,4 +37,24 @@ func TestVLLMVersionFlag(t *testing.T) {
 			t.Errorf("--vllm-version %q: %v", good, err)
 		}
 	}
+}
+
+// FuzzVLLMVersionFlag checks that --vllm-version either refuses a value
+// with an error naming the accepted releases or sets a version the stack
+// accepts.
+func FuzzVLLMVersionFlag(f *testing.F) {
+	for _, s := range []string{"0.19.0", "v1", "latest", "0.3", "0.99", "0.7.3rc1", "", "0.8.5.post1", "1e9"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if err := checkVLLMVersion(s); err != nil {
+			if !strings.Contains(err.Error(), "want a vLLM release from") {
+				t.Errorf("checkVLLMVersion(%q): %v does not name the accepted releases", s, err)
+			}
+			return
+		}
+		if _, err := memory.ResolveStack(memory.Stack{"vllm": strings.TrimSpace(s)}, nil); err != nil {
+			t.Errorf("checkVLLMVersion accepted %q, the stack refuses it: %v", s, err)
+		}
+	})
 }

@@ -387,7 +387,10 @@ function render(res, plan, job) {
 function servingText(v) {
   // The answer in plain words (budget, pool, concurrency, max_model_len
   // in vLLM's own words), as the CLI prints it.
-  if (v.answer && v.answer.length) return v.answer.join(' ');
+  if (v.answer && v.answer.length) {
+    const words = v.answer.join(' ');
+    return v.max_model_len_fits ? words : `${words} vLLM would print: "${v.engine_message}"`;
+  }
   let t = `KV cache pool: ${formatIEC(v.kv_pool_bytes)} = ${v.kv_tokens.toLocaleString('en-US')} tokens ` +
     `(${v.kv_blocks.toLocaleString('en-US')} blocks of ${v.block_size})`;
   if (v.max_concurrent_seqs !== undefined) t += `; ${v.max_concurrent_seqs.toLocaleString('en-US')} sequences of ${v.seq_len.toLocaleString('en-US')} tokens at once`;
