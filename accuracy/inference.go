@@ -92,8 +92,10 @@ func configID(j RecordJob) string {
 // generate for inference records, vLLM for serving records (whose KV pool
 // is sized from --max-model-len, not from a prompt); quant_format picks the
 // bitsandbytes kind and compute dtype or the GPTQ/AWQ layout, and the
-// software note selects the transformers < 4.36 tuple cache and the
-// full-sequence logits of transformers < 4.45 (MODEL.md §15.2, §15.16).
+// versions the record states or implies are its stack ([StackOf]): a
+// software note on the tuple KV cache reads as transformers 4.35.2, one
+// on full-sequence logits as 4.44.2, vLLM's V0 engine as 0.7.3 (MODEL.md
+// §15.2, §15.16).
 // It is the mapper registered for the "inference" and "serving" modes.
 func InferenceJob(r Record) (memory.Job, error) {
 	j := r.Job
@@ -120,56 +122,10 @@ func InferenceJob(r Record) (memory.Job, error) {
 		job.PromptLen, job.GenLen, job.SeqLen = 0, 0, 0
 	}
 	applyQuantFormat(&job, j.QuantFormat)
-	sw := strings.ToLower(j.SoftwareNote)
-	if strings.Contains(sw, "tuple kv cache") {
-		job.Software = append(job.Software, "transformers<4.36")
-	}
-	if strings.Contains(sw, "full-sequence logits") {
-		job.Software = append(job.Software, "transformers<4.45")
-	}
-	if serving {
-		switch ver := vllmVersionOf(r.Framework); {
-		case isVLLMV0(r.Framework) || strings.Contains(sw, "v0 engine"):
-			job.Software = append(job.Software, "vllm<0.8")
-		case ver != "":
-			job.Stack = memory.Stack{"vllm": ver}
-		}
-	}
+	job.Stack = StackOf(r)
 	// The board's facts (CUDA total, compute capability) come from the
 	// GPU catalog, as for every front end; a memory the record states wins.
 	return RecordGPU(job), nil
-}
-
-// isVLLMV0 reports whether a record's framework text names vLLM's V0
-// engine: VLLM_USE_V1=0, a 0.x release before 0.8 (V1 became the default
-// in 0.8.0), or the V0 model_runner/worker startup log.
-func isVLLMV0(fw string) bool {
-	fw = strings.ToLower(fw)
-	if strings.Contains(fw, "vllm_use_v1=0") || strings.Contains(fw, "model_runner/worker log") {
-		return true
-	}
-	for _, v := range []string{"0.1.", "0.2.", "0.3.", "0.4.", "0.5.", "0.6.", "0.7."} {
-		if strings.Contains(fw, "vllm "+v) || strings.Contains(fw, "vllm v"+v) {
-			return true
-		}
-	}
-	return false
-}
-
-// vllmVersionOf reads the vLLM release a record's framework text names
-// ("vLLM v0.19.0", "vLLM 0.8.3, VLLM_USE_V1=0"); "" when it names none.
-func vllmVersionOf(fw string) string {
-	f := strings.Fields(strings.NewReplacer(",", " ", ";", " ", "(", " ", ")", " ").Replace(fw))
-	for i, w := range f {
-		if !strings.EqualFold(w, "vllm") || i+1 == len(f) {
-			continue
-		}
-		v := f[i+1]
-		if _, err := memory.ParseVersion(v, false); err == nil && strings.Contains(v, ".") {
-			return strings.TrimPrefix(strings.TrimPrefix(v, "v"), "V")
-		}
-	}
-	return ""
 }
 
 // applyQuantFormat refines the dtype from a record's quant_format text:
@@ -399,7 +355,7 @@ var InferenceFindings = map[string]string{
 		"because the record states the nominal 24 GiB (CUDA reports about 23.6 GiB for an RTX 4090) and the weights figure is low",
 	"vllm019-llama31-8b-tp2": "non-torch 2.07 GiB at TP 2 is one of the two logs the constant vllm_non_torch_tp_mib comes from " +
 		"(0.25 GiB at TP 1 + 1.82 GiB for the TP group's NCCL and all-reduce buffers), so that part is no check of the model",
-	"vllm-pr10511-llama3-8b-tp1": "a V0-engine log of December 2024 (the record's software note; read as vLLM 0.7.3): the pool is 2.0 GiB (3.8 %) high " +
+	"vllm-pr10511-llama3-8b-tp1": "a V0-engine log of December 2024 (vLLM main around 0.6.5, the record's software note): the pool is 2.0 GiB (3.8 %) high " +
 		"because that profiler counted 1.79 GiB outside torch at TP 1, where v0.19 counts 0.25 (what the V0 profiler of that month " +
 		"measured from is not read from its source here), and its activation peak is 1.26 GiB against 0.78: V0's profile run " +
 		"samples 256 dummy sequences with top-p and top-k, whose sort and fp32 copies of the logits the V0 sampler term " +
