@@ -353,6 +353,15 @@ var InferenceFindings = map[string]string{
 		"tensors, as V0 measured the load by device-memory difference; its token count (81,536 = 5,096 blocks) does not match " +
 		"its own 8.69 GiB pool at 96 KiB per token and per GPU, so the record is internally inconsistent; the pool comes out 7 % high " +
 		"because the record states the nominal 24 GiB (CUDA reports about 23.6 GiB for an RTX 4090) and the weights figure is low",
+	"vllm019-llama31-8b-tp2": "non-torch 2.07 GiB at TP 2 is one of the two logs the constant vllm_non_torch_tp_mib comes from " +
+		"(0.25 GiB at TP 1 + 1.82 GiB for the TP group's NCCL and all-reduce buffers), so that part is no check of the model",
+	"vllm-pr10511-llama3-8b-tp1": "a V0-engine log of December 2024 (vLLM main around 0.6.5, the record's software note): the pool is 2.0 GiB (3.8 %) high " +
+		"because that profiler counted 1.79 GiB outside torch at TP 1, where v0.19 counts 0.25 (what the V0 profiler of that month " +
+		"measured from is not read from its source here), and its activation peak is 1.26 GiB against 0.78: V0's profile run " +
+		"samples 256 dummy sequences with top-p and top-k, whose sort and fp32 copies of the logits the V0 sampler term " +
+		"(4 B per logit) leaves out",
+	"vllm-pr10511-llama3-8b-tp2": "the weights match; non-torch 3.58 GiB is the TP 1 figure (1.79) plus 1.79 GiB for the TP group, " +
+		"the increment vllm_non_torch_tp_mib (1.82 GiB, from v0.19's TP 2 log) reproduces; the activation gap is that of the TP 1 record",
 	"tf-docs-bert-large-weights-only": "the value is NVML device memory and includes the 1343 MiB CUDA context of torch 1.x; " +
 		"weights alone (1288 MiB) match the estimate within 1 % (the pooler and classifier are not in the masked-LM config)",
 }

@@ -49,6 +49,11 @@ type Row struct {
 	Component bool `json:"component,omitempty"`
 	// PeakPhase is the estimate's peak phase.
 	PeakPhase string `json:"peak_phase,omitempty"`
+	// VLLMVersion is the vLLM version a serving row was estimated for.
+	VLLMVersion string `json:"vllm_version,omitempty"`
+	// Parts compares a serving row part by part (weights, activation
+	// peak, non-torch memory, KV pool, KV tokens) with what vLLM logged.
+	Parts []PartCheck `json:"parts,omitempty"`
 	// Round is the development round the record was shared in
 	// ([Record.Round]): 2 for records no constant or rule was read off.
 	Round int `json:"round"`
@@ -176,6 +181,17 @@ func runOne(r Record, opt Options, ms *models) Row {
 	if err != nil {
 		row.Note = "estimate: " + err.Error()
 		return row
+	}
+	if res.Serving != nil {
+		row.VLLMVersion = res.Serving.VLLMVersion
+		parts := vllmParts(r.Other)
+		if j.MetricKind == MetricKVPool && j.ValueBytes > 0 {
+			if parts == nil {
+				parts = map[string]float64{}
+			}
+			parts["kv_cache"] = units.Bytes(j.ValueBytes).GiBf()
+		}
+		row.Parts = partChecks(res, parts)
 	}
 	if component {
 		row.Estimated, _ = metricOf(res, j.MetricKind)
@@ -370,6 +386,7 @@ func (r Report) Markdown() string {
 			}
 		}
 	}
+	b.WriteString(r.partsMarkdown())
 	b.WriteString("\n## Not scored\n\n")
 	b.WriteString("These records are estimated where possible but do not count in the summaries.\n\n")
 	b.WriteString("| id | round | mode | kind | metric | measured | estimated | error | left one source out | why not scored |\n")
@@ -583,4 +600,52 @@ func cond(ok bool, a, b string) string {
 		return a
 	}
 	return b
+}
+
+// partsIntro opens the Markdown section of serving records part by part.
+const partsIntro = `Each vLLM record, part by part: the parts of the budget its startup log gives, against
+the same parts of the serving estimate for the vLLM version the record names (StackOf: the
+V0 engine of VLLM_USE_V1=0 or a V0 log format reads as 0.7.3; the newest release gpumem knows
+when the record names none). Weights,
+activation peak, non-torch memory and KV pool are in GiB, as vLLM logs them; KV tokens is
+vLLM's "GPU KV cache size". A part gpumem takes from a measured constant (non-torch memory,
+0.25 GiB from the v0.19 logs) is no check of the model.
+`
+
+// partsMarkdown renders the serving rows part by part.
+func (r Report) partsMarkdown() string {
+	var b strings.Builder
+	for _, row := range r.Rows {
+		if len(row.Parts) == 0 {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\n## Serving records part by part\n\n")
+			b.WriteString(partsIntro)
+			b.WriteString("\n| id | vLLM | part | measured | estimated | error |\n|---|---|---|---:|---:|---:|\n")
+		}
+		for _, p := range row.Parts {
+			f := "%.2f"
+			if p.Name == "kv_tokens" {
+				f = "%.0f"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | "+f+" | "+f+" | %+.1f %% |\n", row.ID, row.VLLMVersion, partName(p.Name), p.Measured, p.Estimated, 100*p.RelErr)
+		}
+	}
+	return b.String()
+}
+
+// partName is the Markdown name of a part of vLLM's budget.
+func partName(name string) string {
+	switch name {
+	case "activations":
+		return "activation peak"
+	case "non_torch":
+		return "non-torch"
+	case "kv_cache":
+		return "KV pool"
+	case "kv_tokens":
+		return "KV tokens"
+	}
+	return name
 }

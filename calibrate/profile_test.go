@@ -98,7 +98,7 @@ func TestProfileApply(t *testing.T) {
 		{
 			name: "fills GPU and constants",
 			job:  memory.Job{},
-			want: memory.Job{GPU: "H100-SXM", GPUMemory: h100.CUDATotal(), GPUComputeCapability: 90,
+			want: memory.Job{GPU: "H100-SXM", GPUMemory: h100.CUDATotal(), GPUComputeCapability: 90, GPUFormFactor: h100.FormFactor,
 				Constants: map[string]float64{"fragmentation": 0.1, "misc_overhead_mib": 256, "activation_scale": 1.2}},
 		},
 		{

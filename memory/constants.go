@@ -81,6 +81,7 @@ const (
 	cCompileActivationFactor
 	cDequantWorkspaceFactor
 	cNCCLMiB
+	cVLLMNonTorchTPMiB
 	cAttnActFactorFA
 	cAttnActFactorNoFA
 	cMLPActFactor
@@ -160,6 +161,15 @@ var constantTable = [numConstants]ConstantInfo{
 		Name: "nccl_mib", Default: 512, Unit: "MiB", Min: 0, Max: 16384,
 		Source:      "MODEL.md §10: NCCL buffers per communicator, channel and peer (NCCL_BUFFSIZE 4 MiB × 16-32 channels × 2-3 peers ⇒ 0.2-1 GiB)",
 		Description: "device memory of one NCCL communicator (one per data-, tensor-, pipeline- and expert-parallel group a rank joins)",
+	},
+	cVLLMNonTorchTPMiB: {
+		Name: "vllm_non_torch_tp_mib", Default: 1864, Unit: "MiB", Min: 0, Max: 16384,
+		Source: "vLLM startup logs at tensor-parallel size 2 on H100: v0.19 non-torch 2.07 GiB against 0.25 GiB at TP 1 " +
+			"(llm-d-planner vLLM v0.19.0 accuracy report), PR #10511 3.58 GiB against 1.79 GiB (Dec 2024): 1.82 and 1.79 GiB more per GPU",
+		Description: "serving: memory outside torch that vLLM's profiler counts on each GPU of a tensor-parallel group of 2 or more, on top of the " +
+			"single-GPU 0.25 GiB: the NCCL communicators of the TP group (torch.distributed's and vLLM's own PyNccl) and the custom all-reduce buffers, " +
+			"allocated by the first all-reduce of the profile run (measured at TP 2 only); not counted on PCIe boards, whose pair without peer access " +
+			"keeps them in host memory (RTX 4090 TP 2, vLLM issue #13061: 0.25 GiB)",
 	},
 	// The activation factors of the LLM/VLM estimator some users come
 	// from: its attn_act_factor_fa, attn_act_factor_no_fa, mlp_act_factor

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/units"
@@ -265,6 +266,7 @@ func (r *Result) Clone() Result {
 			g := *s.SGLang
 			s.SGLang = &g
 		}
+		s.Answer = slices.Clone(s.Answer)
 		c.Serving = &s
 	}
 	if r.Parallel != nil {

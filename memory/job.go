@@ -169,6 +169,7 @@ type Job struct {
 	MaxNumBatchedTokens  int     `json:"max_num_batched_tokens,omitempty"` // vLLM --max-num-batched-tokens
 	BlockSize            int     `json:"block_size,omitempty"`             // vLLM --block-size (default 16)
 	CUDAGraphs           bool    `json:"cuda_graphs,omitempty"`            // count CUDA-graph pools
+	EnforceEager         bool    `json:"enforce_eager,omitempty"`          // vLLM --enforce-eager: no CUDA graph is captured
 	InferenceEngine      string  `json:"inference_engine,omitempty"`       // hf|vllm|sglang (serving defaults to vllm)
 	// MemFractionStatic is SGLang's --mem-fraction-static: the share of
 	// the free GPU memory at startup that weights and KV pool take
@@ -192,6 +193,15 @@ type Job struct {
 	// budgets gpu_memory_utilization of it, and training caps the
 	// reserved peak and paged optimizer states by it. 0 means unknown.
 	GPUMemory units.Bytes `json:"gpu_memory_bytes,omitempty"`
+	// GPUMemoryIsDriverTotal is true when GPUMemory is the driver's total
+	// (nvidia-smi) because the catalog has no CUDA-reported figure for the
+	// board: CUDA reports a few hundred MiB less, so vLLM's budget is
+	// smaller than the one estimated, and serving says so.
+	GPUMemoryIsDriverTotal bool `json:"gpu_memory_is_driver_total,omitempty"`
+	// GPUFormFactor is the board's form factor from the GPU catalog (PCIe,
+	// SXM, OAM, Superchip; "" unknown). vLLM's tensor-parallel buffers
+	// outside torch differ between NVLink-connected boards and PCIe ones.
+	GPUFormFactor string `json:"gpu_form_factor,omitempty"`
 	// GPUComputeCapability is the CUDA compute capability times ten (90
 	// for Hopper, 100 for B200; 0 unknown or not NVIDIA). From 90 on
 	// PyTorch's cuBLAS workspace is larger (MODEL.md §10).

@@ -14,7 +14,17 @@ const (
 	engineHF     = "hf"
 	engineVLLM   = "vllm"
 	engineSGLang = "sglang" // serving only; its cache is laid out as vLLM's
+	// engineVLLMPreMLA is vLLM before MLA attention (rule
+	// vllm-mla-full-kv): MLA models keep full per-head K and V.
+	engineVLLMPreMLA = "vllm-pre-mla"
 )
+
+// vllmPreMLAHeadSize is the head size vLLM before 0.7.1 padded MLA
+// models' attention to (qk_nope + qk_rope = 192 is not a FlashAttention
+// head size): vllm/model_executor/models/deepseek_v2.py built
+// Attention(num_local_heads, 256, num_kv_heads=num_local_heads) and
+// padded q, k and v to 256 (rule vllm-mla-full-kv).
+const vllmPreMLAHeadSize = 256
 
 // kvSpec is the key/value cache of a range of layers on one GPU, as bytes
 // per cached token summed over the layers of each attention kind.
@@ -104,12 +114,19 @@ func headDim(st *model.Stack) int {
 //     compressed latent c_t^KV and the decoupled RoPE key k_t^R, one copy
 //     per rank (DeepSeek-V2 arXiv:2405.04434 §2.1.2; vllm v1
 //     kv_cache_interface.py MLAAttentionSpec).
+//   - MLA in vLLM before 0.7.1: K and V of every head, padded to head
+//     size 256 (vllmPreMLAHeadSize).
 //   - MLA in HF transformers: decompressed per-head K (qk_nope + qk_rope)
 //     and V (v_head_dim) (huggingface/transformers:
 //     src/transformers/models/deepseek_v3/modeling_deepseek_v3.py, the
 //     cache update takes key_states and value_states).
 func layerKVBytes(st *model.Stack, bytes float64, tp int, engine string) (int64, string, error) {
 	if mla := st.MLA; mla != nil {
+		if engine == engineVLLMPreMLA {
+			heads := max(st.Heads/max(tp, 1), 1)
+			return int64(2 * float64(heads*vllmPreMLAHeadSize) * bytes), fmt.Sprintf(
+				"vLLM before MLA: 2 × %d heads × head size %d (padded) × %g B", heads, vllmPreMLAHeadSize, bytes), nil
+		}
 		if engine == engineVLLM {
 			w := mla.KVLoRARank + mla.QKRopeDim
 			return int64(float64(w) * bytes), fmt.Sprintf("(kv_lora_rank %d + qk_rope_head_dim %d) × %g B", mla.KVLoRARank, mla.QKRopeDim, bytes), nil

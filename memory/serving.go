@@ -57,6 +57,35 @@ type ServingResult struct {
 	// MaxModelLen context_len) and GPUMemoryUtilization, RequestedBytes
 	// and NonTorchBytes are 0.
 	SGLang *SGLangServing `json:"sglang,omitempty"`
+	// CUDAGraphsInBudget is true when vLLM's profiler takes the CUDA-graph
+	// estimate (CUDAGraphBytes) out of the budget before sizing the pool
+	// (vLLM 0.21 and later; rule vllm-cudagraph-outside-budget holds before).
+	CUDAGraphsInBudget bool `json:"cuda_graphs_in_budget,omitempty"`
+	// VLLMVersion is the vLLM version the estimate follows.
+	VLLMVersion string `json:"vllm_version,omitempty"`
+	// VLLMVersionAssumed is true when the job stated no version and the
+	// newest release known to gpumem was assumed.
+	VLLMVersionAssumed bool `json:"vllm_version_assumed,omitempty"`
+	// MaxModelLenKVBytes is the KV cache one request of MaxModelLen tokens
+	// needs, in whole blocks (vLLM's max_memory_usage_bytes).
+	MaxModelLenKVBytes units.Bytes `json:"max_model_len_kv_bytes,omitempty"`
+	// MaxModelLenBlocks is the number of blocks that request needs.
+	MaxModelLenBlocks int64 `json:"max_model_len_blocks,omitempty"`
+	// VLLMMaxConcurrency is the figure vLLM logs as "Maximum concurrency
+	// for MaxModelLen tokens per request": requests of MaxModelLen tokens
+	// the pool holds at once (0 when none fits).
+	VLLMMaxConcurrency float64 `json:"vllm_max_concurrency,omitempty"`
+	// EstimatedMaxModelLen is the longest request that fits the pool, as
+	// vLLM's error message estimates it (set only when MaxModelLen does
+	// not fit).
+	EstimatedMaxModelLen int `json:"estimated_max_model_len,omitempty"`
+	// EngineMessage is what vLLM would say at startup: its error when the
+	// engine refuses to start, else its capacity log lines.
+	EngineMessage string `json:"engine_message,omitempty"`
+	// Answer is the result in plain words, one sentence per line. The
+	// vLLM fields above and this one are empty for SGLang, which has its
+	// own (SGLang).
+	Answer []string `json:"answer,omitempty"`
 	// RecurrentStateBytesPerSeq is one sequence's state in the
 	// linear-attention and SSM layers of one GPU (0 for models without
 	// them). vLLM takes it from the same pool as the KV cache, one page
@@ -101,13 +130,24 @@ func vllmBatchDefaults(total units.Bytes, gpu string) (batched, seqs int) {
 type servingSetup struct {
 	// samplerBytes is the sampler warm-up per logit of the engine version.
 	samplerBytes float64
-	total        units.Bytes
-	util         float64
-	maxModelLen  int
-	maxSeqs      int
-	maxBatched   int
-	blockSize    int
-	seqLen       int
+	// version is the vLLM version the job runs and assumed whether the
+	// job left it unstated (the default, the newest release known).
+	version string
+	assumed bool
+	// rules are the version rules in effect.
+	rules ruleSet
+	// graphsInBudget is whether the profiler takes the CUDA-graph pool
+	// out of the KV budget (vLLM 0.21 and later, graphs captured; rule vllm-cudagraph-outside-budget before).
+	graphsInBudget bool
+	// nonTorch is the memory outside torch the profiler counts per GPU.
+	nonTorch    units.Bytes
+	total       units.Bytes
+	util        float64
+	maxModelLen int
+	maxSeqs     int
+	maxBatched  int
+	blockSize   int
+	seqLen      int
 }
 
 // resolveServing fills the vLLM settings from job and model.
@@ -123,9 +163,35 @@ func resolveServing(m *model.Model, job Job, in *inferenceInputs) (servingSetup,
 	if s.util == 0 {
 		s.util = vllmDefaultUtilization
 	}
+	st, err := ResolveStack(job.Stack, job.Software)
+	if err != nil {
+		return s, err
+	}
+	s.rules = st.active
+	for _, v := range st.Versions {
+		if v.Package == "vllm" {
+			s.version, s.assumed = v.Version, v.Assumed
+		}
+	}
 	s.samplerBytes = vllmSamplerBytesPerLogit
-	if rulesOf(&job).has(ruleVLLMV0Sampler) {
+	if s.rules.has(ruleVLLMV0Sampler) {
 		s.samplerBytes = vllmV0SamplerBytesPerLogit
+	}
+	s.graphsInBudget = !s.rules.has(ruleVLLMCUDAGraphsOutsideBudget) && !job.EnforceEager
+	c, err := resolveConstants(job.Constants)
+	if err != nil {
+		return s, err
+	}
+	s.nonTorch = vllmNonTorch
+	if max(job.TP, 1) > 1 && !strings.EqualFold(job.GPUFormFactor, "PCIe") {
+		// NVLink boards (and boards of unknown form factor, the safe
+		// side): the TP group's NCCL and all-reduce buffers sit in device
+		// memory. A PCIe pair without peer access (the RTX 4090 TP 2 log
+		// of vLLM issue #13061: 0.25 GiB) keeps them in host memory.
+		s.nonTorch = units.Add(s.nonTorch, units.FromFloat(c[cVLLMNonTorchTPMiB]*float64(units.MiB)))
+	}
+	if err := checkVLLMKVDtype(job.KVCacheDtype); err != nil {
+		return s, err
 	}
 	if s.maxModelLen == 0 {
 		s.maxModelLen = m.Text.MaxPositions
@@ -162,4 +228,17 @@ func servingGPUMemory(job Job) (units.Bytes, error) {
 	}
 	return 0, FieldErrorf("gpu", "{gpu=%q}: serving needs the GPU's total memory and the job gives only the name: "+
 		"pass {gpu_memory_bytes}, or fill it from the GPU catalog", job.GPU)
+}
+
+// checkVLLMKVDtype refuses the KV cache dtypes vLLM's --kv-cache-dtype
+// does not take: its CacheDType is auto, bfloat16 and the fp8 kinds
+// (vllm-project/vllm:vllm/config/cache.py); an fp16 or fp32 cache is what
+// auto gives a model served in that dtype.
+func checkVLLMKVDtype(s string) error {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "fp16", "float16", "half", "fp32", "float32", "float":
+		return FieldErrorf("kv_cache_dtype", "{kv_cache_dtype=%q}: vLLM's KV cache dtype is auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2 or fp8_inc; "+
+			"an fp16 or fp32 cache is auto with the weights in that dtype", s)
+	}
+	return nil
 }

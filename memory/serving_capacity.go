@@ -16,6 +16,9 @@ type servingStage struct {
 	// hybrid is the pool's layout when the layers keep recurrent state
 	// (nil otherwise: pages of block_size tokens of every layer).
 	hybrid *hybridPool
+	// graphs is the CUDA-graph pool the profiler takes out of the budget
+	// (zero Bytes before vLLM 0.21 or with enforce_eager).
+	graphs Component
 	pool   units.Bytes
 	blocks int64
 	// fits is whether weights, activations and non-torch memory fit the budget.
@@ -59,7 +62,11 @@ func estimateServing(m *model.Model, job Job) (Result, error) {
 func (in *inferenceInputs) servingStage(m *model.Model, setup servingSetup, stages []stageRange, s int, requested units.Bytes) (servingStage, error) {
 	r := stages[s]
 	w := weightsForStage(m, in.plan, stages, s, in.tp, in.ep)
-	spec, err := buildKVSpec(&m.Text, r.lo, r.hi, in.kv, in.tp, engineVLLM)
+	kvEngine := engineVLLM
+	if setup.rules.has(ruleVLLMFullKVForMLA) {
+		kvEngine = engineVLLMPreMLA
+	}
+	spec, err := buildKVSpec(&m.Text, r.lo, r.hi, in.kv, in.tp, kvEngine)
 	if err != nil {
 		return servingStage{}, err
 	}
@@ -71,7 +78,11 @@ func (in *inferenceInputs) servingStage(m *model.Model, setup servingSetup, stag
 		spec, state = kvSpec{formula: "encoder-only model: no KV cache"}, stateSpec{}
 	}
 	st := servingStage{weights: w, kv: spec, state: state, act: in.profileRun(m, setup, r, s == len(stages)-1)}
-	used := units.Add(units.Add(w.total, st.act.bytes), vllmNonTorch)
+	used := units.Add(units.Add(w.total, st.act.bytes), setup.nonTorch)
+	if setup.graphsInBudget {
+		st.graphs = in.vllmGraphEstimate(m, setup, r)
+		used = units.Add(used, st.graphs.Bytes)
+	}
 	st.fits = used <= requested
 	if used < requested && !in.encoderOnly {
 		st.pool = requested - used
@@ -150,15 +161,26 @@ func (in *inferenceInputs) servingResult(m *model.Model, job Job, setup servingS
 		return Result{}, fmt.Errorf("serving estimate: %w", err)
 	}
 	sr := in.servingFigures(setup, requested, st)
-	if job.CUDAGraphs {
-		sr.CUDAGraphBytes = in.cudaGraphs(m, int64(min(setup.maxSeqs, vllmMaxCaptureSize))).Bytes
+	switch {
+	case setup.graphsInBudget:
+		sr.CUDAGraphBytes, sr.CUDAGraphsInBudget = st.graphs.Bytes, true
+	case job.CUDAGraphs && !job.EnforceEager:
+		st.graphs = in.cudaGraphs(m, int64(min(setup.maxSeqs, vllmMaxCaptureSize)))
+		sr.CUDAGraphBytes = st.graphs.Bytes
 	}
+	in.engineWords(setup, st, sr)
 	comps := in.servingComponents(m, setup, st, sr, o)
 	alloc := units.Add(units.Add(st.weights.total, st.pool), st.act.bytes)
 	reserved := units.Add(alloc, sr.CUDAGraphBytes)
-	device := units.Add(units.Add(reserved, vllmNonTorch), o.CUDAContext)
+	device := units.Add(units.Add(reserved, setup.nonTorch), o.CUDAContext)
 	total, active := inferenceParamTotals(m)
 	warnings := append(append([]string(nil), in.warnings...), in.servingWarnings(m, setup, st, sr)...)
+	if job.GPUMemoryIsDriverTotal {
+		warnings = append(warnings, fmt.Sprintf("the GPU catalog has no CUDA-reported total for %s: the budget uses the driver's total, %s; "+
+			"CUDA reports 0.3-0.9 GiB less on the boards where it is known (H100: 79.19 of 79.65 GiB, A100-80GB: 79.15 of 80.00, RTX 4090: 23.51-23.64 of 23.99), "+
+			"so vLLM's pool is smaller by %.2f × that; pass gpu_memory_bytes with torch.cuda.mem_get_info()[1] to be exact",
+			job.GPU, units.FormatIEC(setup.total), setup.util))
+	}
 	return Result{
 		Model: m.ID, Architecture: m.Architecture, TotalParams: total, ActiveParams: active, Job: job,
 		PerGPU: PerGPU{AllocatedPeakBytes: alloc, ReservedPeakBytes: reserved, DevicePeakBytes: device, PeakPhase: "serving",
@@ -174,7 +196,7 @@ func (in *inferenceInputs) servingResult(m *model.Model, job Job, setup servingS
 func (in *inferenceInputs) servingFigures(setup servingSetup, requested units.Bytes, st servingStage) *ServingResult {
 	sr := &ServingResult{
 		GPUMemoryBytes: setup.total, GPUMemoryUtilization: setup.util, RequestedBytes: requested,
-		WeightsBytes: st.weights.total, ActivationPeakBytes: st.act.bytes, NonTorchBytes: vllmNonTorch,
+		WeightsBytes: st.weights.total, ActivationPeakBytes: st.act.bytes, NonTorchBytes: setup.nonTorch,
 		KVPoolBytes: st.pool, KVBytesPerToken: st.kv.perToken(), BlockSize: setup.blockSize,
 		KVBlocks: st.blocks, KVTokens: units.MulInt(st.blocks, int64(setup.blockSize)),
 		RecurrentStateBytesPerSeq: st.state.perSeq(),
@@ -206,11 +228,19 @@ func (in *inferenceInputs) servingWarnings(m *model.Model, setup servingSetup, s
 	case in.encoderOnly:
 		return []string{fmt.Sprintf("%s is an encoder-only model: vLLM runs it without a KV cache, so concurrency is bounded by max_num_seqs and the activation budget", m.ID)}
 	case st.pool == 0:
-		return []string{fmt.Sprintf("no memory left for the KV cache: weights %s + activations %s + non-torch %s exceed %.2f × %s",
-			units.FormatIEC(st.weights.total), units.FormatIEC(st.act.bytes), units.FormatIEC(vllmNonTorch), setup.util, units.FormatIEC(setup.total))}
+		graphs := ""
+		if st.graphs.Bytes > 0 && setup.graphsInBudget {
+			graphs = " + CUDA graphs " + units.FormatIEC(st.graphs.Bytes)
+		}
+		return []string{fmt.Sprintf("no memory left for the KV cache: weights %s + activations %s + non-torch %s%s exceed %.2f × %s",
+			units.FormatIEC(st.weights.total), units.FormatIEC(st.act.bytes), units.FormatIEC(setup.nonTorch), graphs, setup.util, units.FormatIEC(setup.total))}
 	case !sr.MaxModelLenFits:
-		return []string{fmt.Sprintf("one sequence of max_model_len=%d tokens needs %s of KV cache, more than the %s pool: vLLM refuses to start; lower max_model_len or raise gpu_memory_utilization",
-			setup.maxModelLen, units.FormatIEC(st.seqBytes(int64(setup.maxModelLen), setup, in.crossTokens)), units.FormatIEC(st.pool))}
+		fit := ""
+		if sr.EstimatedMaxModelLen > 0 {
+			fit = fmt.Sprintf(" (the longest that fits is %d)", sr.EstimatedMaxModelLen)
+		}
+		return []string{fmt.Sprintf("one sequence of max_model_len=%d tokens would need %d blocks (%s) of KV cache, more than the %d blocks (%s) of the pool: vLLM refuses to start; lower max_model_len%s or raise gpu_memory_utilization",
+			setup.maxModelLen, sr.MaxModelLenBlocks, units.FormatIEC(sr.MaxModelLenKVBytes), sr.KVBlocks, units.FormatIEC(st.pool), fit)}
 	}
 	return nil
 }
@@ -218,12 +248,12 @@ func (in *inferenceInputs) servingWarnings(m *model.Model, setup servingSetup, s
 // servingComponents are the rows of a serving breakdown.
 func (in *inferenceInputs) servingComponents(m *model.Model, setup servingSetup, st servingStage, sr *ServingResult, o Overheads) []Component {
 	kvRow := Component{Name: "kv_cache", Bytes: st.pool, Level: "allocated", Phase: "persistent",
-		Formula: fmt.Sprintf("pool = %.2f × %s − weights − activations − non-torch; %d blocks × %d tokens × %d B/token (%s, one layer = %s)",
-			setup.util, units.FormatIEC(setup.total), st.blocks, setup.blockSize, st.kv.perToken(), in.kv.Name, st.kv.formula),
+		Formula: fmt.Sprintf("pool = %.2f × %s − weights − activations − non-torch%s; %d blocks × %d tokens × %d B/token (%s, one layer = %s)",
+			setup.util, units.FormatIEC(setup.total), graphsTerm(setup), st.blocks, setup.blockSize, st.kv.perToken(), in.kv.Name, st.kv.formula),
 		Source: "MODEL.md §7.3 (vLLM budget); vllm-project/vllm:vllm/v1/worker/gpu_worker.py, vllm/v1/kv_cache_interface.py"}
 	if h := st.hybrid; h != nil {
-		kvRow.Formula = fmt.Sprintf("pool = %.2f × %s − weights − activations − non-torch, shared by attention pages and recurrent state; %s; one attention layer = %s per token (%s); one recurrent layer = %s per sequence",
-			setup.util, units.FormatIEC(setup.total), h.formula(st.state), st.kv.formula, in.kv.Name, st.state.formula)
+		kvRow.Formula = fmt.Sprintf("pool = %.2f × %s − weights − activations − non-torch%s, shared by attention pages and recurrent state; %s; one attention layer = %s per token (%s); one recurrent layer = %s per sequence",
+			setup.util, units.FormatIEC(setup.total), graphsTerm(setup), h.formula(st.state), st.kv.formula, in.kv.Name, st.state.formula)
 		kvRow.Source += "; vllm/v1/core/kv_cache_utils.py (uniform-page groups), vllm/platforms/interface.py _align_hybrid_block_size; " + srcState
 	}
 	comps := []Component{
@@ -234,13 +264,31 @@ func (in *inferenceInputs) servingComponents(m *model.Model, setup servingSetup,
 			Source: "MODEL.md §7.3 step 3, §7.4"},
 	}
 	if sr.CUDAGraphBytes > 0 {
-		g := in.cudaGraphs(m, int64(min(setup.maxSeqs, vllmMaxCaptureSize)))
-		comps = append(comps, g)
+		comps = append(comps, st.graphs)
 	}
 	return append(comps,
-		Component{Name: "non_torch", Bytes: vllmNonTorch, Level: "device", Phase: "persistent",
-			Formula: "non-torch increase measured by vLLM's profiler (0.25 GiB)", Source: "MODEL.md §7.3; dev measurements (vLLM v0.19 startup logs)"},
+		nonTorchRow(setup, in.tp),
 		Component{Name: "cuda_context", Bytes: o.CUDAContext, Level: "device", Phase: "persistent",
 			Formula: "cuda_context_mib, outside vLLM's budget (the budget is measured from a snapshot after initialisation)",
 			Source:  "MODEL.md §10; vllm-project/vllm:vllm/v1/worker/gpu_worker.py init_device"})
+}
+
+// graphsTerm is the budget's CUDA-graph term when vLLM counts it.
+func graphsTerm(setup servingSetup) string {
+	if setup.graphsInBudget {
+		return " − CUDA graphs"
+	}
+	return ""
+}
+
+// nonTorchRow is the breakdown row of the memory outside torch that
+// vLLM's profiler counts.
+func nonTorchRow(setup servingSetup, tp int) Component {
+	c := Component{Name: "non_torch", Bytes: setup.nonTorch, Level: "device", Phase: "persistent",
+		Formula: "non-torch increase measured by vLLM's profiler (0.25 GiB)", Source: "MODEL.md §7.3; dev measurements (vLLM v0.19 startup logs)"}
+	if setup.nonTorch > vllmNonTorch {
+		c.Formula = fmt.Sprintf("non-torch increase measured by vLLM's profiler: 0.25 GiB + vllm_non_torch_tp_mib for tensor parallelism %d (NCCL communicators and custom all-reduce buffers)", tp)
+		c.Source += "; constant vllm_non_torch_tp_mib (the TP 2 logs of vLLM v0.19 and PR #10511)"
+	}
+	return c
 }

@@ -28,7 +28,8 @@ func TestServingLlama31MatchesVLLMProfile(t *testing.T) {
 	// vLLM v0.19 on H100-80GB, gpu_memory_utilization 0.95, max_model_len
 	// 8192: weights 14.99 GiB, activation peak 1.89 GiB, non-torch 0.25 GiB,
 	// KV pool 58.11 GiB = 476k tokens (dev measurement vllm019-llama31-8b-tp1).
-	s := serve(t, llama31_8b, Job{GPUMemory: h100Total, GPUMemoryUtilization: 0.95, MaxModelLen: 8192, GPU: "H100-SXM", GPUComputeCapability: 90})
+	s := serve(t, llama31_8b, Job{GPUMemory: h100Total, GPUMemoryUtilization: 0.95, MaxModelLen: 8192, GPU: "H100-SXM", GPUComputeCapability: 90,
+		Stack: Stack{"vllm": "0.19.0"}})
 	checks := []struct {
 		name      string
 		got, want float64

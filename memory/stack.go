@@ -61,8 +61,8 @@ var stackPackages = []StackPackage{
 		DefaultSource: "Accelerate v1.11.0 release (huggingface/accelerate tag v1.11.0)"},
 	{Name: "deepspeed", Oldest: "0.8", Default: "0.18.0",
 		DefaultSource: "DeepSpeed v0.18.0 release (deepspeedai/DeepSpeed tag v0.18.0)"},
-	{Name: "vllm", Oldest: "0.4", Default: "0.11.0",
-		DefaultSource: "vLLM v0.11.0 release (vllm-project/vllm tag v0.11.0)"},
+	{Name: "vllm", Oldest: "0.4", Default: "0.33.0",
+		DefaultSource: "vLLM v0.33.0 release (vllm-project/vllm tag v0.33.0), the newest on PyPI in November 2026"},
 	{Name: "torchtitan", Oldest: "2024-01", Default: "2025-10", Dated: true,
 		DefaultSource: "pytorch/torchtitan main as of 2025-10 (no regular releases; dated by commit)"},
 	// SGLang's serving memory (its default mem_fraction_static) follows

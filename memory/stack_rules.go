@@ -75,6 +75,8 @@ const (
 	ruleTransformersFullLogits
 	ruleBnb4bitSavesInput
 	ruleVLLMV0Sampler
+	ruleVLLMFullKVForMLA
+	ruleVLLMCUDAGraphsOutsideBudget
 	ruleTitanLogitsThroughBackward
 	ruleTorchNoExpandableSegments
 	ruleTitanDefaultSegments
@@ -118,6 +120,21 @@ var rules = [numRules]Rule{
 		Name: "vllm-v0-sampler-warmup", Package: "vllm", Before: "0.8",
 		Effect: "the V0 engine's profile run keeps only the fp32 logits of max_num_seqs rows (a smaller sampler warm-up)",
 		Source: "vllm-project/vllm v0.8.0 (V1 engine by default); the sampler of vllm/model_executor/layers/sampler.py",
+	},
+	ruleVLLMFullKVForMLA: {
+		Name: "vllm-mla-full-kv", Package: "vllm", Before: "0.7.1",
+		Effect: "MLA models (DeepSeek-V2/V3) cache the full K and V of every attention head, padded to head size 256, " +
+			"instead of the (kv_lora_rank + qk_rope_head_dim)-wide latent: 14× the cache per token of DeepSeek-V2-Lite",
+		Source: "vllm-project/vllm PR #12601 (MLA attention for DeepSeek-V2/V3, released in 0.7.1); the pre-MLA layout is " +
+			"vllm/model_executor/models/deepseek_v2.py Attention(num_local_heads, 256, num_kv_heads=num_local_heads), and " +
+			"the startup log in PR #10927 (DeepSeek-V2-Lite-Chat, fp16: 35.42 GiB = 5373 blocks × 16 tokens × 442,368 B = 27 layers × 2 × 16 heads × 256 × 2 B)",
+	},
+	ruleVLLMCUDAGraphsOutsideBudget: {
+		Name: "vllm-cudagraph-outside-budget", Package: "vllm", Before: "0.21",
+		Effect: "CUDA graphs are captured after the KV cache is sized, outside gpu_memory_utilization; from 0.21 the profiler " +
+			"estimates their pool first and takes it out of the KV budget (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS on by default)",
+		Source: "vllm-project/vllm PR #30515 (the estimate: a dummy capture with a small KV cache, off by default); " +
+			"vllm/envs.py \"Enabled by default as of v0.21.0\" and vllm/v1/worker/gpu_worker.py \"CUDA graph memory profiling is enabled (default since v0.21.0)\"",
 	},
 	ruleTitanLogitsThroughBackward: {
 		Name: "torchtitan-logits-through-backward", Package: "torchtitan", Before: "2024-04",

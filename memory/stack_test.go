@@ -119,7 +119,7 @@ func TestResolveStackEras(t *testing.T) {
 		"transformers<4.36": {"transformers-tuple-kv-cache", "transformers-full-prompt-logits"},
 		"transformers<4.45": {"transformers-full-prompt-logits"},
 		"bnb<0.43.2":        {"bnb-4bit-saves-input"},
-		"vllm<0.8":          {"vllm-v0-sampler-warmup"},
+		"vllm<0.8":          {"vllm-v0-sampler-warmup", "vllm-cudagraph-outside-budget"},
 		"torchtitan-2024q1": {"torchtitan-logits-through-backward", "torchtitan-default-allocator"},
 	}
 	for era, want := range cases {

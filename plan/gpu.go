@@ -15,6 +15,8 @@ import (
 func OnGPU(job memory.Job, g gpu.GPU) memory.Job {
 	job.GPU = g.Name
 	job.GPUMemory = g.CUDATotal()
+	job.GPUMemoryIsDriverTotal = g.CUDAMemory == 0
+	job.GPUFormFactor = g.FormFactor
 	job.GPUComputeCapability = g.SM()
 	return job
 }
@@ -40,7 +42,7 @@ func ResolveGPU(cat *gpu.Catalog, job memory.Job) (memory.Job, gpu.GPU, error) {
 	mem := job.GPUMemory
 	job = OnGPU(job, g)
 	if mem > 0 {
-		job.GPUMemory = mem
+		job.GPUMemory, job.GPUMemoryIsDriverTotal = mem, false
 	}
 	return job, g, nil
 }

@@ -84,25 +84,7 @@ func Estimate(w io.Writer, r memory.Result, o Options) error {
 	if sv := r.Serving; sv != nil && sv.SGLang != nil {
 		sglangSummary(&b, sv, o)
 	} else if sv != nil {
-		fmt.Fprintf(&b, "serving (vLLM budget): %.2f × %s = %s requested; weights %s, profiled activations %s, non-torch %s\n",
-			sv.GPUMemoryUtilization, o.Bytes(sv.GPUMemoryBytes), o.Bytes(sv.RequestedBytes), o.Bytes(sv.WeightsBytes),
-			o.Bytes(sv.ActivationPeakBytes), o.Bytes(sv.NonTorchBytes))
-		if sv.RecurrentStateBytesPerSeq > 0 {
-			fmt.Fprintf(&b, "KV pool: %s shared by attention and recurrent state: %d pages per layer group, attention blocks of %d tokens = %d tokens (%d B per token); %d B of recurrent state per sequence\n",
-				o.Bytes(sv.KVPoolBytes), sv.KVBlocks, sv.BlockSize, sv.KVTokens, sv.KVBytesPerToken, sv.RecurrentStateBytesPerSeq)
-		} else {
-			fmt.Fprintf(&b, "KV pool: %s = %d blocks of %d tokens = %d tokens (%d B per token)\n",
-				o.Bytes(sv.KVPoolBytes), sv.KVBlocks, sv.BlockSize, sv.KVTokens, sv.KVBytesPerToken)
-		}
-		fmt.Fprintf(&b, "concurrent sequences of %d tokens: %d", sv.SeqLen, sv.MaxConcurrentSeqs)
-		if sv.MaxModelLen > 0 {
-			verdict := "fits"
-			if !sv.MaxModelLenFits {
-				verdict = "does NOT fit: the engine would refuse to start"
-			}
-			fmt.Fprintf(&b, "; one sequence of --max-model-len %d %s", sv.MaxModelLen, verdict)
-		}
-		b.WriteString("\n")
+		writeServing(&b, sv)
 	}
 	if r.Host != nil {
 		fmt.Fprintf(&b, "host memory for offload, per node: %s CPU RAM", o.Bytes(r.Host.CPUBytes))
@@ -262,4 +244,24 @@ func stages(w io.Writer, r memory.Result, o Options) error {
 			strings.Join(holds, ", "), o.Bytes(st.PerGPU.AllocatedPeakBytes), o.Bytes(st.PerGPU.ReservedPeakBytes), o.Bytes(st.PerGPU.DevicePeakBytes))
 	}
 	return t.Render(w, o.Format)
+}
+
+// writeServing writes the serving answer: the budget, the pool, the
+// concurrency and whether max_model_len fits, in plain words, then what
+// vLLM itself would print at startup.
+func writeServing(b *strings.Builder, sv *memory.ServingResult) {
+	b.WriteString("serving:\n")
+	for _, line := range sv.Answer {
+		fmt.Fprintf(b, "  %s\n", line)
+	}
+	if sv.RecurrentStateBytesPerSeq > 0 {
+		fmt.Fprintf(b, "  The pool is shared by attention pages and recurrent state: %d B of state per sequence, attention blocks of %d tokens.\n",
+			sv.RecurrentStateBytesPerSeq, sv.BlockSize)
+	}
+	if sv.EngineMessage != "" {
+		b.WriteString("vLLM would print:\n")
+		for _, line := range strings.Split(sv.EngineMessage, "\n") {
+			fmt.Fprintf(b, "  %s\n", line)
+		}
+	}
 }

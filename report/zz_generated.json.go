@@ -317,6 +317,10 @@ func appendMemoryJob(w *jsonWriter, v *memory.Job) {
 		w.key(`"cuda_graphs"`)
 		w.bool(v.CUDAGraphs)
 	}
+	if v.EnforceEager {
+		w.key(`"enforce_eager"`)
+		w.bool(v.EnforceEager)
+	}
 	if v.InferenceEngine != "" {
 		w.key(`"inference_engine"`)
 		w.string(v.InferenceEngine)
@@ -340,6 +344,14 @@ func appendMemoryJob(w *jsonWriter, v *memory.Job) {
 	if v.GPUMemory != 0 {
 		w.key(`"gpu_memory_bytes"`)
 		w.int(int64(v.GPUMemory))
+	}
+	if v.GPUMemoryIsDriverTotal {
+		w.key(`"gpu_memory_is_driver_total"`)
+		w.bool(v.GPUMemoryIsDriverTotal)
+	}
+	if v.GPUFormFactor != "" {
+		w.key(`"gpu_form_factor"`)
+		w.string(v.GPUFormFactor)
 	}
 	if v.GPUComputeCapability != 0 {
 		w.key(`"gpu_compute_capability"`)
@@ -630,6 +642,51 @@ func appendMemoryServingResult(w *jsonWriter, v *memory.ServingResult) {
 	if v.SGLang != nil {
 		w.key(`"sglang"`)
 		appendMemorySGLangServing(w, v.SGLang)
+	}
+	if v.CUDAGraphsInBudget {
+		w.key(`"cuda_graphs_in_budget"`)
+		w.bool(v.CUDAGraphsInBudget)
+	}
+	if v.VLLMVersion != "" {
+		w.key(`"vllm_version"`)
+		w.string(v.VLLMVersion)
+	}
+	if v.VLLMVersionAssumed {
+		w.key(`"vllm_version_assumed"`)
+		w.bool(v.VLLMVersionAssumed)
+	}
+	if v.MaxModelLenKVBytes != 0 {
+		w.key(`"max_model_len_kv_bytes"`)
+		w.int(int64(v.MaxModelLenKVBytes))
+	}
+	if v.MaxModelLenBlocks != 0 {
+		w.key(`"max_model_len_blocks"`)
+		w.int(v.MaxModelLenBlocks)
+	}
+	if v.VLLMMaxConcurrency != 0 {
+		w.key(`"vllm_max_concurrency"`)
+		w.float(v.VLLMMaxConcurrency, 64)
+	}
+	if v.EstimatedMaxModelLen != 0 {
+		w.key(`"estimated_max_model_len"`)
+		w.int(int64(v.EstimatedMaxModelLen))
+	}
+	if v.EngineMessage != "" {
+		w.key(`"engine_message"`)
+		w.string(v.EngineMessage)
+	}
+	if len(v.Answer) != 0 {
+		w.key(`"answer"`)
+		if v.Answer == nil {
+			w.null()
+		} else {
+			w.open('[')
+			for e1 := range v.Answer {
+				w.elem()
+				w.string(v.Answer[e1])
+			}
+			w.close(']')
+		}
 	}
 	if v.RecurrentStateBytesPerSeq != 0 {
 		w.key(`"recurrent_state_bytes_per_seq"`)

@@ -179,7 +179,7 @@ func TestEstimateTables(t *testing.T) {
 		want []string
 	}{
 		{[]string{"estimate", "llama2-7b", "--seq-len", "1024"}, []string{"weights", "optimizer_states", "allocated peak", "reserved peak", "device peak", "phases (allocated)"}},
-		{[]string{"estimate", "llama3.1-8b", "--mode", "serving", "--gpu", "h100", "--max-model-len", "32768", "--seq-len", "4096"}, []string{"KV pool:", "concurrent sequences of 4096 tokens", "--max-model-len 32768 fits"}},
+		{[]string{"estimate", "llama3.1-8b", "--mode", "serving", "--gpu", "h100", "--max-model-len", "32768", "--seq-len", "4096"}, []string{"The KV cache pool is", "At 4,096 tokens per sequence", "max_model_len fits: one request of max_model_len 32,768 tokens", "vLLM would print:", "Maximum concurrency for 32,768 tokens per request"}},
 		{[]string{"estimate", "llama2-7b", "--seq-len", "1024", "--explain"}, []string{"how each component was computed", "source:"}},
 		{[]string{"estimate", "llama2-7b", "--seq-len", "1024", "--format", "markdown"}, []string{"| component |", "| **allocated peak** |"}},
 	} {

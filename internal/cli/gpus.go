@@ -28,7 +28,8 @@ func newGPUsCmd(f *Factory, g *globalOptions) *cobra.Command {
 what a job's device peak is compared with, not the marketing size. Any name or alias
 works with --gpu, as do the names nvidia-smi prints ("NVIDIA H100 80GB HBM3").
 CUDA TOTAL is what CUDA itself reports (torch.cuda.mem_get_info), a few hundred MiB
-less on recent drivers, where a published log shows it.
+less on recent drivers, where a published log shows it; vLLM budgets from it. Where it
+is blank no log shows it, and a serving estimate budgets from MEMORY and says so.
 
 --gpus-file adds boards or corrects figures from a JSON or YAML file in the same
 format as 'gpumem gpus --format json'; use memory_mib for the MiB nvidia-smi shows.`,

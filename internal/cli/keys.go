@@ -21,6 +21,11 @@ var keyFlags = map[string]string{
 var flagless = map[string]bool{
 	"task_head":              true,
 	"gpu_compute_capability": true,
+	// Facts of the board the GPU catalog fills in, like the compute
+	// capability: whether the memory is the driver's total, and the form
+	// factor.
+	"gpu_memory_is_driver_total": true,
+	"gpu_form_factor":            true,
 }
 
 // flagOfKey returns the flag (without dashes) that sets a memory.Job key,

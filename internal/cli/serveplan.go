@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -67,6 +69,9 @@ of --seq-len tokens (default --max-model-len) run at once, and whether one seque
 			if err := servePlanTable(m.ID, rows, ro).Render(f.IO.Out, ro.Format); err != nil {
 				return err
 			}
+			if _, err := io.WriteString(f.IO.Out, servePlanLegend(rows)); err != nil {
+				return err
+			}
 			return report.WriteWarnings(f.IO.Out, warnings)
 		},
 	}
@@ -108,10 +113,66 @@ func addServingFlags(fs *pflag.FlagSet, j *memory.Job) {
 	fs.IntVar(&j.MaxNumSeqs, "max-num-seqs", 0, "serving: maximum concurrent sequences (default by GPU size, as vLLM)")
 	fs.IntVar(&j.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "serving: tokens per scheduler step (default by GPU size, as vLLM)")
 	fs.IntVar(&j.BlockSize, "block-size", 0, "serving: KV cache block size in tokens (default 16)")
-	fs.BoolVar(&j.CUDAGraphs, "cuda-graphs", false, "count the CUDA-graph memory pool (outside vLLM's budget)")
+	fs.BoolVar(&j.CUDAGraphs, "cuda-graphs", false, "before vLLM 0.21: count the CUDA-graph pool (outside vLLM's budget); from 0.21 vLLM counts it in the budget")
 	fs.Float64Var(&j.MemFractionStatic, "mem-fraction-static", 0, "SGLang: share of the free GPU memory at startup for weights and KV pool (default SGLang's, by GPU size)")
 	fs.IntVar(&j.CUDAGraphMaxBS, "cuda-graph-max-bs", 0, "SGLang: largest decode batch captured in a CUDA graph (default SGLang's, by GPU size and TP)")
 	fs.BoolVar(&j.DisableCUDAGraph, "disable-cuda-graph", false, "SGLang: capture no CUDA graphs")
+	fs.BoolVar(&j.EnforceEager, "enforce-eager", false, "serving: vLLM --enforce-eager, no CUDA graph is captured")
+	fs.Var(vllmVersionValue{&j.Stack}, "vllm-version", "serving: the vLLM release the server runs, e.g. 0.19.0 (default the newest gpumem knows; same as --stack vllm=X)")
+}
+
+// vllmVersionValue is --vllm-version, shorthand for --stack vllm=X: it
+// sets the job's Stack["vllm"] after checking the version is one the
+// memory model covers.
+type vllmVersionValue struct{ st *memory.Stack }
+
+func (v vllmVersionValue) String() string {
+	if v.st == nil {
+		return ""
+	}
+	return (*v.st)["vllm"]
+}
+
+func (v vllmVersionValue) Set(s string) error {
+	if err := checkVLLMVersion(s); err != nil {
+		return err
+	}
+	if *v.st == nil {
+		*v.st = memory.Stack{}
+	}
+	return v.st.Set("vllm", strings.TrimSpace(s))
+}
+
+func (v vllmVersionValue) Type() string { return "version" }
+
+// checkVLLMVersion accepts a vLLM release between the oldest the memory
+// model covers and the newest its rules were checked against; the error
+// names both.
+func checkVLLMVersion(s string) error {
+	var pkg memory.StackPackage
+	for _, p := range memory.StackPackages() {
+		if p.Name == "vllm" {
+			pkg = p
+		}
+	}
+	accepted := fmt.Sprintf("want a vLLM release from %s to %s, such as 0.19.0", pkg.Oldest, pkg.Default)
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "v0", "v1":
+		return fmt.Errorf("%q names vLLM's engine, not a release (V0 is vLLM before 0.8, V1 from 0.8 on): %s", s, accepted)
+	}
+	v, err := memory.ParseVersion(s, false)
+	if err != nil {
+		return fmt.Errorf("%q is not a version: %s", s, accepted)
+	}
+	oldest, _ := memory.ParseVersion(pkg.Oldest, false)
+	newest, _ := memory.ParseVersion(pkg.Default, false)
+	switch {
+	case v.Compare(oldest) < 0:
+		return fmt.Errorf("vLLM %s is older than %s, the oldest the memory model covers: %s", s, pkg.Oldest, accepted)
+	case v.Compare(newest) > 0:
+		return fmt.Errorf("vLLM %s is newer than %s, the newest release gpumem's version rules were checked against: %s", s, pkg.Default, accepted)
+	}
+	return nil
 }
 
 // finish validates the flags and resolves the GPU's memory from the catalog.
@@ -166,6 +227,26 @@ func (o *servePlanOptions) finish(fs *pflag.FlagSet) error {
 	}
 	j.Mode = memory.Serving
 	return nil
+}
+
+// servePlanLegend says what the columns mean and which vLLM version the
+// figures follow, so that the pool's concurrency is not read as
+// max_num_seqs or the other way round.
+func servePlanLegend(rows []memory.ServingPlanRow) string {
+	for _, r := range rows {
+		s := r.Serving
+		if s == nil {
+			continue
+		}
+		ver := "vLLM " + s.VLLMVersion
+		if s.VLLMVersionAssumed {
+			ver += " (assumed: the newest release gpumem knows; state yours with --vllm-version)"
+		}
+		return fmt.Sprintf("\n%s. kv tokens: what the pool holds; seqs: sequences of %d tokens the pool holds at once "+
+			"(max_num_seqs %d is the scheduler's cap on running sequences, not a capacity); max-model-len: whether one request "+
+			"of that length fits the pool (vLLM refuses to start otherwise).\n", ver, s.SeqLen, s.MaxNumSeqs)
+	}
+	return ""
 }
 
 // servePlanTable renders the layouts as rows.

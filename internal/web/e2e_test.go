@@ -462,8 +462,9 @@ func TestPageInChromium(t *testing.T) {
 	st = waitFor(ctx, t, "serving preset", func(q url.Values) bool { return q.Get("mode") == "serving" })
 	if res := checkAgainstAPI(t, base, st); res.Serving == nil {
 		t.Errorf("serving preset: no serving capacity in the result")
-	} else if want := "KV cache pool: " + units.FormatIEC(res.Serving.KVPoolBytes); !strings.HasPrefix(st.Serving, want) {
-		t.Errorf("serving line %q, want it to start with %q", st.Serving, want)
+	} else if want := strings.Join(res.Serving.Answer, " "); want == "" || !strings.HasPrefix(st.Serving, want) ||
+		!strings.Contains(st.Serving, "The KV cache pool is "+units.FormatIEC(res.Serving.KVPoolBytes)) {
+		t.Errorf("serving line %q, want the API's answer %q, naming the pool", st.Serving, want)
 	}
 	checkPlan(t, base, st, "H100-SXM")
 	saveScreenshot(ctx, t, "serve-8b-h100")

@@ -393,6 +393,12 @@ function servingText(v) {
       `${g.max_total_num_tokens.toLocaleString('en-US')} (${formatIEC(v.kv_pool_bytes)}); max_running_requests=${g.max_running_requests}, ` +
       `context_len=${g.context_len}; ${(v.max_concurrent_seqs || 0).toLocaleString('en-US')} sequences of ${v.seq_len.toLocaleString('en-US')} tokens at once.`;
   }
+  // The answer in plain words (budget, pool, concurrency, max_model_len
+  // in vLLM's own words), as the CLI prints it.
+  if (v.answer && v.answer.length) {
+    const words = v.answer.join(' ');
+    return v.max_model_len_fits ? words : `${words} vLLM would print: "${v.engine_message}"`;
+  }
   let t = `KV cache pool: ${formatIEC(v.kv_pool_bytes)} = ${v.kv_tokens.toLocaleString('en-US')} tokens ` +
     `(${v.kv_blocks.toLocaleString('en-US')} blocks of ${v.block_size})`;
   if (v.max_concurrent_seqs !== undefined) t += `; ${v.max_concurrent_seqs.toLocaleString('en-US')} sequences of ${v.seq_len.toLocaleString('en-US')} tokens at once`;
