@@ -29,6 +29,7 @@ func Estimate(m *model.Model, job Job) (r Result, err error) {
 		if r, err = estimateInference(m, job); err != nil {
 			return r, err
 		}
+		resolvedServingJob(&r)
 		withBand(&r)
 	default:
 		return Result{}, FieldErrorf("mode", "estimate: unknown mode %q (want train, inference or serving)", job.Mode)

@@ -156,8 +156,10 @@ func (in *inferenceInputs) servingResult(m *model.Model, job Job, setup servingS
 	device := units.Add(units.Add(reserved, vllmNonTorch), o.CUDAContext)
 	total, active := inferenceParamTotals(m)
 	warnings := append(append([]string(nil), in.warnings...), in.servingWarnings(m, setup, st, sr)...)
+	var assumed KeySet
+	resolved := in.resolvedInferenceJob(job, &assumed)
 	return Result{
-		Model: m.ID, Architecture: m.Architecture, TotalParams: total, ActiveParams: active, Job: job,
+		Model: m.ID, Architecture: m.Architecture, TotalParams: total, ActiveParams: active, Job: resolved, Assumed: assumed,
 		PerGPU: PerGPU{AllocatedPeakBytes: alloc, ReservedPeakBytes: reserved, DevicePeakBytes: device, PeakPhase: "serving",
 			Components: comps, Phases: []Phase{
 				{Name: "profile", Bytes: units.Add(st.weights.total, st.act.bytes)},
