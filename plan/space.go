@@ -264,18 +264,22 @@ func (f *estFitter) fit(mb int) (Fit, error) {
 // asks for the peaks up to the GPU's memory: the search keeps no figure
 // of a job that does not fit.
 type sweepFitter struct {
-	sw *memory.Sweep
-	g  gpu.GPU
+	sw     *memory.Sweep
+	g      gpu.GPU
+	decide string // the job's Job.DecideOn
 }
 
-func (f *sweepFitter) reset(j *memory.Job) { f.sw.Reset(j) }
+func (f *sweepFitter) reset(j *memory.Job) {
+	f.sw.Reset(j)
+	f.decide = decideOn(*j)
+}
 
 func (f *sweepFitter) fit(mb int) (Fit, error) {
 	p, err := f.sw.PeakUpTo(mb, f.g.Memory)
 	if err != nil {
 		return Fit{}, err
 	}
-	return CheckBytes(NeedPeaks(p), f.g), nil
+	return CheckNeeds(NeedsOfPeaks(p, f.decide), f.g), nil
 }
 
 // SearchWith is [Search] with an estimator per worker: each worker calls
