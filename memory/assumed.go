@@ -33,7 +33,6 @@ func keyOf(name string) keyID {
 
 // The settings an estimate fills when the job leaves them empty.
 var (
-	keyMode           = keyOf("mode")
 	keyDtype          = keyOf("dtype")
 	keyMaster         = keyOf("master_weights")
 	keyCompute        = keyOf("compute_dtype")

@@ -24,8 +24,7 @@ func (s *setup) resolvedTrainingJob(dst *Job, a *KeySet, box *trainBox) {
 	*a = KeySet{}
 	j := dst
 	if j.Mode == "" {
-		j.Mode = Train
-		a.add(keyMode)
+		j.Mode = Train // the zero value's documented meaning, which every title names: not listed as assumed
 	}
 	fillString(&j.Dtype, s.weight.Name, keyDtype, a)
 	fillString(&j.MasterWeights, cond(s.master, "fp32", "none"), keyMaster, a)
