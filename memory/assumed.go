@@ -93,6 +93,16 @@ func (s KeySet) Has(name string) bool {
 	return ok && k.index < 64*keySetWords && s.has(keyID(k.index))
 }
 
+// Delete removes the setting whose JSON key is name from the set.
+func (s *KeySet) Delete(name string) {
+	if k, ok := LookupJobKey(name); ok && k.index < 64*keySetWords {
+		s.bits[k.index/64] &^= 1 << (k.index % 64)
+	}
+}
+
+// Equal reports whether s and t hold the same settings (go-cmp uses it).
+func (s KeySet) Equal(t KeySet) bool { return s == t }
+
 // IsZero reports whether the set is empty.
 func (s KeySet) IsZero() bool { return s.bits == [keySetWords]uint64{} }
 

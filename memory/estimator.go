@@ -34,7 +34,7 @@ func (e *Estimator) Estimate(job *Job) (*Result, error) {
 	if e == nil || e.m == nil {
 		return nil, fmt.Errorf("estimate: no model")
 	}
-	if err := checkGPU(job.GPUComputeCapability); err != nil {
+	if err := checkJob(job); err != nil {
 		return nil, err
 	}
 	switch job.Mode {
@@ -114,7 +114,7 @@ func (e *Estimator) trainingPeaks(job *Job, limit units.Bytes, sw *Sweep) (Peaks
 	if e == nil || e.m == nil {
 		return Peaks{}, fmt.Errorf("estimate: no model")
 	}
-	if err := checkGPU(job.GPUComputeCapability); err != nil {
+	if err := checkJob(job); err != nil {
 		return Peaks{}, err
 	}
 	if e.tab == nil {
