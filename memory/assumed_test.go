@@ -2,6 +2,7 @@ package memory
 
 import (
 	"encoding/json"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -159,6 +160,40 @@ func TestPeakHighMatchesBand(t *testing.T) {
 			if p.LoadingBytes != r.Loading.DeviceBytes {
 				t.Errorf("%s %s: Peak loading %d, Estimate %d", id, c.name, p.LoadingBytes, r.Loading.DeviceBytes)
 			}
+		}
+	}
+}
+
+// TestDefaultsDocumented checks that docs/DEFAULTS.md lists every
+// setting an estimate can assume: the union of the assumed keys of every
+// golden job on the resolved-job models, and of the loading switches of
+// each engine.
+func TestDefaultsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/DEFAULTS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	jobs := []Job{{Engine: "fsdp", NumGPUs: 2}, {Engine: "deepspeed", ZeRO: 3, NumGPUs: 2}, {Mode: Serving, GPUMemory: 80 * units.GiB}}
+	for _, c := range goldenCases() {
+		jobs = append(jobs, c.job)
+	}
+	for _, id := range resolvedModels {
+		m := catalogModel(t, id)
+		for _, j := range jobs {
+			if r, err := Estimate(m, j); err == nil {
+				for _, k := range r.Assumed.Keys() {
+					seen[k] = true
+				}
+			}
+		}
+	}
+	if len(seen) < 30 {
+		t.Fatalf("only %d assumed keys seen: %v", len(seen), seen)
+	}
+	for k := range seen {
+		if !strings.Contains(string(doc), "`"+k+"`") {
+			t.Errorf("docs/DEFAULTS.md does not list %s", k)
 		}
 	}
 }
