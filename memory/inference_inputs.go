@@ -82,6 +82,13 @@ func resolveInference(m *model.Model, job Job) (*inferenceInputs, error) {
 		return nil, err
 	}
 	in.warnings = append(in.warnings, sw...)
+	if job.AllocConf != "" {
+		if _, err := resolveAllocConf(&job, rs, false); err != nil {
+			return nil, err
+		}
+		in.warnings = append(in.warnings, "alloc_conf: gpumem derives the caching allocator's share for training jobs; "+
+			"inference and serving estimates keep the fragmentation_inference fraction")
+	}
 	in.legacyCache = rs.has(ruleTransformersTupleCache)
 	in.fullLogits = in.legacyCache || rs.has(ruleTransformersFullLogits)
 	plan, err := planWeights(m, job)

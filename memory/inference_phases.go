@@ -198,9 +198,9 @@ func (c phaseContext) quantBuffers() Component {
 	dq := units.MulInt(c.w.maxLinear, 2)
 	state := units.MulInt(int64(exllamaMaxInputLen)*int64(max(c.w.maxLinearIn, c.w.maxLinearOut)), 2)
 	if c.in.quiet {
-		return Component{Name: "quant_buffers", Bytes: units.Bytes(dq + state), Level: "allocated", Phase: "persistent"}
+		return Component{Name: "quant_buffers", Bytes: units.Add(units.Bytes(dq), units.Bytes(state)), Level: "allocated", Phase: "persistent"}
 	}
-	return Component{Name: "quant_buffers", Bytes: units.Bytes(dq + state), Level: "allocated", Phase: "persistent",
+	return Component{Name: "quant_buffers", Bytes: units.Add(units.Bytes(dq), units.Bytes(state)), Level: "allocated", Phase: "persistent",
 		Formula: fmt.Sprintf("exllama temp_dq %d×%d × 2B + temp_state %d × %d × 2B", c.w.maxLinearOut, c.w.maxLinearIn, exllamaMaxInputLen, max(c.w.maxLinearIn, c.w.maxLinearOut)),
 		Source:  "AutoGPTQ/AutoGPTQ:auto_gptq/modeling/_utils.py autogptq_post_init (exllama scratch buffers)"}
 }

@@ -40,6 +40,11 @@ type modTab struct {
 	frac     [inlineRows]float64
 	fracMore []float64
 	fracOnes bool
+	// The weights' allocator footprint (setup.weightFootprint) for
+	// allocKey, once allocOK.
+	allocKey                  allocKey
+	allocAbsorbed, allocSlack float64
+	allocOK                   bool
 }
 
 // fracs returns the scratch slice for per-module rank fractions.

@@ -74,12 +74,13 @@ type setup struct {
 	compute   DType // matmul/activation dtype (autocast dtype under AMP)
 	adapter   DType // LoRA adapter dtype
 	residual  float64
-	amp       bool // fp32 weights + autocast (MODEL.md §2.1 AMP row)
-	master    bool // separate fp32 master copy of trainable params
-	gradFP32  bool // fp32 gradient accumulation buffers (Megatron main_grad)
-	kbitFP32  bool // prepare_model_for_kbit_training: non-quantized params fp32
-	quantHead bool // the output head is quantized too (litgpt bitsandbytes precision)
-	double    bool // bnb double quantisation
+	amp       bool      // fp32 weights + autocast (MODEL.md §2.1 AMP row)
+	master    bool      // separate fp32 master copy of trainable params
+	gradFP32  bool      // fp32 gradient accumulation buffers (Megatron main_grad)
+	kbitFP32  bool      // prepare_model_for_kbit_training: non-quantized params fp32
+	quantHead bool      // the output head is quantized too (litgpt bitsandbytes precision)
+	double    bool      // bnb double quantisation
+	alloc     AllocConf // the caching allocator's configuration (Job.AllocConf, or the framework's)
 
 	opt *optimizerSpec
 
@@ -211,6 +212,21 @@ func (s *setup) resolveFramework() error {
 	s.torch1 = rs.has(ruleTorchZeroGradKeeps)
 	s.bnbOld = rs.has(ruleBnb4bitSavesInput)
 	s.titanLogits = rs.has(ruleTitanLogitsThroughBackward)
+	return s.resolveAlloc(rs)
+}
+
+// resolveAlloc reads the allocator configuration (Job.AllocConf), or the
+// one the framework sets, and checks it against the stack's torch.
+func (s *setup) resolveAlloc(rs ruleSet) error {
+	c, err := resolveAllocConf(s.job, rs, s.framework == FrameworkTorchtitan)
+	if err != nil {
+		return err
+	}
+	s.alloc = c.conf
+	if c.assumed != "" {
+		s.warn(c.assumed)
+	}
+	s.allocNotes()
 	return nil
 }
 

@@ -109,6 +109,7 @@ func FuzzParse(f *testing.F) {
 		if a := m.ActiveParams(); a <= 0 || a > total {
 			t.Fatalf("active %d, total %d", a, total)
 		}
+		checkPartialSums(t, m, total)
 		if len(m.Text.LayerTypes) != m.Text.Layers {
 			t.Fatalf("%d layer types for %d layers", len(m.Text.LayerTypes), m.Text.Layers)
 		}
@@ -132,4 +133,44 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("recurrent state %+v", r)
 		}
 	})
+}
+
+// checkPartialSums asserts that the per-component and per-stack totals
+// are non-negative and add up to the model's total, and that every
+// per-layer count is non-negative and at most the total: sums over
+// modules never wrap.
+func checkPartialSums(t *testing.T, m *Model, total int64) {
+	t.Helper()
+	var byComp int64
+	for _, c := range m.ByComponent() {
+		if c.Params < 0 || c.Params > total {
+			t.Fatalf("component %s: %d parameters of %d", c.Component, c.Params, total)
+		}
+		byComp += c.Params
+	}
+	if byComp != total {
+		t.Fatalf("components sum to %d, total %d", byComp, total)
+	}
+	var byStack int64
+	for _, st := range []string{StackText, StackEncoder, StackVision, StackProjector} {
+		n := m.StackParams(st)
+		if n < 0 || n > total {
+			t.Fatalf("stack %s: %d parameters of %d", st, n, total)
+		}
+		byStack += n
+	}
+	if byStack != total {
+		t.Fatalf("stacks sum to %d, total %d", byStack, total)
+	}
+	if l := m.LinearParams(); l < 0 || l > total {
+		t.Fatalf("linear %d, total %d", l, total)
+	}
+	for i := range min(m.Text.Layers, 64) {
+		if n := m.LayerParams(StackText, i); n < 0 || n > total {
+			t.Fatalf("layer %d: %d parameters of %d", i, n, total)
+		}
+	}
+	if n := m.OutsideLayerParams(StackText); n < 0 || n > total {
+		t.Fatalf("outside the layers: %d parameters of %d", n, total)
+	}
 }
