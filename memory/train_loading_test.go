@@ -140,3 +140,36 @@ func TestLoadingSwitchesValidated(t *testing.T) {
 		}
 	}
 }
+
+// FuzzLoadingSwitches feeds arbitrary device_map and decide_on values
+// through an estimate: each is accepted, or refused with an error about
+// its own key; an accepted one resolves to a job that estimates the same.
+func FuzzLoadingSwitches(f *testing.F) {
+	for _, s := range [][2]string{{"", ""}, {"auto", "point"}, {"none", "upper"}, {"cuda:1", "band"}, {"7", "Expected"}, {"everywhere", "median"}, {"\x00", "\xff"}} {
+		f.Add(s[0], s[1], true)
+	}
+	m := catalogModel(f, "Qwen/Qwen2.5-0.5B")
+	f.Fuzz(func(t *testing.T, deviceMap, decide string, quantized bool) {
+		job := Job{SeqLen: 128, DeviceMap: deviceMap, DecideOn: decide, GPUMemory: 24 * units.GiB}
+		if quantized {
+			job.Method = "qlora"
+		}
+		r, err := Estimate(m, job)
+		if err != nil {
+			var fe *FieldError
+			if !errors.As(err, &fe) || (fe.Key != "device_map" && fe.Key != "decide_on") {
+				t.Fatalf("device_map %q decide_on %q: %v, want an error about one of them", deviceMap, decide, err)
+			}
+			return
+		}
+		if d, err := ParseDecideOn(r.Job.DecideOn); err != nil || r.Loading == nil {
+			t.Fatalf("resolved decide_on %q (%v), loading %v", r.Job.DecideOn, err, r.Loading)
+		} else if d != DecideUpper && d != DecidePoint {
+			t.Fatalf("decision %q", d)
+		}
+		r2, err := Estimate(m, r.Job)
+		if err != nil || r2.Loading == nil || *r2.Loading != *r.Loading || r2.PerGPU.DevicePeakBytes != r.PerGPU.DevicePeakBytes {
+			t.Fatalf("resolved job %+v: %v", r.Job, err)
+		}
+	})
+}
