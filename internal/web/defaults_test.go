@@ -50,4 +50,18 @@ func TestDefaultSeqLenAgrees(t *testing.T) {
 			t.Errorf("%s: seq_len %d (assumed %v), want the default %d", name, r.Job.SeqLen, r.Assumed.Has("seq_len"), memory.DefaultSeqLen)
 		}
 	}
+	// /api/plan states the resolved job, its assumptions and the decision.
+	rec = do(t, h, http.MethodGet, "/api/plan?model=llama2-7b&gpus=H100-SXM&seq_len=512", "")
+	var p web.PlanReport
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+		t.Fatalf("%d %s: %v", rec.Code, rec.Body, err)
+	}
+	if p.Job.Optimizer != "adamw_torch" || !p.Assumed.Has("optimizer") || p.Assumed.Has("seq_len") || p.DecidedOn != memory.DecideUpper ||
+		len(p.GPUs) != 1 || p.GPUs[0].Fit.DecidedOn != memory.DecideUpper {
+		t.Errorf("/api/plan: job %+v, assumed %v, decided on %q", p.Job, p.Assumed.Keys(), p.DecidedOn)
+	}
+	rec = do(t, h, http.MethodGet, "/api/plan?model=llama2-7b&gpus=H100-SXM&seq_len=512&decide_on=point", "")
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || p.DecidedOn != memory.DecidePoint || p.GPUs[0].Fit.DecidedOn != memory.DecidePoint {
+		t.Errorf("/api/plan decide_on=point: %s", rec.Body)
+	}
 }
