@@ -173,6 +173,9 @@ func mapActivationKnobs(r Record, job *memory.Job) {
 			job.GradCheckpoint = j.CheckpointMode
 		}
 	}
+	if j.GradCheckpoint != nil && !*j.GradCheckpoint {
+		job.GradCheckpoint = "none" // stated off (unset, a QLoRA job checkpoints)
+	}
 	f := strings.ToLower(r.Framework)
 	if j.GradCheckpoint == nil && (strings.Contains(f, "llama-factory") || strings.Contains(f, "qwen finetune.py")) {
 		// Unstated: LLaMA-Factory enables gradient checkpointing unless

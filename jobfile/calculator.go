@@ -254,7 +254,7 @@ func (c *calcReader) checkpointing(k string, v any) {
 	j := &c.f.Job
 	switch {
 	case n == 0:
-		j.GradCheckpoint = ""
+		j.GradCheckpoint = "none" // stated off: unset, a QLoRA job checkpoints
 	case n >= 4:
 		if n > 4 {
 			c.add(k, "want a level 0-4, got %d", n)

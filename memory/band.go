@@ -164,7 +164,7 @@ func withBand(r *Result) {
 
 // attachBand computes the band of r into box and attaches it.
 func attachBand(r *Result, box *bandBox) {
-	fillBand(&box.band, &box.terms, &r.Job, &r.PerGPU)
+	fillBand(&box.band, &box.terms, &r.Job, &r.Assumed, &r.PerGPU)
 	r.PerGPU.Band = &box.band
 }
 
@@ -174,46 +174,23 @@ type bandBox struct {
 	terms [bandTermsPerEstimate]BandTerm
 }
 
-// EstimateBand computes the band of an estimate from its job and
-// components. It is a pure function of the result.
+// EstimateBand computes the band of an estimate from its job, the
+// settings it assumed and its components. It is a pure function of the
+// result.
 func EstimateBand(r Result) Band {
 	box := new(bandBox)
-	fillBand(&box.band, &box.terms, &r.Job, &r.PerGPU)
+	fillBand(&box.band, &box.terms, &r.Job, &r.Assumed, &r.PerGPU)
 	return box.band
 }
 
-// fillBand writes the band of the device peak of p, for job j, to b,
-// with its non-zero terms in dst, largest first.
-func fillBand(b *Band, dst *[bandTermsPerEstimate]BandTerm, j *Job, p *PerGPU) {
-	in := bandIn{j: j, p: p, env: bandEnvOf(j)}
+// fillBand writes the band of the device peak of p, for job j whose
+// settings in a were assumed, to b, with its non-zero terms in dst,
+// largest first.
+func fillBand(b *Band, dst *[bandTermsPerEstimate]BandTerm, j *Job, a *KeySet, p *PerGPU) {
+	in := bandIn{j: j, p: p, env: bandEnvOf(j), unstated: unstatedOf(j, a)}
 	in.rows.read(p)
-	var w [bandTermsPerEstimate]termWidth
-	w[termAllocator] = in.allocatorTerm()
-	w[termRuntime] = in.runtimeTerm()
-	if in.env&envServing == 0 { // vLLM's KV pool absorbs these differences
-		w[termResidual] = in.residualTerm()
-		w[termActivations], w[termSeqCap] = in.activationTerms()
-	}
-	w[termComm] = in.commTerm()
-	w[termOptimizerDefault] = in.optimizerDefaultTerm()
-	// Keep the non-zero terms and order them by their larger side,
-	// largest first; equal sizes keep their order (a stable insertion
-	// sort of the term indexes, so each term is written once).
-	var order [bandTermsPerEstimate]uint8
-	var size [bandTermsPerEstimate]units.Bytes
-	n := 0
-	for id := range w {
-		s := max(w[id].down, w[id].up)
-		if s <= 0 {
-			continue
-		}
-		m := n
-		for ; m > 0 && size[m-1] < s; m-- {
-			order[m], size[m] = order[m-1], size[m-1]
-		}
-		order[m], size[m] = uint8(id), s
-		n++
-	}
+	w := in.widths()
+	order, n := orderTerms(&w)
 	// Every term moves the device peak: the band is their root sum of
 	// squares on each side, added in the order of the terms as combine
 	// adds them.
@@ -231,6 +208,80 @@ func fillBand(b *Band, dst *[bandTermsPerEstimate]BandTerm, j *Job, p *PerGPU) {
 	lo, hi := units.FromFloat(math.Sqrt(d2)), units.FromFloat(math.Sqrt(u2))
 	*b = Band{Peak: "device", LowBytes: sat(p.DevicePeakBytes - lo), ExpectedBytes: p.DevicePeakBytes,
 		HighBytes: units.Add(p.DevicePeakBytes, hi), Terms: dst[:n:n]}
+}
+
+// widths computes every term of the band.
+func (in *bandIn) widths() (w [bandTermsPerEstimate]termWidth) {
+	w[termAllocator] = in.allocatorTerm()
+	w[termRuntime] = in.runtimeTerm()
+	if in.env&envServing == 0 { // vLLM's KV pool absorbs these differences
+		w[termResidual] = in.residualTerm()
+		w[termActivations], w[termSeqCap] = in.activationTerms()
+	}
+	w[termComm] = in.commTerm()
+	w[termOptimizerDefault] = in.optimizerDefaultTerm()
+	return w
+}
+
+// orderTerms returns the indexes of the non-zero terms of w ordered by
+// their larger side, largest first; equal sizes keep their order (a
+// stable insertion sort of the term indexes, so each term is written
+// once).
+func orderTerms(w *[bandTermsPerEstimate]termWidth) (order [bandTermsPerEstimate]uint8, n int) {
+	var size [bandTermsPerEstimate]units.Bytes
+	for id := range w {
+		s := max(w[id].down, w[id].up)
+		if s <= 0 {
+			continue
+		}
+		m := n
+		for ; m > 0 && size[m-1] < s; m-- {
+			order[m], size[m] = order[m-1], size[m-1]
+		}
+		order[m], size[m] = uint8(id), s
+		n++
+	}
+	return order, n
+}
+
+// bandHigh is the upper edge of the band fillBand writes, from the
+// figures it reads (the breakdown rows in rows, the peaks in p), for
+// [Peaks]: the terms' up sides added in the same order, so the edge is
+// the same to the byte.
+func bandHigh(j *Job, env bandEnv, unstated unstatedSet, rows *bandRows, p *PerGPU) units.Bytes {
+	in := bandIn{j: j, p: p, env: env, unstated: unstated, rows: *rows}
+	w := in.widths()
+	order, n := orderTerms(&w)
+	var u2 float64
+	for _, id := range order[:n] {
+		u2 += float64(w[id].up) * float64(w[id].up)
+	}
+	return units.Add(p.DevicePeakBytes, units.FromFloat(math.Sqrt(u2)))
+}
+
+// unstatedSet says which settings the band's terms widen for were left
+// to defaults: the framework, the attention and the optimizer.
+type unstatedSet uint8
+
+const (
+	unstatedFramework unstatedSet = 1 << iota
+	unstatedAttention
+	unstatedOptimizer
+)
+
+// unstatedOf finds the settings of j that were not stated: empty, or
+// filled by the estimate (a).
+func unstatedOf(j *Job, a *KeySet) (u unstatedSet) {
+	if j.Framework == "" || a.has(keyFramework) {
+		u |= unstatedFramework
+	}
+	if j.Attention == "" || a.has(keyAttention) {
+		u |= unstatedAttention
+	}
+	if j.Optimizer == "" || a.has(keyOptimizer) {
+		u |= unstatedOptimizer
+	}
+	return u
 }
 
 // The names of the breakdown rows the band reads.
@@ -359,10 +410,11 @@ func frac(b units.Bytes, f float64) units.Bytes { return units.FromFloat(float64
 // bandIn is what the band terms read of an estimate: its job, its
 // per-GPU result, the breakdown rows they need and facts about the job.
 type bandIn struct {
-	j    *Job
-	p    *PerGPU
-	rows bandRows
-	env  bandEnv
+	j        *Job
+	p        *PerGPU
+	rows     bandRows
+	env      bandEnv
+	unstated unstatedSet
 }
 
 // bandEnv is a set of facts about the job the terms read, found once
@@ -381,7 +433,10 @@ const (
 )
 
 // bandEnvOf finds the facts of j.
-func bandEnvOf(j *Job) (e bandEnv) {
+func bandEnvOf(j *Job) bandEnv { return bandEnvRules(j, rulesOf(j)) }
+
+// bandEnvRules is bandEnvOf with the job's version rules resolved (rs).
+func bandEnvRules(j *Job, rs ruleSet) (e bandEnv) {
 	switch j.Mode {
 	case "", Train:
 		e |= envTrain
@@ -390,7 +445,7 @@ func bandEnvOf(j *Job) (e bandEnv) {
 	case Serving:
 		e |= envServing
 	}
-	if rulesOf(j).has(ruleTorchFragmentation1x) {
+	if rs.has(ruleTorchFragmentation1x) {
 		e |= envTorch1
 	}
 	if len(j.Constants) > 0 {
@@ -477,11 +532,11 @@ func (in *bandIn) activationTerms() (drift, seqCap termWidth) {
 	act := units.Add(rows.act, units.Add(rows.out, rows.loss))
 	down := actDown
 	reason := 0
-	if j.Framework == "" {
+	if in.unstated&unstatedFramework != 0 {
 		down += actUnstated
 		reason |= actReasonFramework
 	}
-	if j.Attention == "" {
+	if in.unstated&unstatedAttention != 0 {
 		down += actUnstated
 		reason |= actReasonAttention
 	}
@@ -538,7 +593,7 @@ func (in *bandIn) commTerm() termWidth {
 // on torch >= 2.8 has none, which lowers a peak at the step.
 func (in *bandIn) optimizerDefaultTerm() termWidth {
 	p := in.p
-	if in.env&envTrain == 0 || in.j.Optimizer != "" || p.PeakPhase != "step" {
+	if in.env&envTrain == 0 || in.unstated&unstatedOptimizer == 0 || p.PeakPhase != "step" {
 		return termWidth{}
 	}
 	step := in.rows.step

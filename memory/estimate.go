@@ -13,7 +13,7 @@ func Estimate(m *model.Model, job Job) (r Result, err error) {
 	if m == nil {
 		return Result{}, fmt.Errorf("estimate: no model")
 	}
-	if err := checkGPU(job.GPUComputeCapability); err != nil {
+	if err := checkJob(&job); err != nil {
 		return Result{}, err
 	}
 	// r is filled in place: a Result is large and is copied only once,
@@ -31,6 +31,7 @@ func Estimate(m *model.Model, job Job) (r Result, err error) {
 		if r, err = estimateInference(m, job); err != nil {
 			return r, err
 		}
+		resolvedServingJob(&r)
 		withBand(&r)
 	default:
 		return Result{}, FieldErrorf("mode", "estimate: unknown mode %q (want train, inference or serving)", job.Mode)
@@ -55,6 +56,20 @@ func noteCapped(r *Result) {
 // maxComputeCapability bounds Job.GPUComputeCapability: CUDA's are major
 // × 10 + minor with minor below 10, and majors are still below 20.
 const maxComputeCapability = 199
+
+// checkJob rejects what every mode reads alike: an impossible compute
+// capability and an unknown decision of fit.
+func checkJob(job *Job) error {
+	if err := checkGPU(job.GPUComputeCapability); err != nil {
+		return err
+	}
+	if job.DecideOn != "" {
+		if _, err := ParseDecideOn(job.DecideOn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // checkGPU rejects an impossible compute capability cc (Job.GPUComputeCapability).
 func checkGPU(cc int) error {

@@ -40,7 +40,7 @@ func (e *Estimator) Estimate(job *Job) (*Result, error) {
 	if e == nil || e.m == nil {
 		return nil, fmt.Errorf("estimate: no model")
 	}
-	if err := checkGPU(job.GPUComputeCapability); err != nil {
+	if err := checkJob(job); err != nil {
 		return nil, err
 	}
 	switch job.Mode {
@@ -58,6 +58,7 @@ func (e *Estimator) Estimate(job *Job) (*Result, error) {
 			return nil, err
 		}
 		e.res = r
+		resolvedServingJob(&e.res)
 		withBand(&e.res)
 	default:
 		return nil, FieldErrorf("mode", "estimate: unknown mode %q (want train, inference or serving)", job.Mode)
@@ -79,6 +80,12 @@ type Peaks struct {
 	// Stage is the most loaded pipeline stage (Parallel.PeakStage): 0
 	// without pipeline parallelism.
 	Stage int `json:"peak_stage"`
+	// HighBytes is the upper edge of the band of the device peak
+	// (PerGPU.Band.HighBytes); DeviceBytes when there is no band.
+	HighBytes units.Bytes `json:"high_bytes"`
+	// LoadingBytes is the device peak of the loading phase
+	// (Result.Loading.DeviceBytes); 0 for inference and serving.
+	LoadingBytes units.Bytes `json:"loading_bytes,omitempty"`
 }
 
 // Peak returns the per-GPU peaks of job on e's model: the figures
@@ -114,7 +121,7 @@ func (e *Estimator) trainingPeaks(job *Job, limit units.Bytes, sw *Sweep) (Peaks
 	if e == nil || e.m == nil {
 		return Peaks{}, fmt.Errorf("estimate: no model")
 	}
-	if err := checkGPU(job.GPUComputeCapability); err != nil {
+	if err := checkJob(job); err != nil {
 		return Peaks{}, err
 	}
 	if e.tab == nil {
@@ -206,7 +213,13 @@ func (w *Sweep) stage(i int) *sweepStage {
 // peaksOfResult is the Peaks of a full result.
 func peaksOfResult(r *Result) Peaks {
 	p := Peaks{AllocatedBytes: r.PerGPU.AllocatedPeakBytes, ReservedBytes: r.PerGPU.ReservedPeakBytes,
-		DeviceBytes: r.PerGPU.DevicePeakBytes, Phase: r.PerGPU.PeakPhase}
+		DeviceBytes: r.PerGPU.DevicePeakBytes, Phase: r.PerGPU.PeakPhase, HighBytes: r.PerGPU.DevicePeakBytes}
+	if b := r.PerGPU.Band; b != nil {
+		p.HighBytes = b.HighBytes
+	}
+	if r.Loading != nil {
+		p.LoadingBytes = r.Loading.DeviceBytes
+	}
 	if r.Parallel != nil {
 		p.Stage = r.Parallel.PeakStage
 	}
@@ -260,6 +273,7 @@ func (r *Result) Clone() Result {
 		h := *r.Host
 		c.Host = &h
 	}
+	c.Loading = clonePtr(r.Loading)
 	if r.Serving != nil {
 		s := *r.Serving
 		if s.SGLang != nil {
@@ -305,6 +319,10 @@ func (j Job) clone() Job {
 	c.MaxLiveParameters = clonePtr(j.MaxLiveParameters)
 	c.MaxReuseDistance = clonePtr(j.MaxReuseDistance)
 	c.ParamPersistenceThreshold = clonePtr(j.ParamPersistenceThreshold)
+	c.LowCPUMemUsage = clonePtr(j.LowCPUMemUsage)
+	c.ZeroInit = clonePtr(j.ZeroInit)
+	c.CPURAMEfficientLoading = clonePtr(j.CPURAMEfficientLoading)
+	c.SyncModuleStates = clonePtr(j.SyncModuleStates)
 	if j.Constants != nil {
 		c.Constants = make(map[string]float64, len(j.Constants))
 		for k, v := range j.Constants {

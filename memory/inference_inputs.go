@@ -8,9 +8,9 @@ import (
 	"github.com/gpumem/gpumem/model"
 )
 
-// defaultPromptLen is the prompt assumed when a job gives no length; a
-// warning says so.
-const defaultPromptLen = 2048
+// defaultPromptLen is the prompt assumed when a job gives no length
+// ([DefaultSeqLen], as training assumes); a warning says so.
+const defaultPromptLen = DefaultSeqLen
 
 // inferenceInputs are the validated, defaulted inputs of an inference or
 // serving job: everything the estimator reads from Job, resolved once.

@@ -39,8 +39,10 @@ func (in *inferenceInputs) result(m *model.Model, job Job, est stageEstimate) (R
 		warnings = append(warnings, o.Warning)
 	}
 	total, active := inferenceParamTotals(m)
+	var assumed KeySet
+	resolved := in.resolvedInferenceJob(job, &assumed)
 	return Result{
-		Model: m.ID, Architecture: m.Architecture, TotalParams: total, ActiveParams: active, Job: job,
+		Model: m.ID, Architecture: m.Architecture, TotalParams: total, ActiveParams: active, Job: resolved, Assumed: assumed,
 		PerGPU: PerGPU{
 			AllocatedPeakBytes: alloc, ReservedPeakBytes: reserved, DevicePeakBytes: o.Device(reserved),
 			PeakPhase: peak.name, Components: comps, Phases: phases,

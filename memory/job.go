@@ -39,8 +39,12 @@ func ParseMode(s string) (Mode, error) {
 func ParseGradCheckpoint(s string) (string, error) {
 	v := strings.ToLower(strings.TrimSpace(s))
 	switch v {
-	case "", "false", "no", "0", "off", "none":
+	case "":
 		return "", nil
+	case "false", "no", "0", "off", "none":
+		// Stated as off: not the same as unset, whose default depends
+		// on the method (QLoRA checkpoints).
+		return "none", nil
 	case "true", "yes", "1", "on", "full":
 		return "full", nil
 	case "selective", "op", "sac":
@@ -54,6 +58,28 @@ func ParseGradCheckpoint(s string) (string, error) {
 		}
 	}
 	return "", FieldErrorf("grad_checkpoint", "unknown mode %q (want none, full, selective, op, every-N or true/false)", s)
+}
+
+// Decisions of fit (Job.DecideOn).
+const (
+	// DecideUpper compares the upper edge of the estimate's band (and the
+	// loading peak) with the GPU: a job fits when even that leaves the
+	// safety margin free.
+	DecideUpper = "upper"
+	// DecidePoint compares the estimate itself (and the loading peak).
+	DecidePoint = "point"
+)
+
+// ParseDecideOn reads Job.DecideOn: upper (or empty, the default,
+// "band" and "high") or point ("expected", "estimate"), in any case.
+func ParseDecideOn(s string) (string, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", DecideUpper, "band", "high":
+		return DecideUpper, nil
+	case DecidePoint, "expected", "estimate":
+		return DecidePoint, nil
+	}
+	return "", FieldErrorf("decide_on", "unknown decision %q (want upper, the band's upper edge, or point, the estimate)", s)
 }
 
 // Engines: the values of Job.Engine the estimators resolve the engine
@@ -139,6 +165,41 @@ type Job struct {
 	// interleaved (the default when VirtualStages > 1) or gpipe.
 	PipelineSchedule string `json:"pipeline_schedule,omitempty"` // --pipeline-schedule
 
+	// Loading: how the checkpoint reaches the GPUs before the first step
+	// (the loading phase, [Loading]). Nil or empty means the default of
+	// the stack, which the resolved job states.
+	//
+	// DeviceMap is from_pretrained's device_map: "none" builds the model
+	// in host RAM and the trainer moves it to the GPU afterwards; "auto",
+	// "cuda" or "local" ({"": local_rank}) place each weight straight on
+	// the GPU. Default none, except QLoRA, whose bitsandbytes quantizer
+	// places the model on the current GPU.
+	DeviceMap string `json:"device_map,omitempty"` // --device-map none|auto|cuda|local
+	// LowCPUMemUsage is from_pretrained's low_cpu_mem_usage: the model is
+	// built on the meta device and each weight loaded in turn. False
+	// builds a randomly initialised model first and loads a state dict
+	// into it (two copies in host RAM). Default true: transformers has
+	// loaded this way only since it dropped the argument (PR #36963).
+	LowCPUMemUsage *bool `json:"low_cpu_mem_usage,omitempty"` // --low-cpu-mem-usage
+	// ZeroInit says whether a DeepSpeed ZeRO-3 model is built under
+	// deepspeed.zero.Init (each parameter partitioned as it is created),
+	// which transformers does when a ZeRO-3 config reaches
+	// TrainingArguments (or accelerate's zero3_init_flag) before
+	// from_pretrained. False: every rank builds the whole model and
+	// DeepSpeed moves it to its GPU before partitioning. Default true.
+	ZeroInit *bool `json:"zero_init,omitempty"` // --zero-init
+	// CPURAMEfficientLoading is accelerate's FSDP
+	// cpu_ram_efficient_loading: only local rank 0 reads the checkpoint,
+	// the other ranks build empty weights. Default false.
+	CPURAMEfficientLoading *bool `json:"cpu_ram_efficient_loading,omitempty"` // --cpu-ram-efficient-loading
+	// SyncModuleStates is FSDP1's sync_module_states: each unit is
+	// broadcast from rank 0 as it is wrapped. Default false; accelerate
+	// forces it on with cpu_ram_efficient_loading.
+	SyncModuleStates *bool `json:"sync_module_states,omitempty"` // --sync-module-states
+	// HostMemory is the host RAM of one node, in bytes (--host-memory):
+	// with it, a loading peak above it does not fit. 0 means unknown.
+	HostMemory units.Bytes `json:"host_memory_bytes,omitempty"`
+
 	// Engine buffers. Zero or nil means the engine's default; for
 	// DeepSpeed under the HF Trainer (Framework hf) the Trainer's "auto"
 	// values. Sizes are in elements, as DeepSpeed's config counts them.
@@ -206,6 +267,11 @@ type Job struct {
 	// for Hopper, 100 for B200; 0 unknown or not NVIDIA). From 90 on
 	// PyTorch's cuBLAS workspace is larger (MODEL.md §10).
 	GPUComputeCapability int `json:"gpu_compute_capability,omitempty"`
+	// DecideOn says which figure a question of fit compares with the
+	// GPU's memory: "upper", the upper edge of the band (default), or
+	// "point", the estimate itself (--decide-on). The estimators do not
+	// read it; plan does ([ParseDecideOn]).
+	DecideOn string `json:"decide_on,omitempty"`
 	// Stack is the software the job runs on, package → version
 	// (--stack transformers=4.48.1,torch=2.4.1); packages it leaves out
 	// run their newest release known to gpumem. See [Stack] and [Rules].

@@ -22,7 +22,7 @@ func TestParseMode(t *testing.T) {
 
 func TestParseGradCheckpoint(t *testing.T) {
 	for in, want := range map[string]string{
-		"true": "full", "FULL": "full", "no": "", "": "", " none ": "", "selective": "selective", "op": "op", "SAC": "sac", "every-3": "every-3",
+		"true": "full", "FULL": "full", "no": "none", "": "", " none ": "none", "false": "none", "selective": "selective", "op": "op", "SAC": "sac", "every-3": "every-3",
 	} {
 		if got, err := ParseGradCheckpoint(in); err != nil || got != want {
 			t.Errorf("ParseGradCheckpoint(%q) = %q, %v; want %q", in, got, err, want)

@@ -11,9 +11,18 @@ type Result struct {
 	TotalParams     int64  `json:"total_params"`
 	TrainableParams int64  `json:"trainable_params"`
 	// ActiveParams is the parameter count used per token (MoE); equals TotalParams for dense models.
-	ActiveParams int64  `json:"active_params,omitempty"`
-	Job          Job    `json:"job"`
-	PerGPU       PerGPU `json:"per_gpu"`
+	ActiveParams int64 `json:"active_params,omitempty"`
+	// Job is the job as estimated: the caller's job with every setting
+	// the estimate resolved filled in (defaults included).
+	Job Job `json:"job"`
+	// Assumed lists the settings of Job the caller left empty and the
+	// estimate filled with a default (docs/DEFAULTS.md gives the source
+	// of each default).
+	Assumed KeySet `json:"assumed,omitzero"`
+	PerGPU  PerGPU `json:"per_gpu"`
+	// Loading is the loading phase of a training job (nil for inference
+	// and serving): its GPU and host RAM peaks, before the first step.
+	Loading *Loading `json:"loading,omitempty"`
 	// Host is CPU RAM / NVMe needed for offload, if any.
 	Host *Host `json:"host,omitempty"`
 	// Serving is the KV-cache capacity of a vLLM deployment (Mode serving only).

@@ -181,8 +181,10 @@ func (in *inferenceInputs) servingResult(m *model.Model, job Job, setup servingS
 			"so vLLM's pool is smaller by %.2f × that; pass gpu_memory_bytes with torch.cuda.mem_get_info()[1] to be exact",
 			job.GPU, units.FormatIEC(setup.total), setup.util))
 	}
+	var assumed KeySet
+	resolved := in.resolvedInferenceJob(job, &assumed)
 	return Result{
-		Model: m.ID, Architecture: m.Architecture, TotalParams: total, ActiveParams: active, Job: job,
+		Model: m.ID, Architecture: m.Architecture, TotalParams: total, ActiveParams: active, Job: resolved, Assumed: assumed,
 		PerGPU: PerGPU{AllocatedPeakBytes: alloc, ReservedPeakBytes: reserved, DevicePeakBytes: device, PeakPhase: "serving",
 			Components: comps, Phases: []Phase{
 				{Name: "profile", Bytes: units.Add(st.weights.total, st.act.bytes)},

@@ -111,6 +111,10 @@ func estimateTrainingBuf(m *model.Model, job *Job, res *Result, buf *trainBuf, t
 type trainBox struct {
 	phases [numPhases]Phase
 	bandBox
+	// loading is Result.Loading; the switches are what the resolved
+	// job's pointers point to (resolvedTrainingJob).
+	loading                                       Loading
+	packed, double, lowCPU, zeroInit, rank0, sync bool
 }
 
 // stageParts computes the parts of the current pipeline stage, writing
@@ -320,8 +324,39 @@ func (s *setup) cachedParts(t *trainParts, c *sweepStage, fracs bool) {
 func (s *setup) peaksOf(t *trainParts) Peaks {
 	tab := &t.rows
 	peak := tab.peak()
-	u := s.upperPeaks(t, tab.totals[peak], s.ncclBytes())
-	return Peaks{AllocatedBytes: tab.totals[peak], ReservedBytes: u.reserved, DeviceBytes: u.device, Phase: phaseNames[peak], Stage: s.dist.stage}
+	alloc := tab.totals[peak]
+	u := s.upperPeaks(t, alloc, s.ncclBytes())
+	return Peaks{AllocatedBytes: alloc, ReservedBytes: u.reserved, DeviceBytes: u.device, Phase: phaseNames[peak], Stage: s.dist.stage,
+		HighBytes: s.peakHigh(t, peak, alloc, &u), LoadingBytes: s.loadingDevice(t)}
+}
+
+// peakHigh is the upper edge of the band of the current stage's device
+// peak: the rows the band reads, as assemble would list them at the peak
+// phase (the same roundings, the fragmentation row after the cached
+// blocks released to stay within the GPU), fed to the band's terms.
+func (s *setup) peakHigh(t *trainParts, peak int, alloc units.Bytes, u *upper) units.Bytes {
+	var r bandRows
+	r.frag = t.ov.fragmentation(alloc)
+	if u.cut > 0 {
+		// releaseCached: the stream pools' cache goes first.
+		r.frag -= min(r.frag, max(0, u.cut-t.ov.StreamCache))
+	}
+	r.ctx, r.nccl = t.ov.CUDAContext, u.nccl
+	a, l := &t.act, &t.loss
+	acts := [numPhases]float64{a.fwd, a.fwd, a.top, a.bottom, 0}
+	r.act = units.FromFloat(acts[peak])
+	if peak <= phLoss {
+		r.out = units.FromFloat(a.out)
+	}
+	heldStep := l.persist
+	if s.loss == lossLitGPTChunked {
+		heldStep = l.held
+	}
+	loss := [numPhases]float64{l.persist, l.peak, l.held, l.held, heldStep}
+	r.loss = units.FromFloat(loss[peak])
+	r.comm = units.FromFloat(t.comm[peak])
+	p := PerGPU{AllocatedPeakBytes: alloc, DevicePeakBytes: u.device, PeakPhase: phaseNames[peak]}
+	return bandHigh(s.job, bandEnvRules(s.job, s.rules), unstatedOf(s.job, &KeySet{}), &r, &p)
 }
 
 // stagePeaks is estimateStages without the breakdown: the peaks of the
@@ -912,7 +947,9 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 		res.TrainableParams = t.p.total
 	}
 	res.ActiveParams = s.tab.active
-	res.Job = *s.job
+	s.resolvedTrainingJob(&res.Job, &res.Assumed, box)
+	box.loading = s.loading(t)
+	res.Loading = &box.loading
 	res.PerGPU = PerGPU{AllocatedPeakBytes: alloc, ReservedPeakBytes: reserved, DevicePeakBytes: device,
 		PeakPhase: phaseNames[peak], Components: comps, Phases: box.phases[:]}
 	res.Host, res.Serving, res.Parallel, res.Stages = nil, nil, nil, nil
@@ -961,7 +998,7 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 // This lists every field of a Result without keys, so it stops
 // compiling when a field is added: assemble writes each field by hand
 // and must then write the new one too.
-var _ = Result{"", "", 0, 0, 0, Job{}, PerGPU{}, nil, nil, nil, nil, nil}
+var _ = Result{"", "", 0, 0, 0, Job{}, KeySet{}, PerGPU{}, nil, nil, nil, nil, nil, nil}
 
 // extraRows is the number of breakdown rows assemble writes after the
 // allocated ones: the overhead rows, paged optimizer states and NCCL.

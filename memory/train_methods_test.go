@@ -149,10 +149,10 @@ func TestLoRAVariantsActivations(t *testing.T) {
 
 func TestQLoRARecipes(t *testing.T) {
 	const id = "meta-llama/Llama-2-7b-hf"
-	hf := lossPhase(t, id, Job{SeqLen: 1024, Method: "qlora"})
+	hf := lossPhase(t, id, Job{SeqLen: 1024, Method: "qlora", GradCheckpoint: "none"})
 	dq := true
-	tune := lossPhase(t, id, Job{SeqLen: 1024, Method: "qlora", Framework: "torchtune", DoubleQuant: &dq})
-	lit := lossPhase(t, id, Job{SeqLen: 1024, Method: "qlora", Framework: "litgpt", DoubleQuant: &dq})
+	tune := lossPhase(t, id, Job{SeqLen: 1024, Method: "qlora", GradCheckpoint: "none", Framework: "torchtune", DoubleQuant: &dq})
+	lit := lossPhase(t, id, Job{SeqLen: 1024, Method: "qlora", GradCheckpoint: "none", Framework: "litgpt", DoubleQuant: &dq})
 	// HF keeps non-quantized params in fp32 after prepare_model_for_kbit_training.
 	if part(hf, "weights") <= part(tune, "weights") {
 		t.Errorf("HF QLoRA weights %d not above torchtune's %d (fp32 embeddings, norms, head)", part(hf, "weights"), part(tune, "weights"))
@@ -164,13 +164,13 @@ func TestQLoRARecipes(t *testing.T) {
 	if part(hf, "dequant_workspace") == 0 {
 		t.Error("QLoRA without a dequantization workspace")
 	}
-	old := lossPhase(t, id, Job{SeqLen: 1024, Method: "qlora", Software: []string{"bnb<0.43.2"}})
+	old := lossPhase(t, id, Job{SeqLen: 1024, Method: "qlora", GradCheckpoint: "none", Software: []string{"bnb<0.43.2"}})
 	if part(old, "activations") <= part(hf, "activations") {
 		t.Error("bitsandbytes < 0.43.2 did not add the saved 4-bit inputs")
 	}
 	nodq := false
-	a := lossPhase(t, id, Job{SeqLen: 1024, Method: "qlora", DoubleQuant: &dq})
-	b := lossPhase(t, id, Job{SeqLen: 1024, Method: "qlora", DoubleQuant: &nodq})
+	a := lossPhase(t, id, Job{SeqLen: 1024, Method: "qlora", GradCheckpoint: "none", DoubleQuant: &dq})
+	b := lossPhase(t, id, Job{SeqLen: 1024, Method: "qlora", GradCheckpoint: "none", DoubleQuant: &nodq})
 	if d := float64(part(b, "weights") - part(a, "weights")); d < 0.27*float64(units.GiB) || d > 0.29*float64(units.GiB) {
 		t.Errorf("double quantisation saves %.3f GiB, want ≈ 0.28 (MODEL.md §6.2: 0.377 − 0.096)", d/float64(units.GiB))
 	}

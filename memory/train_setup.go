@@ -96,12 +96,14 @@ type setup struct {
 	compile           bool
 	offload           bool
 	optInBwd          bool
+	rules             ruleSet // the version rules of the job's stack
 	torch1            bool
 	bnbOld            bool
 	titanLogits       bool // torchtitan kept the model's fp32 logits through backward (early 2024)
 	lora              loraSpec
 	trainable         trainSpec
 	dist              distSpec
+	load              loadSpec
 	wholeModel        bool // frac returns 1: count the whole model, not a rank's share
 	warnings          []string
 	buf               *trainBuf // the Estimator's memory; nil: allocate
@@ -155,6 +157,9 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 	if err := s.resolveDist(); err != nil {
 		return err
 	}
+	if err := s.resolveLoading(); err != nil {
+		return err
+	}
 	if err := s.resolveTrainable(); err != nil {
 		return err
 	}
@@ -203,6 +208,7 @@ func (s *setup) resolveFramework() error {
 	for _, w := range warnings {
 		s.warn(w)
 	}
+	s.rules = rs
 	s.torch1 = rs.has(ruleTorchZeroGradKeeps)
 	s.bnbOld = rs.has(ruleBnb4bitSavesInput)
 	s.titanLogits = rs.has(ruleTitanLogitsThroughBackward)
@@ -270,7 +276,7 @@ func (s *setup) resolveBatch() error {
 	}
 	s.seq = j.SeqLen
 	if s.seq == 0 {
-		s.seq = min(defaultSeqLen, max(s.m.Text.MaxPositions, 1))
+		s.seq = min(DefaultSeqLen, max(s.m.Text.MaxPositions, 1))
 		s.warn(fmt.Sprintf("seq_len not given: assuming %d tokens per sample", s.seq))
 	}
 	if j.ImagesPerSample < 0 || j.ImageSize < 0 {
@@ -320,9 +326,21 @@ func (s *setup) setMicroBatch() {
 	s.tokens = float64(s.batch) * float64(s.seqTotal)
 }
 
-// defaultSeqLen is the sequence length assumed when none is given: the
-// common fine-tuning cap of HF/TRL recipes (SFTConfig max_length 1024).
-const defaultSeqLen = 1024
+// DefaultSeqLen is the sequence length assumed when a job gives none,
+// the same for training (tokens per sample) and inference (prompt
+// tokens), for the CLI, the API and the page. It is LLaMA-Factory's
+// cutoff_len default (hiyouga/LLaMA-Factory
+// src/llamafactory/hparams/data_args.py @ 072bfe2), and twice TRL's
+// SFTConfig max_length (1024, huggingface/trl trl/trainer/sft_config.py
+// @ 016013e): of the common defaults the longer one, so that an unstated
+// length errs towards more memory, never towards a wrong "fits".
+const DefaultSeqLen = 2048
+
+// qloraCheckpointNote says why a QLoRA job without a checkpointing
+// setting is estimated with full checkpointing.
+const qloraCheckpointNote = "grad_checkpoint not given: QLoRA is estimated with full gradient checkpointing, " +
+	"as PEFT's prepare_model_for_kbit_training(use_gradient_checkpointing=True) enables it by default " +
+	"(LLaMA-Factory, axolotl and Unsloth too); set grad_checkpoint=none to estimate without"
 
 // resolveActivationKnobs reads attention, checkpointing, loss and runtime switches.
 func (s *setup) resolveActivationKnobs() error {
@@ -343,6 +361,13 @@ func (s *setup) resolveActivationKnobs() error {
 		g = fold(g)
 	}
 	switch {
+	case g == "" && s.method == MethodQLoRA && s.framework == FrameworkHF:
+		// QLoRA stacks checkpoint unless told not to: PEFT's
+		// prepare_model_for_kbit_training(use_gradient_checkpointing=True)
+		// (huggingface/peft src/peft/utils/other.py @ 012c0d5), which
+		// LLaMA-Factory, axolotl and Unsloth call with checkpointing on.
+		s.ckpt = ckptFull
+		s.warn(qloraCheckpointNote)
 	case g == "" || g == "none" || g == "false" || g == "off":
 		s.ckpt = ckptNone
 	case g == "full" || g == "true" || g == "on":

@@ -11,18 +11,22 @@ import (
 // scale weights, master, grads and optimizer state by their group sizes
 // and add their communication buffers; the single-GPU model leaves them whole.
 type rankStates struct {
-	weights   float64 // base weights as held on the GPU (quantized or not)
-	adapters  float64 // LoRA adapter weights (and LoRA-FA's frozen A)
-	master    float64 // fp32 master copy of the trainable parameters
-	grads     float64 // all gradients of trainable parameters
-	gradsHead float64 // produced first in backward (lm_head, final norm)
-	gradsEmb  float64 // produced last in backward (input embedding)
-	optim     optState
-	castCache float64 // AMP autocast weight copies (MODEL.md §2.2)
-	castHead  float64 // the part of castCache belonging to lm_head
-	dequant   float64 // QLoRA dequantized weight buffers (MODEL.md §6.2)
-	hostCPU   float64 // states offloaded to host memory (this rank)
-	hostNVMe  float64 // states offloaded to NVMe (this rank)
+	weights float64 // base weights as held on the GPU (quantized or not)
+	// weightsWhole is weights before data-parallel sharding (the rank's
+	// tensor- and pipeline-parallel share): what DeepSpeed moves to the GPU
+	// when ZeRO-3 did not partition the model as it was built.
+	weightsWhole float64
+	adapters     float64 // LoRA adapter weights (and LoRA-FA's frozen A)
+	master       float64 // fp32 master copy of the trainable parameters
+	grads        float64 // all gradients of trainable parameters
+	gradsHead    float64 // produced first in backward (lm_head, final norm)
+	gradsEmb     float64 // produced last in backward (input embedding)
+	optim        optState
+	castCache    float64 // AMP autocast weight copies (MODEL.md §2.2)
+	castHead     float64 // the part of castCache belonging to lm_head
+	dequant      float64 // QLoRA dequantized weight buffers (MODEL.md §6.2)
+	hostCPU      float64 // states offloaded to host memory (this rank)
+	hostNVMe     float64 // states offloaded to NVMe (this rank)
 }
 
 // modelStates computes weights, master copy, gradients, optimizer state
@@ -95,6 +99,7 @@ func (s *setup) modelStates(p *trParams) (r rankStates) {
 		r.castCache /= float64(s.dist.tp)
 		r.castHead /= float64(s.dist.tp)
 	}
+	r.weightsWhole = r.weights
 	r.hostCPU, r.hostNVMe = s.shardStates(&r, p)
 	return r
 }

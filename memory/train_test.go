@@ -280,8 +280,13 @@ func TestTrainingWarnings(t *testing.T) {
 			t.Errorf("warnings %q lack %q", joined, want)
 		}
 	}
-	r = estimateOK(t, m, Job{SeqLen: 512, Method: "qlora", GPU: "H100-SXM", GPUComputeCapability: 90, GPUMemory: 80 * units.GiB})
+	r = estimateOK(t, m, Job{SeqLen: 512, Method: "qlora", GradCheckpoint: "full", GPU: "H100-SXM", GPUComputeCapability: 90, GPUMemory: 80 * units.GiB})
 	if len(r.Warnings) != 0 {
 		t.Errorf("fitting single-GPU QLoRA warned: %q", r.Warnings)
+	}
+	// Unstated, QLoRA checkpoints, and the output says so.
+	r = estimateOK(t, m, Job{SeqLen: 512, Method: "qlora"})
+	if !strings.Contains(strings.Join(r.Warnings, "\n"), "prepare_model_for_kbit_training") || r.Job.GradCheckpoint != "full" || !r.Assumed.Has("grad_checkpoint") {
+		t.Errorf("QLoRA without grad_checkpoint: job %q, assumed %v, warnings %q; want full, assumed, and PEFT named", r.Job.GradCheckpoint, r.Assumed.Keys(), r.Warnings)
 	}
 }

@@ -21,11 +21,20 @@
 //
 // # Feasibility
 //
-// [Check] compares a result's device peak (what nvidia-smi shows for the
-// process: allocated tensors, allocator cache, CUDA context and library
-// workspaces) with the GPU's memory as the driver reports it ([gpu.GPU]).
-// A job fits when it leaves [Headroom] (5 %) free, is tight inside the
-// headroom, and does not fit above 100 %.
+// [Check] compares a result with the GPU's memory as the driver reports
+// it ([gpu.GPU]). By default it decides on the upper edge of the band of
+// the device peak (what nvidia-smi shows for the process: allocated
+// tensors, allocator cache, CUDA context and library workspaces), the
+// highest peak the estimate's known uncertainties allow; a job whose
+// Job.DecideOn is "point" decides on the device peak itself. A training
+// job's loading phase counts too (memory.Loading): the larger of the
+// two is compared. A job fits when that figure leaves [Headroom] (5 %)
+// free, is tight inside the headroom (or when only the upper edge is
+// above the memory), and does not fit when the device peak itself, or
+// the loading peak, is above 100 %. Every [Fit] says which figure it
+// decided on (DecidedOn, Phase) and carries the others. Searches
+// ([MaxFit] and the layout search) keep a value only when it fits on the
+// same figure.
 //
 // # Inverse search
 //

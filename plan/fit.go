@@ -32,9 +32,9 @@ type Verdict string
 
 // Verdicts, from best to worst.
 const (
-	Fits       Verdict = "fits"         // device peak <= (1 − Headroom) · memory
-	Tight      Verdict = "tight"        // within the headroom: may OOM on a bad run
-	DoesNotFit Verdict = "does_not_fit" // device peak > memory
+	Fits       Verdict = "fits"         // the need ([Need]: by default the band's upper edge) <= (1 − Headroom) · memory
+	Tight      Verdict = "tight"        // the need is within the headroom or above the memory: may OOM on a bad run
+	DoesNotFit Verdict = "does_not_fit" // the device peak itself (or the loading peak) > memory
 )
 
 // Rank orders verdicts: 0 for Fits, 1 for Tight, 2 for DoesNotFit.
@@ -54,10 +54,22 @@ type Fit struct {
 	GPU string `json:"gpu"`
 	// GPUMemoryBytes is the GPU's memory as the driver reports it.
 	GPUMemoryBytes units.Bytes `json:"gpu_memory_bytes"`
-	// NeedBytes is the per-GPU peak compared: the device peak (what
-	// nvidia-smi shows for the process), see [Need].
+	// NeedBytes is the per-GPU figure compared with the memory, see
+	// [Need]: by default the upper edge of the band of the device peak,
+	// or the loading phase's device peak when that is larger.
 	NeedBytes units.Bytes `json:"need_bytes"`
-	// FreeBytes is memory left at the peak; 0 when the job does not fit.
+	// DecidedOn says which estimate of the step NeedBytes took:
+	// "upper" (the band's upper edge) or "point" (the device peak).
+	DecidedOn string `json:"decided_on"`
+	// Phase says which phase NeedBytes is: "step" or "loading".
+	Phase string `json:"phase"`
+	// PointBytes is the device peak of a step (what nvidia-smi shows),
+	// UpperBytes the upper edge of its band, and LoadingBytes the device
+	// peak while the model loads (0 when not estimated).
+	PointBytes   units.Bytes `json:"point_bytes"`
+	UpperBytes   units.Bytes `json:"upper_bytes"`
+	LoadingBytes units.Bytes `json:"loading_bytes,omitempty"`
+	// FreeBytes is memory left at NeedBytes; 0 when it is above the memory.
 	FreeBytes units.Bytes `json:"free_bytes"`
 	// ShortBytes is the memory missing when the job does not fit; 0 otherwise.
 	ShortBytes units.Bytes `json:"short_bytes"`
@@ -65,22 +77,86 @@ type Fit struct {
 	Utilization float64 `json:"utilization_pct"`
 	// Verdict is fits, tight or does_not_fit.
 	Verdict Verdict `json:"verdict"`
-	// Reason explains a does_not_fit verdict that is not about the peak
-	// (a vLLM KV pool too small for one sequence of max_model_len).
+	// Reason explains a verdict that is not about the GPU peak (a vLLM
+	// KV pool too small for one sequence of max_model_len, the host RAM
+	// while loading).
 	Reason string `json:"reason,omitempty"`
 }
 
-// Need returns the per-GPU bytes a result must fit in: the device peak,
-// because the driver's total is what runs out. A result that leaves the
-// device level empty falls back to the reserved, then the allocated peak.
-func Need(r memory.Result) units.Bytes {
+// Needs are the figures a question of fit reads from an estimate.
+type Needs struct {
+	// Point is the device peak of a step, Upper the upper edge of its
+	// band (Point without a band) and Loading the loading phase's device
+	// peak (0 when not estimated).
+	Point, Upper, Loading units.Bytes
+	// DecideOn is memory.DecideUpper or memory.DecidePoint.
+	DecideOn string
+}
+
+// NeedsOf reads the figures of fit of r, as its job decides (Job.DecideOn).
+func NeedsOf(r memory.Result) Needs {
 	p := &r.PerGPU
-	return need(p.DevicePeakBytes, p.ReservedPeakBytes, p.AllocatedPeakBytes)
+	n := Needs{Point: need(p.DevicePeakBytes, p.ReservedPeakBytes, p.AllocatedPeakBytes), DecideOn: decideOn(r.Job)}
+	n.Upper = n.Point
+	if p.Band != nil && p.Band.HighBytes > n.Upper {
+		n.Upper = p.Band.HighBytes
+	}
+	if r.Loading != nil {
+		n.Loading = r.Loading.DeviceBytes
+	}
+	return n
+}
+
+// NeedsOfPeaks is [NeedsOf] of the peaks [memory.Estimator.Peak]
+// reports, for a job that decides on decide.
+func NeedsOfPeaks(p memory.Peaks, decide string) Needs {
+	n := Needs{Point: need(p.DeviceBytes, p.ReservedBytes, p.AllocatedBytes), Loading: p.LoadingBytes, DecideOn: decide}
+	n.Upper = max(n.Point, p.HighBytes)
+	return n
+}
+
+// decideOn is the job's Job.DecideOn, an invalid value read as the
+// default (the estimator rejects it before a result exists).
+func decideOn(j memory.Job) string {
+	d, err := memory.ParseDecideOn(j.DecideOn)
+	if err != nil {
+		return memory.DecideUpper
+	}
+	return d
+}
+
+// Decided is the figure compared with a GPU: the step's point or upper
+// edge, as DecideOn says, or the loading peak when that is larger.
+func (n Needs) Decided() units.Bytes {
+	step := n.Upper
+	if n.DecideOn == memory.DecidePoint {
+		step = n.Point
+	}
+	return max(step, n.Loading)
+}
+
+// phase names the phase of Decided: "loading" when the loading peak is
+// the larger.
+func (n Needs) phase() string {
+	if n.Loading > 0 && n.Loading == n.Decided() {
+		return "loading"
+	}
+	return "step"
+}
+
+// Need returns the per-GPU bytes a result must fit in: the device peak,
+// because the driver's total is what runs out — by default the upper
+// edge of its band ([memory.Band]), or the peak itself for a job that
+// decides on the point (Job.DecideOn) — or the loading phase's device
+// peak when that is larger. A result that leaves the device level empty
+// falls back to the reserved, then the allocated peak.
+func Need(r memory.Result) units.Bytes {
+	return NeedsOf(r).Decided()
 }
 
 // NeedPeaks is [Need] of the peaks [memory.Estimator.Peak] reports.
-func NeedPeaks(p memory.Peaks) units.Bytes {
-	return need(p.DeviceBytes, p.ReservedBytes, p.AllocatedBytes)
+func NeedPeaks(p memory.Peaks, decide string) units.Bytes {
+	return NeedsOfPeaks(p, decide).Decided()
 }
 
 func need(device, reserved, allocated units.Bytes) units.Bytes {
@@ -99,13 +175,22 @@ func Budget(g gpu.GPU) units.Bytes {
 	return units.Bytes(float64(g.Memory) * (1 - Headroom))
 }
 
-// Check compares r against g's memory. A serving result whose KV pool
-// cannot hold one sequence of max_model_len tokens does not fit whatever
-// its peak: vLLM refuses to start.
+// Check compares r against g's memory ([CheckNeeds]). A serving result
+// whose KV pool cannot hold one sequence of max_model_len tokens does not
+// fit whatever its peak: vLLM refuses to start; one whose pool holds it
+// only below the band's upper edge is tight. A training job whose
+// loading peak in host RAM is above the job's host memory
+// (Job.HostMemory) does not fit either.
 func Check(r memory.Result, g gpu.GPU) Fit {
-	f := CheckBytes(Need(r), g)
-	if why := poolTooSmall(r); why != "" {
-		f.Verdict, f.Reason = DoesNotFit, why
+	n := NeedsOf(r)
+	f := CheckNeeds(n, g)
+	switch {
+	case poolTooSmall(r) != "":
+		f.Verdict, f.Reason = DoesNotFit, poolTooSmall(r)
+	case hostShort(r) != "":
+		f.Verdict, f.Reason = DoesNotFit, hostShort(r)
+	case n.DecideOn == memory.DecideUpper && poolTightAtUpper(r) != "" && f.Verdict == Fits:
+		f.Verdict, f.Reason = Tight, poolTightAtUpper(r)
 	}
 	return f
 }
@@ -119,31 +204,96 @@ func poolTooSmall(r memory.Result) string {
 	return fmt.Sprintf("KV pool of %s holds %d tokens, fewer than max_model_len %d", s.KVPoolBytes, s.KVTokens, s.MaxModelLen)
 }
 
-// within reports whether r's peak stays within budget (and a serving
-// engine can start), and if not, why.
+// poolTightAtUpper explains why a serving result may not start when the
+// memory vLLM does not budget (CUDA context, allocator) reaches the
+// band's upper edge: the KV pool shrinks by the band's upward width, and
+// may then hold fewer tokens than max_model_len. "" when it holds them.
+func poolTightAtUpper(r memory.Result) string {
+	s, b := r.Serving, r.PerGPU.Band
+	if s == nil || b == nil || s.MaxModelLen <= 0 || s.KVPoolBytes <= 0 {
+		return ""
+	}
+	up := b.HighBytes - b.ExpectedBytes
+	if up <= 0 {
+		return ""
+	}
+	left := max(0, s.KVPoolBytes-up)
+	tokens := int64(float64(s.KVTokens) * float64(left) / float64(s.KVPoolBytes))
+	if tokens >= int64(s.MaxModelLen) {
+		return ""
+	}
+	return fmt.Sprintf("at the band's upper edge (+%s outside vLLM's budget) the KV pool holds about %d tokens, fewer than max_model_len %d", up, tokens, s.MaxModelLen)
+}
+
+// hostShort explains why a training job runs out of host RAM while its
+// model loads, or returns "" (also when the job gives no host memory).
+func hostShort(r memory.Result) string {
+	l, mem := r.Loading, r.Job.HostMemory
+	if l == nil || mem <= 0 || l.HostBytes <= mem {
+		return ""
+	}
+	return fmt.Sprintf("host RAM while loading: %s per node (%d processes) > %s", l.HostBytes, l.ProcessesPerNode, mem)
+}
+
+// within reports whether r's need ([Need]) stays within budget (and a
+// serving engine can start, and the host holds the loading), and if not,
+// why.
 func within(r memory.Result, budget units.Bytes) (bool, string) {
 	if why := poolTooSmall(r); why != "" {
 		return false, why
 	}
-	if need := Need(r); need > budget {
-		return false, fmt.Sprintf("needs %s > budget %s", need, budget)
+	if why := hostShort(r); why != "" {
+		return false, why
+	}
+	n := NeedsOf(r)
+	if n.DecideOn == memory.DecideUpper {
+		if why := poolTightAtUpper(r); why != "" {
+			return false, why
+		}
+	}
+	if need := n.Decided(); need > budget {
+		return false, fmt.Sprintf("needs %s > budget %s%s", need, budget, n.qualifier())
 	}
 	return true, ""
 }
 
-// CheckBytes compares a per-GPU need against g's memory.
+// qualifier says what a need is when it is not the step's device peak.
+func (n Needs) qualifier() string {
+	switch {
+	case n.phase() == "loading":
+		return " (while loading)"
+	case n.DecideOn == memory.DecideUpper && n.Upper > n.Point:
+		return " (the band's upper edge)"
+	}
+	return ""
+}
+
+// CheckBytes compares a per-GPU need against g's memory, the need being
+// both the point and the upper edge (no band).
 func CheckBytes(need units.Bytes, g gpu.GPU) Fit {
-	f := Fit{GPU: g.Name, GPUMemoryBytes: g.Memory, NeedBytes: need}
+	return CheckNeeds(Needs{Point: need, Upper: need, DecideOn: memory.DecidePoint}, g)
+}
+
+// CheckNeeds compares the figures of an estimate with g's memory. A job
+// does not fit when its device peak (or its loading peak) is above the
+// memory: that much is sure to be asked for. It is tight when the figure
+// it decides on — by default the band's upper edge — leaves less than
+// [Headroom] free, and fits otherwise.
+func CheckNeeds(n Needs, g gpu.GPU) Fit {
+	need := n.Decided()
+	f := Fit{GPU: g.Name, GPUMemoryBytes: g.Memory, NeedBytes: need, DecidedOn: n.DecideOn, Phase: n.phase(),
+		PointBytes: n.Point, UpperBytes: n.Upper, LoadingBytes: n.Loading}
 	if g.Memory > 0 {
 		f.Utilization = 100 * float64(need) / float64(g.Memory)
 	}
+	sure := max(n.Point, n.Loading)
 	switch {
-	case need > g.Memory:
+	case sure > g.Memory:
 		f.Verdict = DoesNotFit
-		f.ShortBytes = need - g.Memory
+		f.ShortBytes = sure - g.Memory
 	case need > Budget(g):
 		f.Verdict = Tight
-		f.FreeBytes = g.Memory - need
+		f.FreeBytes = max(0, g.Memory-need)
 	default:
 		f.Verdict = Fits
 		f.FreeBytes = g.Memory - need

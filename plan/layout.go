@@ -51,10 +51,8 @@ func (l Layout) Apply(base memory.Job) memory.Job {
 	j.DP = l.DP()
 	j.TP, j.PP, j.CP, j.EP = l.TP, l.PP, l.CP, l.EP
 	j.MicroBatch = l.MicroBatch
+	// "none" stays stated: unset, a QLoRA job would checkpoint.
 	j.GradCheckpoint = l.GradCheckpoint
-	if l.GradCheckpoint == "none" {
-		j.GradCheckpoint = ""
-	}
 	j.OffloadOptimizer, j.OffloadParams = "", ""
 	switch l.Offload {
 	case OffloadOptimizer:

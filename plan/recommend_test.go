@@ -53,8 +53,8 @@ func TestRecommendTraining(t *testing.T) {
 		g, _ := gpu.Lookup(r.GPU)
 		// Direct check of the verdict as given and of the minimum count.
 		res, _ := s.estimate(OnGPU(job, g))
-		if CheckBytes(Need(res), g) != r.Fit {
-			t.Errorf("%s: fit %v, direct %v", r.GPU, r.Fit, CheckBytes(Need(res), g))
+		if Check(res, g) != r.Fit {
+			t.Errorf("%s: fit %v, direct %v", r.GPU, r.Fit, Check(res, g))
 		}
 		if r.MinGPUs == 0 {
 			t.Errorf("%s: no GPU count found", r.GPU)

@@ -179,6 +179,15 @@ type Plan struct {
 	// GPU is the kind searched for, and MemoryBytes its memory.
 	GPU         string      `json:"gpu"`
 	MemoryBytes units.Bytes `json:"gpu_memory_bytes"`
+	// Job is the base job as estimated on one GPU of the kind, and
+	// Assumed the settings it left to defaults, less those the search
+	// varies (engine, sharding, GPU count, parallel sizes, micro-batch,
+	// checkpointing, offload): [ResolveBase] fills both.
+	Job     memory.Job    `json:"job"`
+	Assumed memory.KeySet `json:"assumed,omitzero"`
+	// DecidedOn says which figure the verdicts compared: "upper" (the
+	// band's upper edge) or "point" (Job.DecideOn).
+	DecidedOn string `json:"decided_on"`
 	// Candidates are the best layouts that fit, best first: verdict fits
 	// before tight, then higher score, fewer GPUs, smaller peak. Each
 	// layout appears once, with the largest micro-batch that fits (or the
@@ -264,18 +273,22 @@ func (f *estFitter) fit(mb int) (Fit, error) {
 // asks for the peaks up to the GPU's memory: the search keeps no figure
 // of a job that does not fit.
 type sweepFitter struct {
-	sw *memory.Sweep
-	g  gpu.GPU
+	sw     *memory.Sweep
+	g      gpu.GPU
+	decide string // the job's Job.DecideOn
 }
 
-func (f *sweepFitter) reset(j *memory.Job) { f.sw.Reset(j) }
+func (f *sweepFitter) reset(j *memory.Job) {
+	f.sw.Reset(j)
+	f.decide = decideOn(*j)
+}
 
 func (f *sweepFitter) fit(mb int) (Fit, error) {
 	p, err := f.sw.PeakUpTo(mb, f.g.Memory)
 	if err != nil {
 		return Fit{}, err
 	}
-	return CheckBytes(NeedPeaks(p), f.g), nil
+	return CheckNeeds(NeedsOfPeaks(p, f.decide), f.g), nil
 }
 
 // SearchWith is [Search] with an estimator per worker: each worker calls
@@ -296,7 +309,7 @@ func search(newFit func() fitter, base memory.Job, g gpu.GPU, s Space) (Plan, er
 		return Plan{}, err
 	}
 	base = OnGPU(base, g)
-	p := Plan{GPU: g.Name, MemoryBytes: g.Memory}
+	p := Plan{GPU: g.Name, MemoryBytes: g.Memory, Job: base, DecidedOn: decideOn(base)}
 	workers := max(s.Workers, 1)
 	parts := make([]searchPart, workers)
 	var wg sync.WaitGroup
@@ -652,4 +665,23 @@ func (l Layout) Valid() string {
 		return "unknown engine"
 	}
 	return ""
+}
+
+// searchedKeys are the job settings a layout search varies: not
+// assumptions of the plan, whatever the base job says.
+var searchedKeys = []string{"engine", "zero", "fsdp_strategy", "num_gpus", "nodes", "dp", "tp", "pp", "cp", "ep",
+	"per_device_batch", "grad_checkpoint", "offload_optimizer", "offload_params", "pipeline_schedule", "method"}
+
+// ResolveBase sets p.Job and p.Assumed from an estimate of the base job
+// on one GPU of the plan's kind (its resolved job and the settings it
+// assumed, less those the search varies). An estimate that fails leaves
+// the job as given.
+func (p *Plan) ResolveBase(r memory.Result, err error) {
+	if err != nil {
+		return
+	}
+	p.Job, p.Assumed = r.Job, r.Assumed
+	for _, k := range searchedKeys {
+		p.Assumed.Delete(k)
+	}
 }

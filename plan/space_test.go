@@ -192,7 +192,7 @@ func TestLayoutApply(t *testing.T) {
 	l := Layout{Engine: memory.EngineDeepSpeed, ZeRO: 3, NumGPUs: 8, TP: 1, PP: 1, MicroBatch: 4, GradCheckpoint: "none", Offload: OffloadOptimizer}
 	j := l.Apply(base)
 	if j.Engine != "deepspeed" || j.ZeRO != 3 || j.NumGPUs != 8 || j.DP != 8 || j.MicroBatch != 4 ||
-		j.GradCheckpoint != "" || j.OffloadOptimizer != "cpu" || j.OffloadParams != "" || j.Method != "lora" || j.SeqLen != 2048 {
+		j.GradCheckpoint != "none" || j.OffloadOptimizer != "cpu" || j.OffloadParams != "" || j.Method != "lora" || j.SeqLen != 2048 {
 		t.Errorf("Apply = %+v", j)
 	}
 	if s := l.String(); s != "8 GPUs deepspeed zero3 mb4 ckpt=none offload=optimizer" {

@@ -85,7 +85,7 @@ var knobs = []knob{
 		j.Method = memory.MethodLoRA
 		return true
 	}},
-	{Setting{"method", "qlora"}, "LoRA on a 4-bit (NF4) base model", func(j *memory.Job) bool {
+	{Setting{"method", "qlora"}, "LoRA on a 4-bit (NF4) base model, checkpointed unless grad_checkpoint says otherwise (as QLoRA stacks do)", func(j *memory.Job) bool {
 		if m := norm(j.Method); m == memory.MethodQLoRA || m == memory.MethodFrozen {
 			return false
 		}

@@ -16,7 +16,7 @@ func Estimate(w io.Writer, r memory.Result, o Options) error {
 		return WriteJSON(w, r)
 	}
 	p := r.PerGPU
-	title := fmt.Sprintf("%s (%s) — %s", r.Model, r.Architecture, jobSummary(r.Job))
+	title := fmt.Sprintf("%s (%s) — %s", r.Model, r.Architecture, jobSummary(r.Job, r.Assumed))
 	// A component larger in another phase than at the peak gets a
 	// "largest elsewhere" cell, so a 0 B row at the peak is not read as
 	// "never allocated".
@@ -70,6 +70,13 @@ func Estimate(w io.Writer, r memory.Result, o Options) error {
 		}
 		b.WriteString("\n")
 	}
+	if l := r.Loading; l != nil {
+		fmt.Fprintf(&b, "loading (before the first step): %s per GPU (device), %s host RAM per node", o.Bytes(l.DeviceBytes), o.Bytes(l.HostBytes))
+		if l.ProcessesPerNode > 1 {
+			fmt.Fprintf(&b, " (%d processes)", l.ProcessesPerNode)
+		}
+		fmt.Fprintf(&b, " — %s\n", l.Path)
+	}
 	if len(p.Phases) > 0 {
 		b.WriteString("phases (allocated):")
 		for _, ph := range p.Phases {
@@ -121,6 +128,14 @@ func Estimate(w io.Writer, r memory.Result, o Options) error {
 			return err
 		}
 	}
+	if o.Fit != nil {
+		if _, err := io.WriteString(w, VerdictLine(*o.Fit, o)); err != nil {
+			return err
+		}
+	}
+	if err := writeAssumed(w, r, o); err != nil {
+		return err
+	}
 	return writeWarnings(w, r.Warnings)
 }
 
@@ -169,48 +184,50 @@ func share(part, whole units.Bytes) string {
 	return fmt.Sprintf("%.1f%%", 100*float64(part)/float64(whole))
 }
 
-// jobSummary is a one-line description of a job for table titles.
-func jobSummary(j memory.Job) string {
+// jobSummary is a one-line description of a job for table titles: the
+// settings it states (the assumed ones follow the table).
+func jobSummary(j memory.Job, assumed memory.KeySet) string {
 	var parts []string
 	add := func(format string, args ...any) { parts = append(parts, fmt.Sprintf(format, args...)) }
+	stated := func(key string) bool { return !assumed.Has(key) }
 	mode := string(j.Mode)
 	if mode == "" {
 		mode = string(memory.Train)
 	}
 	parts = append(parts, mode)
-	if j.Method != "" && j.Method != "full" {
+	if j.Method != "" && j.Method != "full" && stated("method") {
 		parts = append(parts, j.Method)
 	}
-	if j.Dtype != "" {
+	if j.Dtype != "" && stated("dtype") {
 		parts = append(parts, j.Dtype)
 	}
 	if mode == string(memory.Train) {
-		if j.MicroBatch > 0 {
+		if j.MicroBatch > 0 && stated("per_device_batch") {
 			add("batch %d", j.MicroBatch)
 		}
-		if j.SeqLen > 0 {
+		if j.SeqLen > 0 && stated("seq_len") {
 			add("seq %d", j.SeqLen)
 		}
-		if j.Optimizer != "" {
+		if j.Optimizer != "" && stated("optimizer") {
 			parts = append(parts, j.Optimizer)
 		}
-		if j.GradCheckpoint != "" && j.GradCheckpoint != "none" {
+		if j.GradCheckpoint != "" && j.GradCheckpoint != "none" && stated("grad_checkpoint") {
 			add("checkpointing %s", j.GradCheckpoint)
 		}
 	} else {
-		if j.Batch > 0 {
+		if j.Batch > 0 && stated("batch") {
 			add("batch %d", j.Batch)
 		}
-		if j.PromptLen > 0 || j.GenLen > 0 {
+		if (j.PromptLen > 0 || j.GenLen > 0) && stated("prompt_len") {
 			add("prompt %d + gen %d", j.PromptLen, j.GenLen)
 		} else if j.SeqLen > 0 {
 			add("seq %d", j.SeqLen)
 		}
 	}
-	if j.NumGPUs > 1 {
+	if j.NumGPUs > 1 && stated("num_gpus") {
 		add("%d GPUs", j.NumGPUs)
 	}
-	if j.Engine != "" {
+	if j.Engine != "" && stated("engine") {
 		parts = append(parts, j.Engine)
 	}
 	return strings.Join(parts, ", ")

@@ -124,6 +124,39 @@ func (w *jsonWriter) colon() {
 
 func (w *jsonWriter) null() { w.b = append(w.b, "null"...) }
 
+// marshaled writes what a type's MarshalJSON returned as encoding/json
+// does: compacted with HTML's characters escaped, then indented at the
+// current depth. An error is kept and writes null.
+func (w *jsonWriter) marshaled(b []byte, err error) {
+	var c bytes.Buffer
+	if err == nil {
+		err = json.Compact(&c, b)
+	}
+	if err != nil {
+		if w.err == nil {
+			w.err = fmt.Errorf("json: error calling MarshalJSON: %w", err)
+		}
+		w.null()
+		return
+	}
+	var h bytes.Buffer
+	json.HTMLEscape(&h, c.Bytes())
+	if !w.indent {
+		w.b = append(w.b, h.Bytes()...)
+		return
+	}
+	var in bytes.Buffer
+	prefix := spaces[:min(2*w.depth, len(spaces))]
+	if err := json.Indent(&in, h.Bytes(), prefix, "  "); err != nil {
+		if w.err == nil {
+			w.err = err
+		}
+		w.null()
+		return
+	}
+	w.b = append(w.b, in.Bytes()...)
+}
+
 func (w *jsonWriter) bool(v bool) { w.b = strconv.AppendBool(w.b, v) }
 
 func (w *jsonWriter) int(v int64) { w.b = strconv.AppendInt(w.b, v, 10) }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gpumem/gpumem/plan"
 	"github.com/gpumem/gpumem/units"
 )
 
@@ -63,6 +64,9 @@ type Options struct {
 	TTY bool
 	// Explain adds the formula and source of each component.
 	Explain bool
+	// Fit, when set, is the estimate's verdict on a GPU, written under
+	// the table (estimate --gpu).
+	Fit *plan.Fit
 }
 
 // Bytes formats b in the chosen unit system.

@@ -229,6 +229,30 @@ func appendMemoryJob(w *jsonWriter, v *memory.Job) {
 		w.key(`"pipeline_schedule"`)
 		w.string(v.PipelineSchedule)
 	}
+	if v.DeviceMap != "" {
+		w.key(`"device_map"`)
+		w.string(v.DeviceMap)
+	}
+	if v.LowCPUMemUsage != nil {
+		w.key(`"low_cpu_mem_usage"`)
+		w.bool((*v.LowCPUMemUsage))
+	}
+	if v.ZeroInit != nil {
+		w.key(`"zero_init"`)
+		w.bool((*v.ZeroInit))
+	}
+	if v.CPURAMEfficientLoading != nil {
+		w.key(`"cpu_ram_efficient_loading"`)
+		w.bool((*v.CPURAMEfficientLoading))
+	}
+	if v.SyncModuleStates != nil {
+		w.key(`"sync_module_states"`)
+		w.bool((*v.SyncModuleStates))
+	}
+	if v.HostMemory != 0 {
+		w.key(`"host_memory_bytes"`)
+		w.int(int64(v.HostMemory))
+	}
 	if v.OverlapComm != nil {
 		w.key(`"overlap_comm"`)
 		w.bool((*v.OverlapComm))
@@ -356,6 +380,10 @@ func appendMemoryJob(w *jsonWriter, v *memory.Job) {
 	if v.GPUComputeCapability != 0 {
 		w.key(`"gpu_compute_capability"`)
 		w.int(int64(v.GPUComputeCapability))
+	}
+	if v.DecideOn != "" {
+		w.key(`"decide_on"`)
+		w.string(v.DecideOn)
 	}
 	if len(v.Stack) != 0 {
 		w.key(`"stack"`)
@@ -531,6 +559,28 @@ func appendMemoryPerGPU(w *jsonWriter, v *memory.PerGPU) {
 		w.key(`"band"`)
 		appendMemoryBand(w, v.Band)
 	}
+	w.close('}')
+}
+
+// appendMemoryLoading appends a memory.Loading as encoding/json writes it.
+func appendMemoryLoading(w *jsonWriter, v *memory.Loading) {
+	w.open('{')
+	w.key(`"path"`)
+	w.string(v.Path)
+	w.key(`"allocated_bytes"`)
+	w.int(int64(v.AllocatedBytes))
+	w.key(`"device_bytes"`)
+	w.int(int64(v.DeviceBytes))
+	w.key(`"host_process_bytes"`)
+	w.int(int64(v.HostProcessBytes))
+	w.key(`"host_bytes"`)
+	w.int(int64(v.HostBytes))
+	w.key(`"processes_per_node"`)
+	w.int(int64(v.ProcessesPerNode))
+	w.key(`"formula"`)
+	w.string(v.Formula)
+	w.key(`"source"`)
+	w.string(v.Source)
 	w.close('}')
 }
 
@@ -766,8 +816,16 @@ func appendMemoryResult(w *jsonWriter, v *memory.Result) {
 	}
 	w.key(`"job"`)
 	appendMemoryJob(w, &v.Job)
+	if !v.Assumed.IsZero() {
+		w.key(`"assumed"`)
+		w.marshaled(v.Assumed.MarshalJSON())
+	}
 	w.key(`"per_gpu"`)
 	appendMemoryPerGPU(w, &v.PerGPU)
+	if v.Loading != nil {
+		w.key(`"loading"`)
+		appendMemoryLoading(w, v.Loading)
+	}
 	if v.Host != nil {
 		w.key(`"host"`)
 		appendMemoryHost(w, v.Host)

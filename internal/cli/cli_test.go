@@ -90,7 +90,7 @@ func TestRewriteBoolArgs(t *testing.T) {
 }
 
 func TestParseGradCheckpoint(t *testing.T) {
-	for in, want := range map[string]string{"": "", "true": "full", "False": "", "full": "full", "selective": "selective", "every-2": "every-2", "none": ""} {
+	for in, want := range map[string]string{"": "", "true": "full", "False": "none", "full": "full", "selective": "selective", "every-2": "every-2", "none": "none"} {
 		got, err := parseGradCheckpoint(in)
 		if err != nil || got != want {
 			t.Errorf("parseGradCheckpoint(%q) = %q, %v; want %q", in, got, err, want)

@@ -57,7 +57,7 @@ func TestCompatSpellingsAreAliases(t *testing.T) {
 			[]string{"llama2-7b", "--tp", "2", "--pp", "2", "--dp", "2", "--per-device-batch", "1", "--grad-accum", "8", "--num-gpus", "8",
 				"--engine", "megatron", "--seq-len", "2048"}, func(j memory.Job) bool { return j.TP == 2 && j.PP == 2 && j.DP == 2 }},
 		{"gradient checkpointing spaced", []string{"llama2-7b", "--gradient-checkpointing", "false", "--seq-len", "512"},
-			[]string{"llama2-7b", "--seq-len", "512"}, func(j memory.Job) bool { return j.GradCheckpoint == "" }},
+			[]string{"llama2-7b", "--grad-checkpoint", "none", "--seq-len", "512"}, func(j memory.Job) bool { return j.GradCheckpoint == "none" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := estimateJSON(t, tc.other...)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/internal/textdist"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
@@ -35,8 +36,17 @@ type estimateOptions struct {
 	Packed         bool
 	DoubleQuant    bool
 	GPUMemory      string
-	Set            []string
-	TP, PP         int
+	HostMemory     string
+	// Loading switches whose default is not their zero value.
+	LowCPUMemUsage         bool
+	ZeroInit               bool
+	CPURAMEfficientLoading bool
+	SyncModuleStates       bool
+	// board is the GPU --gpu names (or a board of --gpu-memory alone):
+	// estimate prints its verdict on it.
+	board  *gpu.GPU
+	Set    []string
+	TP, PP int
 
 	// Compat holds other tools' spellings and flags (compat.go).
 	Compat compatOptions
@@ -148,6 +158,9 @@ once; flags on the command line override it. Other calculators' spellings are ac
 // memory. An unknown or ambiguous name is a usage error.
 func (opts *estimateOptions) applyGPU(cfg *configDir) error {
 	if opts.Job.GPU == "" {
+		if opts.Job.GPUMemory > 0 {
+			opts.board = &gpu.GPU{Name: gpu.CustomName, Vendor: "nvidia", Memory: opts.Job.GPUMemory, MemorySource: "--gpu-memory"}
+		}
 		return gpusFileWithoutGPU(opts.GPUsFile)
 	}
 	cat := cfg.GPUs
@@ -158,11 +171,15 @@ func (opts *estimateOptions) applyGPU(cfg *configDir) error {
 		}
 		cat = c
 	}
-	job, _, err := plan.ResolveGPU(cat, opts.Job)
+	job, board, err := plan.ResolveGPU(cat, opts.Job)
 	if err != nil {
 		return &UsageError{Err: fmt.Errorf("--gpu: %w", err)}
 	}
-	opts.Job = job
+	if opts.Job.GPUMemory > 0 {
+		// --gpu-memory is the board's memory, as fit reads it.
+		board.Memory, board.CUDAMemory = opts.Job.GPUMemory, 0
+	}
+	opts.Job, opts.board = job, &board
 	return nil
 }
 
@@ -196,6 +213,11 @@ func estimateRun(cmd *cobra.Command, f *Factory, g *globalOptions, opts *estimat
 	res, err := in.estimate(cmd.Flags(), opts)
 	if err != nil {
 		return err
+	}
+	if opts.board != nil {
+		// Always a verdict on the GPU given, decided as fit decides.
+		fit := plan.Check(res, *opts.board)
+		ro.Fit = &fit
 	}
 	return report.Estimate(f.IO.Out, res, ro)
 }
@@ -383,6 +405,15 @@ func addEstimateFlags(fs *pflag.FlagSet, o *estimateOptions) {
 	addServingFlags(fs, j)
 	fs.StringVar(&j.InferenceEngine, "inference-engine", "", "inference engine: hf or vllm, or sglang when serving (--engine sglang also names it in serving mode)")
 
+	// Loading.
+	fs.StringVar(&j.DeviceMap, "device-map", "", "from_pretrained device_map: none (built in host RAM, then moved) or auto/cuda/local (straight to the GPU); default none, QLoRA on the GPU")
+	fs.BoolVar(&o.LowCPUMemUsage, "low-cpu-mem-usage", true, "from_pretrained builds the model on the meta device (false: a random model first, then a state dict: two copies in host RAM)")
+	fs.BoolVar(&o.ZeroInit, "zero-init", true, "DeepSpeed ZeRO-3: the model is built under deepspeed.zero.Init (false: whole on every GPU before partitioning)")
+	fs.BoolVar(&o.CPURAMEfficientLoading, "cpu-ram-efficient-loading", false, "FSDP: only local rank 0 reads the checkpoint (accelerate)")
+	fs.BoolVar(&o.SyncModuleStates, "sync-module-states", false, "FSDP1: broadcast rank 0's weights unit by unit (forced on by --cpu-ram-efficient-loading)")
+	fs.StringVar(&o.HostMemory, "host-memory", "", "host RAM of one node, e.g. 512GiB: a loading peak above it does not fit")
+	fs.StringVar(&j.DecideOn, "decide-on", "", "verdicts decide on the band's upper edge (upper, default) or on the estimate (point)")
+
 	// Runtime.
 	fs.StringVar(&j.GPU, "gpu", "", "GPU kind, e.g. H100, A100-80GB, MI300X ('gpumem gpus' lists them; sets the workspace size and the memory planned against)")
 	fs.StringVar(&o.GPUMemory, "gpu-memory", "", "GPU memory when not implied by --gpu, e.g. 80GiB")
@@ -487,6 +518,32 @@ func (o *estimateOptions) finish(fs *pflag.FlagSet) error {
 	if fs.Changed("double-quant") {
 		d := o.DoubleQuant
 		j.DoubleQuant = &d
+	}
+	for _, b := range []struct {
+		name string
+		v    bool
+		dst  **bool
+	}{{"low-cpu-mem-usage", o.LowCPUMemUsage, &j.LowCPUMemUsage}, {"zero-init", o.ZeroInit, &j.ZeroInit},
+		{"cpu-ram-efficient-loading", o.CPURAMEfficientLoading, &j.CPURAMEfficientLoading}, {"sync-module-states", o.SyncModuleStates, &j.SyncModuleStates}} {
+		if fs.Changed(b.name) {
+			v := b.v
+			*b.dst = &v
+		}
+	}
+	if d, err := memory.ParseDecideOn(j.DecideOn); err != nil {
+		return usageErrorf("--decide-on: %v", err)
+	} else if fs.Changed("decide-on") {
+		j.DecideOn = d
+	}
+	if o.HostMemory != "" {
+		b, err := units.ParseBytes(o.HostMemory)
+		if err != nil {
+			return &UsageError{Err: fmt.Errorf("--host-memory: %w", err)}
+		}
+		if b <= 0 {
+			return usageErrorf("--host-memory: want a positive size, got %q", o.HostMemory)
+		}
+		j.HostMemory = b
 	}
 	if o.GPUMemory != "" {
 		b, err := units.ParseBytes(o.GPUMemory)

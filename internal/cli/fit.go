@@ -161,7 +161,11 @@ func fitRun(f *Factory, g *globalOptions, o *fitOptions, m *model.Model) error {
 		return fitOne(f, ro, o, m, est, job, gs[0])
 	}
 	recs := plan.Recommend(est, job, gs, o.MaxGPUs)
-	if err := writeRecommendations(f.IO.Out, ro, m, job, recs); err != nil {
+	base, err := est(job)
+	if err != nil {
+		base = memory.Result{Job: job} // every row carries the error
+	}
+	if err := writeRecommendations(f.IO.Out, ro, m, base, recs); err != nil {
 		return err
 	}
 	if o.FailIfNoFit {
@@ -249,15 +253,18 @@ func writeFitOne(w io.Writer, ro report.Options, o *fitOptions, m *model.Model, 
 	if rep.Warning != "" {
 		fmt.Fprintf(&b, "note: %s\n", rep.Warning)
 	}
-	for _, s := range rep.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", s)
+	fmt.Fprintf(&b, "%s\n", decisionNote(rep.Result.Job.DecideOn))
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	if err := report.WriteAssumedList(w, report.Assumed(rep.Result), ro); err != nil {
+		return err
+	}
+	return report.WriteWarnings(w, rep.Warnings)
 }
 
 func fitSentence(fit plan.Fit, ro report.Options) string {
-	s := fmt.Sprintf("%s, device peak %s = %.1f %%", strings.ReplaceAll(string(fit.Verdict), "_", " "), ro.Bytes(fit.NeedBytes), fit.Utilization)
+	s := fmt.Sprintf("%s, %s %s = %.1f %%", strings.ReplaceAll(string(fit.Verdict), "_", " "), decidedName(fit), ro.Bytes(fit.NeedBytes), fit.Utilization)
 	switch fit.Verdict {
 	case plan.Fits:
 		s += fmt.Sprintf(", %s free", ro.Bytes(fit.FreeBytes))
@@ -270,6 +277,26 @@ func fitSentence(fit plan.Fit, ro report.Options) string {
 		s += "; " + fit.Reason
 	}
 	return s
+}
+
+// decidedName names the figure a verdict compared: the loading peak,
+// the band's upper edge of the device peak, or the device peak.
+func decidedName(fit plan.Fit) string {
+	switch {
+	case fit.Phase == "loading":
+		return "loading peak"
+	case fit.DecidedOn == memory.DecidePoint:
+		return "device peak"
+	}
+	return "device peak's upper edge"
+}
+
+// decisionNote says which figure verdicts decide on, and how to change it.
+func decisionNote(decide string) string {
+	if d, _ := memory.ParseDecideOn(decide); d == memory.DecidePoint {
+		return "verdicts decide on the estimate (--decide-on point) and count the loading peak"
+	}
+	return "verdicts decide on the band's upper edge of the device peak and count the loading peak (--decide-on point: on the estimate)"
 }
 
 // changeFlags writes a suggestion's settings as the flags that set them:
@@ -315,15 +342,20 @@ func modeName(job memory.Job) string {
 // fitRecommendations is what gpumem fit prints as JSON for several GPUs.
 type fitRecommendations struct {
 	Model string `json:"model"`
+	// Job is the job as estimated on one GPU without a board (each row
+	// sets its own), with the settings it assumed.
+	Job     memory.Job    `json:"job"`
+	Assumed memory.KeySet `json:"assumed,omitzero"`
 	// Recommendations has one entry per GPU, best first.
 	Recommendations []plan.Recommendation `json:"recommendations"`
 	// Warnings are the model's warnings: every row rests on them.
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-func writeRecommendations(w io.Writer, ro report.Options, m *model.Model, job memory.Job, recs []plan.Recommendation) error {
+func writeRecommendations(w io.Writer, ro report.Options, m *model.Model, base memory.Result, recs []plan.Recommendation) error {
+	job := base.Job
 	if ro.Format == report.JSON {
-		return report.WriteJSON(w, fitRecommendations{Model: m.ID, Recommendations: recs, Warnings: report.Warnings(m.Warnings)})
+		return report.WriteJSON(w, fitRecommendations{Model: m.ID, Job: job, Assumed: base.Assumed, Recommendations: recs, Warnings: report.Warnings(m.Warnings)})
 	}
 	headers, rows := plan.RecommendationRows(recs, ro.Bytes)
 	t := &report.TableData{
@@ -347,6 +379,12 @@ func writeRecommendations(w io.Writer, ro report.Options, m *model.Model, job me
 		if _, err := fmt.Fprintf(w, "\nnote: %s (speed and numerics differ; the memory figures hold)\n", strings.Join(notes, "; ")); err != nil {
 			return err
 		}
+	}
+	if _, err := fmt.Fprintf(w, "%s\n", decisionNote(job.DecideOn)); err != nil {
+		return err
+	}
+	if err := report.WriteAssumedList(w, report.Assumed(base), ro); err != nil {
+		return err
 	}
 	return report.WriteWarnings(w, m.Warnings)
 }

@@ -31,7 +31,8 @@ func TestFitJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("not JSON: %v", err)
 	}
-	if rep.GPU.Name != "L4" || rep.Fit.Verdict == "" || rep.MaxBatch == nil || rep.MaxBatch.Value < 1 || rep.Result.PerGPU.DevicePeakBytes != rep.Fit.NeedBytes {
+	if rep.GPU.Name != "L4" || rep.Fit.Verdict == "" || rep.MaxBatch == nil || rep.MaxBatch.Value < 1 ||
+		rep.Result.PerGPU.DevicePeakBytes != rep.Fit.PointBytes || rep.Result.PerGPU.Band.HighBytes != rep.Fit.NeedBytes || rep.Fit.DecidedOn != "upper" {
 		t.Errorf("report %+v", rep)
 	}
 	// The batch answer is larger with a shorter sequence.

@@ -13,6 +13,7 @@ var keyFlags = map[string]string{
 	"torch_compile":           "compile",
 	"virtual_pipeline_stages": "virtual-stages",
 	"gpu_memory_bytes":        "gpu-memory",
+	"host_memory_bytes":       "host-memory",
 	"constants":               "set",
 }
 

@@ -210,6 +210,7 @@ func planRun(f *Factory, g *globalOptions, o *planOptions, space plan.Space, m *
 	if err != nil {
 		return err
 	}
+	p.ResolveBase(memory.Estimate(m, plan.OnGPU(job, gs[0])))
 	if ro.Format == report.JSON {
 		return report.WriteJSON(f.IO.Out, p)
 	}
@@ -226,6 +227,7 @@ func planAcross(f *Factory, ro report.Options, o *planOptions, space plan.Space,
 		if err != nil {
 			return err
 		}
+		p.ResolveBase(memory.Estimate(m, plan.OnGPU(job, g)))
 		plans = append(plans, p)
 	}
 	sort.SliceStable(plans, func(i, j int) bool {
@@ -281,7 +283,20 @@ func planAcross(f *Factory, ro report.Options, o *planOptions, space plan.Space,
 	if err := t.Render(f.IO.Out, ro.Format); err != nil {
 		return err
 	}
+	if _, err := fmt.Fprintf(f.IO.Out, "%s\n", decisionNote(job.DecideOn)); err != nil {
+		return err
+	}
+	if len(plans) > 0 {
+		if err := report.WriteAssumedList(f.IO.Out, assumedOfPlan(plans[0]), ro); err != nil {
+			return err
+		}
+	}
 	return report.WriteWarnings(f.IO.Out, m.Warnings)
+}
+
+// assumedOfPlan is the "assumed:" list of a plan's base job.
+func assumedOfPlan(p plan.Plan) []string {
+	return report.Assumed(memory.Result{Job: p.Job, Assumed: p.Assumed})
 }
 
 func writePlan(w io.Writer, ro report.Options, o *planOptions, m *model.Model, p plan.Plan) error {
@@ -323,7 +338,11 @@ func writePlan(w io.Writer, ro report.Options, o *planOptions, m *model.Model, p
 			fmt.Fprintf(&b, "skipped %d: %s (e.g. %s)\n", s.Count, s.Reason, s.Example)
 		}
 	}
+	fmt.Fprintf(&b, "%s\n", decisionNote(p.Job.DecideOn))
 	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	if err := report.WriteAssumedList(w, assumedOfPlan(p), ro); err != nil {
 		return err
 	}
 	return report.WriteWarnings(w, p.Warnings)

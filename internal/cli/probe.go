@@ -599,25 +599,27 @@ func configJSON(ctx context.Context, f *Factory, ref string) ([]byte, error) {
 	return src.Config, nil
 }
 
-// runID names a recorded run by its model, the job's shape and, for a
-// run probed here, when it started: "qwen2.5-7b lora b4 s2048 @2026-01-02T10:00:00Z".
-func runID(modelRef string, job memory.Job, start time.Time) string {
+// runID names a recorded run by its model, the shape the job states
+// (settings the estimate assumed are left out) and, for a run probed
+// here, when it started: "qwen2.5-7b lora b4 s2048 @2026-01-02T10:00:00Z".
+func runID(modelRef string, job memory.Job, assumed memory.KeySet, start time.Time) string {
 	parts := []string{modelRef}
 	if job.Mode != "" && job.Mode != memory.Train {
 		parts = append(parts, string(job.Mode))
 	}
-	if job.Method != "" {
+	if job.Method != "" && !assumed.Has("method") {
 		parts = append(parts, job.Method)
 	}
 	for _, p := range []struct {
-		tag string
-		v   int
-	}{{"b", job.MicroBatch}, {"b", job.Batch}, {"s", job.SeqLen}, {"p", job.PromptLen}, {"g", job.GenLen}} {
-		if p.v > 0 {
+		key, tag string
+		v        int
+	}{{"per_device_batch", "b", job.MicroBatch}, {"batch", "b", job.Batch}, {"seq_len", "s", job.SeqLen},
+		{"prompt_len", "p", job.PromptLen}, {"gen_len", "g", job.GenLen}} {
+		if p.v > 0 && !assumed.Has(p.key) {
 			parts = append(parts, p.tag+strconv.Itoa(p.v))
 		}
 	}
-	if job.GradCheckpoint != "" {
+	if job.GradCheckpoint != "" && !assumed.Has("grad_checkpoint") {
 		parts = append(parts, "gc-"+job.GradCheckpoint)
 	}
 	if !start.IsZero() {
@@ -629,7 +631,7 @@ func runID(modelRef string, job memory.Job, start time.Time) string {
 // appendRun appends one calibration run to the runs file.
 func appendRun(path, modelRef, gpuName string, sw probe.Software, out *probeOutcome) error {
 	run := calibrate.Run{
-		ID:       runID(modelRef, out.Estimate.Job, out.Report.Start),
+		ID:       runID(modelRef, out.Estimate.Job, out.Estimate.Assumed, out.Report.Start),
 		Model:    modelRef,
 		GPU:      gpuName,
 		Software: sw,

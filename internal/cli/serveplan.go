@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/plan"
 	"github.com/gpumem/gpumem/report"
 	"github.com/gpumem/gpumem/units"
@@ -22,6 +23,8 @@ type servePlanOptions struct {
 	GPUMemory string
 	GPUsFile  string
 	MaxGPUs   int
+	// board is the GPU the layouts are checked against.
+	board gpu.GPU
 }
 
 func newServePlanCmd(f *Factory, g *globalOptions) *cobra.Command {
@@ -62,11 +65,24 @@ of --seq-len tokens (default --max-model-len) run at once, and whether one seque
 				ws = append(ws, r.Warnings)
 			}
 			warnings := report.Warnings(ws...)
+			rep := servePlanReport{Model: m.ID, Job: opts.Job, Layouts: checkLayouts(m, opts.Job, rows, opts.board), Warnings: warnings}
+			if base, err := memory.Estimate(m, opts.Job); err == nil {
+				rep.Job, rep.Assumed = base.Job, base.Assumed
+				for _, k := range []string{"tp", "pp", "ep"} {
+					rep.Assumed.Delete(k) // each layout sets them
+				}
+			}
 			ro := g.renderOptions(f)
 			if ro.Format == report.JSON {
-				return report.WriteJSON(f.IO.Out, servePlanReport{Model: m.ID, Layouts: rows, Warnings: warnings})
+				return report.WriteJSON(f.IO.Out, rep)
 			}
-			if err := servePlanTable(m.ID, rows, ro).Render(f.IO.Out, ro.Format); err != nil {
+			if err := servePlanTable(m.ID, rep.Layouts, ro).Render(f.IO.Out, ro.Format); err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(f.IO.Out, "%s\n", servingDecisionNote(opts.Job.DecideOn)); err != nil {
+				return err
+			}
+			if err := report.WriteAssumedList(f.IO.Out, report.Assumed(memory.Result{Job: rep.Job, Assumed: rep.Assumed}), ro); err != nil {
 				return err
 			}
 			if _, err := io.WriteString(f.IO.Out, servePlanLegend(rows)); err != nil {
@@ -82,11 +98,55 @@ of --seq-len tokens (default --max-model-len) run at once, and whether one seque
 // servePlanReport is what gpumem serve-plan prints as JSON.
 type servePlanReport struct {
 	Model string `json:"model"`
-	// Layouts has one row per parallel layout, fewest GPUs first.
-	Layouts []memory.ServingPlanRow `json:"layouts"`
+	// Job is the deployment as estimated on one GPU, and Assumed the
+	// settings it left to vLLM's defaults (the layouts set tp, pp, ep).
+	Job     memory.Job    `json:"job"`
+	Assumed memory.KeySet `json:"assumed,omitzero"`
+	// Layouts has one row per parallel layout, fewest GPUs first, with
+	// its verdict on the GPU.
+	Layouts []servePlanLayout `json:"layouts"`
 	// Warnings are the model's warnings and those of every layout's
 	// estimate, each once.
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// servePlanLayout is one layout of a serving plan with its verdict.
+type servePlanLayout struct {
+	memory.ServingPlanRow
+	// Fit is the layout's verdict on the GPU (nil for an invalid
+	// layout): by default on the upper edge of the band, where the
+	// memory vLLM does not budget may leave a KV pool too small for
+	// max_model_len.
+	Fit *plan.Fit `json:"fit,omitempty"`
+}
+
+// checkLayouts gives each valid layout its verdict on board, from an
+// estimate of the layout (a serving estimate is milliseconds).
+func checkLayouts(m *model.Model, job memory.Job, rows []memory.ServingPlanRow, board gpu.GPU) []servePlanLayout {
+	out := make([]servePlanLayout, len(rows))
+	for i, r := range rows {
+		out[i].ServingPlanRow = r
+		if r.Serving == nil {
+			continue
+		}
+		j := job
+		j.Mode, j.TP, j.PP, j.EP = memory.Serving, r.TP, r.PP, r.EP
+		res, err := memory.Estimate(m, j)
+		if err != nil {
+			continue
+		}
+		f := plan.Check(res, board)
+		out[i].Fit = &f
+	}
+	return out
+}
+
+// servingDecisionNote says what the verdicts of a serving plan decide on.
+func servingDecisionNote(decide string) string {
+	if d, _ := memory.ParseDecideOn(decide); d == memory.DecidePoint {
+		return "verdicts decide on the estimate (--decide-on point): does one sequence of max_model_len fit the KV pool"
+	}
+	return "verdicts decide on the band's upper edge: tight when the KV pool holds max_model_len only if the memory outside vLLM's budget stays at the estimate (--decide-on point: on the estimate)"
 }
 
 // addServePlanFlags declares the flags, with vLLM's names.
@@ -100,6 +160,7 @@ func addServePlanFlags(fs *pflag.FlagSet, o *servePlanOptions) {
 	fs.StringVar(&j.Dtype, "dtype", "", "weights: bf16, fp16, fp8, int8, int4, ... (default the checkpoint's, else bf16)")
 	fs.IntVar(&j.SeqLen, "seq-len", 0, "length of the sequences counted as concurrent (default --max-model-len)")
 	fs.BoolVar(&j.AllowLong, "allow-long", false, "allow --max-model-len beyond the model's max_position_embeddings")
+	fs.StringVar(&j.DecideOn, "decide-on", "", "verdicts decide on the band's upper edge (upper, default) or on the estimate (point)")
 	addServingFlags(fs, j)
 	fs.SetNormalizeFunc(normalizeJobFlag)
 }
@@ -216,14 +277,27 @@ func (o *servePlanOptions) finish(fs *pflag.FlagSet) error {
 		}
 		// The catalog fills the CUDA-reported total vLLM budgets from and the
 		// compute capability; a --gpu-memory the user gave wins.
-		resolved, _, err := plan.ResolveGPU(cat, *j)
+		resolved, board, err := plan.ResolveGPU(cat, *j)
 		if err != nil {
 			return &UsageError{Err: fmt.Errorf("--gpu: %w", err)}
 		}
-		*j = resolved
+		if o.GPUMemory != "" {
+			board.Memory, board.CUDAMemory = j.GPUMemory, 0
+		}
+		*j, o.board = resolved, board
 	}
 	if j.GPUMemory <= 0 {
 		return usageErrorf("serve-plan needs the GPU: pass --gpu (e.g. H100) or --gpu-memory (e.g. 80GiB)")
+	}
+	if j.GPU == "" {
+		o.board = gpu.GPU{Name: gpu.CustomName, Vendor: "nvidia", Memory: j.GPUMemory, MemorySource: "--gpu-memory"}
+	}
+	d, err := memory.ParseDecideOn(j.DecideOn)
+	if err != nil {
+		return usageErrorf("--decide-on: %v", err)
+	}
+	if j.DecideOn != "" {
+		j.DecideOn = d
 	}
 	j.Mode = memory.Serving
 	return nil
@@ -243,17 +317,17 @@ func servePlanLegend(rows []memory.ServingPlanRow) string {
 			ver += " (assumed: the newest release gpumem knows; state yours with --vllm-version)"
 		}
 		return fmt.Sprintf("\n%s. kv tokens: what the pool holds; seqs: sequences of %d tokens the pool holds at once "+
-			"(max_num_seqs %d is the scheduler's cap on running sequences, not a capacity); max-model-len: whether one request "+
-			"of that length fits the pool (vLLM refuses to start otherwise).\n", ver, s.SeqLen, s.MaxNumSeqs)
+			"(max_num_seqs %d is the scheduler's cap on running sequences, not a capacity); verdict: whether one request "+
+			"of max_model_len tokens fits the pool (vLLM refuses to start otherwise).\n", ver, s.SeqLen, s.MaxNumSeqs)
 	}
 	return ""
 }
 
 // servePlanTable renders the layouts as rows.
-func servePlanTable(id string, rows []memory.ServingPlanRow, ro report.Options) *report.TableData {
+func servePlanTable(id string, rows []servePlanLayout, ro report.Options) *report.TableData {
 	t := &report.TableData{
 		Title:   "vLLM serving plan for " + id,
-		Headers: []string{"gpus", "layout", "weights/gpu", "activations", "kv pool/gpu", "kv tokens", "seqs", "max-model-len", "note"},
+		Headers: []string{"gpus", "layout", "weights/gpu", "activations", "kv pool/gpu", "kv tokens", "seqs", "verdict", "note"},
 		Aligns:  []report.Align{report.Right, report.Left, report.Right, report.Right, report.Right, report.Right, report.Right, report.Left, report.Left},
 	}
 	var seqLen, maxLen int
@@ -272,6 +346,9 @@ func servePlanTable(id string, rows []memory.ServingPlanRow, ro report.Options) 
 		if !s.MaxModelLenFits {
 			fits = "does not fit"
 		}
+		if r.Fit != nil {
+			fits = strings.ReplaceAll(string(r.Fit.Verdict), "_", " ")
+		}
 		note := ""
 		if s.KVPoolBytes == 0 {
 			note = "weights and activations exceed the budget"
@@ -280,6 +357,6 @@ func servePlanTable(id string, rows []memory.ServingPlanRow, ro report.Options) 
 			fmt.Sprint(s.KVTokens), fmt.Sprint(s.MaxConcurrentSeqs), fits, note)
 	}
 	t.AddFooter(fmt.Sprintf("%d layouts", len(rows)), "", "", "", "", "",
-		fmt.Sprintf("of %d tokens", seqLen), fmt.Sprintf("%d tokens", maxLen), "")
+		fmt.Sprintf("of %d tokens", seqLen), fmt.Sprintf("max_model_len %d", maxLen), "")
 	return t
 }

@@ -8,12 +8,15 @@
 // and report's tests fail until it does (they compare the file with
 // [Generate]'s output, and the encoders' bytes with encoding/json's).
 //
-// Supported: structs with json tags (names, "-", omitempty), pointers,
-// slices, maps with string keys, strings, booleans, integers and floats,
-// including named types of those kinds. Anything else (interfaces,
-// embedded structs, types with their own MarshalJSON or MarshalText, the
-// ",string" option) makes Generate fail naming the type and field, so
-// the generator is extended rather than the output silently differing.
+// Supported: structs with json tags (names, "-", omitempty, and
+// omitzero on a type with an IsZero method), pointers, slices, maps with
+// string keys, strings, booleans, integers and floats, including named
+// types of those kinds, and value types with their own MarshalJSON
+// (called, and its output compacted or indented as encoding/json does).
+// Anything else (interfaces, embedded structs, MarshalText, a
+// pointer-receiver MarshalJSON, the ",string" option) makes Generate
+// fail naming the type and field, so the generator is extended rather
+// than the output silently differing.
 package jsongen
 
 import (
@@ -125,12 +128,17 @@ func (g *gen) typeFunc(t reflect.Type) (string, error) {
 		if name == "" {
 			name = f.Name
 		}
-		omitEmpty := false
+		omitEmpty, omitZero := false, false
 		for o := range strings.SplitSeq(opts, ",") {
 			switch o {
 			case "":
 			case "omitempty":
 				omitEmpty = true
+			case "omitzero":
+				if _, ok := f.Type.MethodByName("IsZero"); !ok {
+					return "", fmt.Errorf("jsongen: %s: omitzero needs an IsZero method on %v", where, f.Type)
+				}
+				omitZero = true
 			default:
 				return "", fmt.Errorf("jsongen: %s: tag option %q is not supported", where, o)
 			}
@@ -154,13 +162,18 @@ func (g *gen) typeFunc(t reflect.Type) (string, error) {
 			}
 			enc = inner
 		}
-		if omitEmpty {
+		switch {
+		case omitZero && omitEmpty:
+			return "", fmt.Errorf("jsongen: %s: omitzero with omitempty is not supported", where)
+		case omitZero:
+			fmt.Fprintf(&b, "\tif !%s.IsZero() {\n\t\tw.key(%s)\n%s\t}\n", val, key, indentCode(enc, 2))
+		case omitEmpty:
 			cond, err := nonEmpty(f.Type, val, where)
 			if err != nil {
 				return "", err
 			}
 			fmt.Fprintf(&b, "\tif %s {\n\t\tw.key(%s)\n%s\t}\n", cond, key, indentCode(enc, 2))
-		} else {
+		default:
 			fmt.Fprintf(&b, "\tw.key(%s)\n%s", key, indentCode(enc, 1))
 		}
 	}
@@ -171,6 +184,11 @@ func (g *gen) typeFunc(t reflect.Type) (string, error) {
 
 // value returns the statements that encode the expression x of type t.
 func (g *gen) value(t reflect.Type, x, where string, depth int) (string, error) {
+	if t.Kind() != reflect.Pointer && t.Implements(marshalerType) {
+		// The type encodes itself (a value receiver): call it, as
+		// encoding/json does.
+		return fmt.Sprintf("w.marshaled(%s.MarshalJSON())\n", x), nil
+	}
 	if err := checkCustom(t, where); err != nil {
 		return "", err
 	}

@@ -99,6 +99,8 @@ type pageState struct {
 	Chart     []string `json:"chart"`
 	// Suggestions are the lines of the selected GPU's suggestions.
 	Suggestions []string `json:"suggestions"`
+	// Assumed are the lines of the assumed settings.
+	Assumed []string `json:"assumed"`
 }
 
 type peakText struct {
@@ -122,6 +124,7 @@ const snapshotJS = `(() => {
     invalid: [...document.querySelectorAll('[aria-invalid=true]')].map((e) => e.name),
     serving: q('#serving').textContent,
     suggestions: [...document.querySelectorAll('#fit-suggestions li')].map((li) => li.textContent),
+    assumed: [...document.querySelectorAll('#assumed li')].map((li) => li.textContent),
     chart: window.Chart && Chart.getChart(q('#chart')) ? Chart.getChart(q('#chart')).data.datasets.map((d) => d.label + '=' + (d.data[0] ?? '')) : [],
   };
 })()`
@@ -219,7 +222,27 @@ func checkAgainstAPI(t *testing.T, base string, st pageState) memory.Result {
 	if !strings.HasPrefix(st.Title, res.Model) {
 		t.Errorf("title %q does not name %s", st.Title, res.Model)
 	}
+	// The page lists the settings the API assumed, with their values.
+	var want []string
+	for _, k := range res.Assumed.Keys() {
+		jk, _ := memory.LookupJobKey(k)
+		want = append(want, k+" = "+jsValue(jk.Value(&res.Job)))
+	}
+	if fmt.Sprint(st.Assumed) != fmt.Sprint(want) {
+		t.Errorf("page lists assumed %q, API %q", st.Assumed, want)
+	}
 	return res
+}
+
+// jsValue writes a job value as the page's template string does.
+func jsValue(v any) string {
+	switch x := v.(type) {
+	case []string:
+		return strings.Join(x, ",")
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return fmt.Sprint(v)
 }
 
 // checkPlan asserts the GPU table and the fit of the chosen GPU against /api/plan.

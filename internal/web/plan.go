@@ -29,9 +29,15 @@ const (
 // --format json prints for one GPU, without the full estimate.
 type PlanReport struct {
 	Model string `json:"model"`
-	// Job is the job as checked, without a GPU (each entry sets its own).
-	Job  memory.Job `json:"job"`
-	GPUs []GPUPlan  `json:"gpus"`
+	// Job is the job as checked, resolved on one GPU without a board
+	// (each entry sets its own), and Assumed the settings it left to
+	// defaults.
+	Job     memory.Job    `json:"job"`
+	Assumed memory.KeySet `json:"assumed,omitzero"`
+	// DecidedOn says which figure the verdicts compared: "upper" (the
+	// band's upper edge, the default) or "point" (the key decide_on).
+	DecidedOn string    `json:"decided_on"`
+	GPUs      []GPUPlan `json:"gpus"`
 	// Warnings are the model's warnings and those of the estimates on
 	// every GPU, each once.
 	Warnings []string `json:"warnings,omitempty"`
@@ -96,7 +102,13 @@ func (s *Server) handlePlan(w http.ResponseWriter, r *http.Request) {
 	// client went away or its deadline passed).
 	ctx := r.Context()
 	est := plan.WithContext(ctx, plan.For(m))
-	rep := &PlanReport{Model: m.ID, Job: job, GPUs: make([]GPUPlan, 0, len(gs))}
+	rep := &PlanReport{Model: m.ID, Job: job, DecidedOn: memory.DecideUpper, GPUs: make([]GPUPlan, 0, len(gs))}
+	if d, err := memory.ParseDecideOn(job.DecideOn); err == nil {
+		rep.DecidedOn = d
+	}
+	if base, err := est(job); err == nil {
+		rep.Job, rep.Assumed = base.Job, base.Assumed
+	}
 	ws := [][]string{in.warnings}
 	var firstErr error
 	for _, g := range gs {

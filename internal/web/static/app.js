@@ -7,7 +7,7 @@
 // default shown as a placeholder (an empty field means that default).
 const GROUPS = [
   { legend: 'Batch and sequence', fields: [
-    { k: 'seq_len', label: 'Sequence length', type: 'int', ph: '1024' },
+    { k: 'seq_len', label: 'Sequence length', type: 'int', ph: '2048' },
     { k: 'per_device_batch', label: 'Per-device batch', type: 'int', ph: '1', modes: ['train'] },
     { k: 'grad_accum', label: 'Grad. accumulation', type: 'int', ph: '1', modes: ['train'] },
     { k: 'packed', label: 'Packed samples', type: 'tri', modes: ['train'] },
@@ -39,7 +39,7 @@ const GROUPS = [
   ]},
   { legend: 'Activations', fields: [
     { k: 'attn', label: 'Attention', type: 'select', opts: ['', 'eager', 'sdpa', 'flash'], ph: 'sdpa' },
-    { k: 'grad_checkpoint', label: 'Grad. checkpointing', type: 'select', opts: ['', 'full', 'selective', 'every-2', 'every-4'], ph: 'none', modes: ['train'] },
+    { k: 'grad_checkpoint', label: 'Grad. checkpointing', type: 'select', opts: ['', 'none', 'full', 'selective', 'every-2', 'every-4'], ph: 'none; QLoRA: full', modes: ['train'] },
     { k: 'fused_loss', label: 'Loss', type: 'select', opts: ['', 'none', 'liger', 'chunked', 'chunked-compiled'], ph: 'none', modes: ['train'] },
     { k: 'framework', label: 'Framework', type: 'select', opts: ['', 'hf', 'torchtune', 'litgpt', 'megatron', 'torchtitan'], ph: 'hf', modes: ['train'] },
     { k: 'torch_compile', label: 'torch.compile', type: 'bool', modes: ['train'] },
@@ -63,6 +63,14 @@ const GROUPS = [
     { k: 'offload_optimizer', label: 'Offload optimizer', type: 'select', opts: ['', 'none', 'cpu', 'nvme'], modes: ['train'] },
     { k: 'offload_params', label: 'Offload params', type: 'select', opts: ['', 'none', 'cpu', 'nvme'], modes: ['train'] },
   ]},
+  { legend: 'Loading', modes: ['train'], fields: [
+    { k: 'device_map', label: 'device_map', type: 'select', opts: ['', 'none', 'auto'], ph: 'none; QLoRA: auto' },
+    { k: 'low_cpu_mem_usage', label: 'low_cpu_mem_usage', type: 'tri', ph: 'true' },
+    { k: 'zero_init', label: 'ZeRO-3 zero.Init', type: 'tri', ph: 'true' },
+    { k: 'cpu_ram_efficient_loading', label: 'FSDP cpu_ram_efficient_loading', type: 'tri', ph: 'false' },
+    { k: 'sync_module_states', label: 'FSDP sync_module_states', type: 'tri', ph: 'false' },
+    { k: 'host_memory_bytes', label: 'Host RAM per node, GiB', type: 'gib' },
+  ]},
   { legend: 'Inference and serving', modes: ['inference', 'serving'], fields: [
     { k: 'inference_engine', label: 'Engine', type: 'select', opts: ['', 'hf', 'vllm', 'sglang'] },
     { k: 'kv_cache_dtype', label: 'KV cache dtype', type: 'select', opts: ['', 'auto', 'fp16', 'bf16', 'fp8'], ph: 'auto' },
@@ -78,6 +86,7 @@ const GROUPS = [
   ]},
   { legend: 'Runtime', fields: [
     { k: 'gpu_memory_bytes', label: 'GPU memory, GiB (board not listed)', type: 'gib' },
+    { k: 'decide_on', label: 'Decide fit on', type: 'select', opts: ['', 'upper', 'point'], ph: 'upper' },
     { k: 'constants', label: 'Model constants (name=value, …)', type: 'constants', ph: 'fragmentation=0.1' },
   ]},
   { legend: 'Vision inputs (VLMs)', fields: [
@@ -94,7 +103,9 @@ const PRESETS = [
   { name: '8B full FT, ZeRO-3 × 8', job: { model: 'llama3-8b', engine: 'deepspeed', zero: '3', num_gpus: '8', seq_len: '4096', grad_checkpoint: 'full', attn: 'flash' } },
 ];
 
-const DEFAULT_JOB = { model: 'llama3-8b', seq_len: '2048' };
+// The default job states only the model: the sequence length and every
+// other setting take the defaults the API assumes, which the page lists.
+const DEFAULT_JOB = { model: 'llama3-8b' };
 const DEBOUNCE_MS = 200;
 const FIELD_TYPES = new Map([['model', 'text'], ['mode', 'select'], ['gpu', 'select']]);
 for (const g of GROUPS) for (const f of g.fields) FIELD_TYPES.set(f.k, f.type);
@@ -379,10 +390,25 @@ function render(res, plan, job) {
   $('#serving').textContent = res.serving ? servingText(res.serving) : '';
   $('#host').textContent = res.host ? `Host memory for offload: ${formatIEC(res.host.cpu_bytes)} CPU RAM` +
     (res.host.nvme_bytes ? `, ${formatIEC(res.host.nvme_bytes)} NVMe` : '') : '';
+  $('#loading').textContent = res.loading ? `Loading (before the first step): ${formatIEC(res.loading.device_bytes)} per GPU, ` +
+    `${formatIEC(res.loading.host_bytes)} host RAM per node — ${res.loading.path}.` : '';
+  renderAssumed(res);
   const ws = $('#warnings');
   ws.replaceChildren(...(res.warnings || []).map((w) => el('li', { text: w })));
   renderGPUs(plan, job.gpu);
   renderChart(p, plan, job.gpu);
+}
+
+// renderAssumed lists the settings the estimate took as defaults, with
+// the values it used (the JSON's assumed keys, read from its job).
+function renderAssumed(res) {
+  const items = (res.assumed || []).map((k) => {
+    let v = res.job[k];
+    if (Array.isArray(v)) v = v.join(',');
+    return el('li', {}, el('code', { text: `${k} = ${v}` }));
+  });
+  $('#assumed').replaceChildren(...items);
+  $('#assumed-box').hidden = items.length === 0;
 }
 
 // servingText summarises a vLLM or SGLang deployment's KV-cache pool.
@@ -419,6 +445,12 @@ function renderComponents(p) {
 }
 
 const VERDICT_TEXT = { fits: 'fits', tight: 'tight', does_not_fit: 'no' };
+
+// decidedText names the figure a verdict compared.
+function decidedText(fit) {
+  if (fit.phase === 'loading') return 'the loading peak';
+  return fit.decided_on === 'point' ? 'the estimate' : "the band's upper edge";
+}
 
 function answerText(a, unit) {
   if (!a) return '-';
@@ -479,8 +511,8 @@ function renderGPUs(plan, gpuName) {
   sum.className = 'verdict ' + (sel.error ? 'error-fit' : sel.fit.verdict);
   sum.dataset.verdict = sel.error ? 'error' : sel.fit.verdict;
   sum.textContent = sel.error ? `${sel.gpu.name}: ${sel.error}` :
-    `${sel.gpu.name} (${formatIEC(sel.gpu.memory_bytes)}): ${VERDICT_TEXT[sel.fit.verdict]}, ${fixed(sel.fit.utilization_pct, 1)}% of memory` +
-    (sel.fit.reason ? ` (${sel.fit.reason})` : '') + (sel.warning ? ` — ${sel.warning}` : '');
+    `${sel.gpu.name} (${formatIEC(sel.gpu.memory_bytes)}): ${VERDICT_TEXT[sel.fit.verdict]}, ${fixed(sel.fit.utilization_pct, 1)}% of memory ` +
+    `(${decidedText(sel.fit)})` + (sel.fit.reason ? ` (${sel.fit.reason})` : '') + (sel.warning ? ` — ${sel.warning}` : '');
   largest.replaceChildren(
     `Largest ${n.batch} that fits: `, el('strong', { id: 'max-batch', text: answerText(sel.max_batch, '') }),
     ` · longest ${n.seq} that fits: `, el('strong', { id: 'max-seq', text: answerText(sel.max_seq_len, ' tokens') }));
