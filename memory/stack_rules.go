@@ -72,6 +72,12 @@ const (
 	ruleBnb4bitSavesInput
 	ruleVLLMV0Sampler
 	ruleTitanLogitsThroughBackward
+	ruleTitanFSDP1
+	ruleTitanNoCP
+	ruleTitanCPUnsharded
+	ruleBnbNoQuantStorage
+	ruleTRLShardedQLoRAKbitPrep
+	ruleTRLShardedQLoRAFP32Adapters
 	numRules
 )
 
@@ -116,6 +122,36 @@ var rules = [numRules]Rule{
 		Name: "torchtitan-logits-through-backward", Package: "torchtitan", Before: "2024-04",
 		Effect: "the training loop keeps the model's fp32 logits (pred) through backward",
 		Source: "pytorch/torchtitan train.py (\"del pred\" before backward, added in April 2024)",
+	},
+	ruleTitanFSDP1: {
+		Name: "torchtitan-fsdp1", Package: "torchtitan", Before: "2024-03-28",
+		Effect: "torchtitan wraps the model with FSDP1 (FullyShardedDataParallel, flat parameters) instead of per-parameter FSDP2 (fully_shard)",
+		Source: "pytorch/torchtitan PR #165 \"Used per-parameter FSDP\" (commit 83c879f, 2024-03-28)",
+	},
+	ruleTitanNoCP: {
+		Name: "torchtitan-no-context-parallel", Package: "torchtitan", Before: "2024-10-22",
+		Effect: "torchtitan has no context parallelism: a job with cp > 1 is refused",
+		Source: "pytorch/torchtitan PR #592 \"enable Context Parallel\" (commit b19456a, 2024-10-22)",
+	},
+	ruleTitanCPUnsharded: {
+		Name: "torchtitan-cp-without-fsdp", Package: "torchtitan", From: "2024-10-22", Before: "2024-12-12",
+		Effect: "with cp > 1 and no data-parallel sharding (dp_shard 1), torchtitan applies no FSDP: every rank holds the whole model, its gradients and optimizer states",
+		Source: "pytorch/torchtitan PR #685 (commit 40a0873, 2024-12-11): \"Previously CP forgot to shard the model via apply_fsdp when DP is not combined with CP\"",
+	},
+	ruleBnbNoQuantStorage: {
+		Name: "bnb-no-quant-storage", Package: "bitsandbytes", Before: "0.43.0",
+		Effect: "Params4bit stores packed 4-bit weights only as uint8 (no bnb_4bit_quant_storage), so FSDP and ZeRO-3 cannot shard them with the model's float parameters: sharded QLoRA is refused",
+		Source: "bitsandbytes-foundation/bitsandbytes PR #970 \"Initial FSDP Support for QLoRA Finetuning\" (commit dcfb6f8, released in 0.43.0)",
+	},
+	ruleTRLShardedQLoRAKbitPrep: {
+		Name: "trl-sharded-qlora-kbit-prep", Package: "trl", Before: "0.8.0",
+		Effect: "TRL runs prepare_model_for_kbit_training on every 4-bit model, sharded (FSDP, ZeRO-3) or not: embeddings, norms, the head and the residual stream are upcast to fp32; from 0.8.0 it skips it when the 4-bit weights are sharded",
+		Source: "huggingface/trl PR #1416 \"Add support for FSDP+QLoRA and DeepSpeed ZeRO3+QLoRA\" (commit 58c0888, released in 0.8.0): trl/trainer/sft_trainer.py is_sharded_qlora; since 0.24 trl/models/utils.py prepare_peft_model",
+	},
+	ruleTRLShardedQLoRAFP32Adapters: {
+		Name: "trl-sharded-qlora-fp32-adapters", Package: "trl", Before: "0.9.3",
+		Effect: "sharded QLoRA upcasts the adapters to fp32 (get_peft_model's autocast_adapter_dtype default); from 0.9.3 TRL passes autocast_adapter_dtype=False and they stay in the model dtype",
+		Source: "huggingface/trl PR #1654 \"do not upcast adapters when using FSDP+QLoRA\" (commit e4ed7a3, released in 0.9.3)",
 	},
 }
 

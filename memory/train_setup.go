@@ -97,7 +97,8 @@ type setup struct {
 	optInBwd          bool
 	torch1            bool
 	bnbOld            bool
-	titanLogits       bool // torchtitan kept the model's fp32 logits through backward (early 2024)
+	titanLogits       bool    // torchtitan kept the model's fp32 logits through backward (early 2024)
+	rules             ruleSet // the version rules in effect for the job's stack
 	lora              loraSpec
 	trainable         trainSpec
 	dist              distSpec
@@ -199,6 +200,7 @@ func (s *setup) resolveFramework() error {
 	for _, w := range warnings {
 		s.warn(w)
 	}
+	s.rules = rs
 	s.torch1 = rs.has(ruleTorchZeroGradKeeps)
 	s.bnbOld = rs.has(ruleBnb4bitSavesInput)
 	s.titanLogits = rs.has(ruleTitanLogitsThroughBackward)
