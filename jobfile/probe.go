@@ -37,6 +37,9 @@ var probeJobs = map[string]func(j *memory.Job) memory.Job{
 	"peft_variant":  func(j *memory.Job) memory.Job { return memory.Job{Method: "lora", PEFTVariant: j.PEFTVariant} },
 	"adapter_dtype": func(j *memory.Job) memory.Job { return memory.Job{Method: "lora", AdapterDtype: j.AdapterDtype} },
 	"quant_type":    func(j *memory.Job) memory.Job { return memory.Job{Method: "qlora", QuantType: j.QuantType} },
+	// One GPU: the name is checked; whether it suits sharding depends on
+	// the job's engine and dtype, which the estimate checks.
+	"quant_storage": func(j *memory.Job) memory.Job { return memory.Job{Method: "qlora", QuantStorage: j.QuantStorage} },
 	"engine":        func(j *memory.Job) memory.Job { return memory.Job{Engine: j.Engine, NumGPUs: 2} },
 	"fsdp_strategy": func(j *memory.Job) memory.Job {
 		return memory.Job{Engine: "fsdp", NumGPUs: 2, FSDPStrategy: j.FSDPStrategy}

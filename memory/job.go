@@ -69,17 +69,23 @@ type Job struct {
 	TaskHead string `json:"task_head,omitempty"` // --task-head
 
 	// Fine-tuning method.
-	Method          string   `json:"method,omitempty"`              // full|lora|qlora|frozen (default full)
-	LoRARank        int      `json:"lora_rank,omitempty"`           // --lora-rank (default 16)
-	LoRAAlpha       int      `json:"lora_alpha,omitempty"`          // --lora-alpha
-	LoRATargets     []string `json:"lora_target_modules,omitempty"` // --lora-target-modules (default q_proj,v_proj as PEFT)
-	LoRADropout     float64  `json:"lora_dropout,omitempty"`        // --lora-dropout
-	PEFTVariant     string   `json:"peft_variant,omitempty"`        // --peft-variant lora|dora|lora-fa
-	AdapterDtype    string   `json:"adapter_dtype,omitempty"`       // --adapter-dtype (default fp32 as PEFT autocast_adapter_dtype)
-	QuantType       string   `json:"quant_type,omitempty"`          // --quant-type nf4|fp4 (QLoRA)
-	DoubleQuant     *bool    `json:"double_quant,omitempty"`        // --double-quant
-	Trainable       []string `json:"trainable,omitempty"`           // --trainable module names or layer ranges
-	TrainableParams int64    `json:"trainable_params,omitempty"`    // --trainable-params N
+	Method       string   `json:"method,omitempty"`              // full|lora|qlora|frozen (default full)
+	LoRARank     int      `json:"lora_rank,omitempty"`           // --lora-rank (default 16)
+	LoRAAlpha    int      `json:"lora_alpha,omitempty"`          // --lora-alpha
+	LoRATargets  []string `json:"lora_target_modules,omitempty"` // --lora-target-modules (default q_proj,v_proj as PEFT)
+	LoRADropout  float64  `json:"lora_dropout,omitempty"`        // --lora-dropout
+	PEFTVariant  string   `json:"peft_variant,omitempty"`        // --peft-variant lora|dora|lora-fa
+	AdapterDtype string   `json:"adapter_dtype,omitempty"`       // --adapter-dtype (default fp32 as PEFT autocast_adapter_dtype)
+	QuantType    string   `json:"quant_type,omitempty"`          // --quant-type nf4|fp4 (QLoRA)
+	DoubleQuant  *bool    `json:"double_quant,omitempty"`        // --double-quant
+	// QuantStorage is bitsandbytes' bnb_4bit_quant_storage, the dtype the
+	// packed 4-bit weights are stored in: uint8 (bitsandbytes' default)
+	// or the model's float dtype, which FSDP and ZeRO-3 need to shard
+	// them with the other parameters. "" is uint8 on unsharded engines
+	// and the compute dtype under FSDP or ZeRO-3 (a warning says so).
+	QuantStorage    string   `json:"quant_storage,omitempty"`    // --quant-storage
+	Trainable       []string `json:"trainable,omitempty"`        // --trainable module names or layer ranges
+	TrainableParams int64    `json:"trainable_params,omitempty"` // --trainable-params N
 
 	// VLM inputs.
 	ImagesPerSample int `json:"images_per_sample,omitempty"` // --images-per-sample

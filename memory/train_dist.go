@@ -652,9 +652,9 @@ func (s *setup) parallelInfo(t *trainParts) (Parallel, bool) {
 		ZeRO: d.zero, ShardGroup: int(d.nd)}
 	switch {
 	case d.engine == engineDeepSpeed && d.zero == 3:
-		p.LargestUnitParams = int64(s.largestModule() + 0.5)
+		p.LargestUnitParams = int64(s.largestModule(false) + 0.5)
 	case s.isFSDP() && d.zero >= 2:
-		unit, root := s.fsdpUnits()
+		unit, root := s.fsdpUnits(false)
 		p.LargestUnitParams = int64(max(unit, root) + 0.5)
 	}
 	if t != nil {

@@ -80,6 +80,7 @@ type setup struct {
 	kbitFP32  bool // prepare_model_for_kbit_training: non-quantized params fp32
 	quantHead bool // the output head is quantized too (litgpt bitsandbytes precision)
 	double    bool // bnb double quantisation
+	shardedQ  bool // sharded QLoRA: 4-bit weights sharded by FSDP or ZeRO-3 (resolveShardedQLoRA)
 
 	opt *optimizerSpec
 
@@ -153,6 +154,9 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 		return err
 	}
 	if err := s.resolveDist(); err != nil {
+		return err
+	}
+	if err := s.resolveShardedQLoRA(); err != nil {
 		return err
 	}
 	if err := s.resolveTrainable(); err != nil {

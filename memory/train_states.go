@@ -11,18 +11,22 @@ import (
 // scale weights, master, grads and optimizer state by their group sizes
 // and add their communication buffers; the single-GPU model leaves them whole.
 type rankStates struct {
-	weights   float64 // base weights as held on the GPU (quantized or not)
-	adapters  float64 // LoRA adapter weights (and LoRA-FA's frozen A)
-	master    float64 // fp32 master copy of the trainable parameters
-	grads     float64 // all gradients of trainable parameters
-	gradsHead float64 // produced first in backward (lm_head, final norm)
-	gradsEmb  float64 // produced last in backward (input embedding)
-	optim     optState
-	castCache float64 // AMP autocast weight copies (MODEL.md §2.2)
-	castHead  float64 // the part of castCache belonging to lm_head
-	dequant   float64 // QLoRA dequantized weight buffers (MODEL.md §6.2)
-	hostCPU   float64 // states offloaded to host memory (this rank)
-	hostNVMe  float64 // states offloaded to NVMe (this rank)
+	weights float64 // base weights as held on the GPU (quantized or not)
+	// weightsWhole is the part of weights every rank keeps whole when
+	// the parameters are sharded: the bitsandbytes quantization
+	// constants of a sharded QLoRA job (resolveShardedQLoRA).
+	weightsWhole float64
+	adapters     float64 // LoRA adapter weights (and LoRA-FA's frozen A)
+	master       float64 // fp32 master copy of the trainable parameters
+	grads        float64 // all gradients of trainable parameters
+	gradsHead    float64 // produced first in backward (lm_head, final norm)
+	gradsEmb     float64 // produced last in backward (input embedding)
+	optim        optState
+	castCache    float64 // AMP autocast weight copies (MODEL.md §2.2)
+	castHead     float64 // the part of castCache belonging to lm_head
+	dequant      float64 // QLoRA dequantized weight buffers (MODEL.md §6.2)
+	hostCPU      float64 // states offloaded to host memory (this rank)
+	hostNVMe     float64 // states offloaded to NVMe (this rank)
 }
 
 // modelStates computes weights, master copy, gradients, optimizer state
@@ -42,6 +46,9 @@ func (s *setup) modelStates(p *trParams) (r rankStates) {
 		for i := range s.m.Modules {
 			mod := &s.m.Modules[i]
 			r.weights += s.moduleWeightBytes(mod) * s.fracs[i]
+			if s.shardedQ {
+				r.weightsWhole += s.quantConstBytes(mod) * s.fracs[i]
+			}
 		}
 	}
 	r.adapters, r.master, r.grads = p.adapterBytes, p.masterBytes, p.gradBytes
@@ -113,8 +120,7 @@ func (s *setup) moduleWeightBytes(mod *model.Module) float64 {
 	if s.kbitFP32 {
 		rest = 4
 	}
-	quantize := mod.In > 0 && mod.Out > 0 && (mod.Component != compLMHead || s.quantHead)
-	if !quantize {
+	if !s.quantizes(mod) {
 		return float64(mod.Params) * rest
 	}
 	w := int64(mod.In) * int64(mod.Out)

@@ -285,6 +285,7 @@ func addEstimateFlags(fs *pflag.FlagSet, o *estimateOptions) {
 	fs.StringVar(&j.AdapterDtype, "adapter-dtype", "", "dtype of LoRA adapters (default fp32, as PEFT keeps them)")
 	fs.StringVar(&j.QuantType, "quant-type", "", "QLoRA 4-bit type: nf4 or fp4 (default nf4)")
 	fs.BoolVar(&o.DoubleQuant, "double-quant", true, "QLoRA double quantization of the absmax constants")
+	fs.StringVar(&j.QuantStorage, "quant-storage", "", "dtype the packed 4-bit weights are stored in (bnb_4bit_quant_storage): uint8, or the model dtype so FSDP/ZeRO-3 can shard them (default uint8; the compute dtype when sharded)")
 	fs.StringSliceVar(&j.Trainable, "trainable", nil, "train only these modules or layer ranges (e.g. projector, layers.28-31, lm_head)")
 	fs.Int64Var(&j.TrainableParams, "trainable-params", 0, "number of trainable parameters when only the count is known (prompt tuning, LN-tuning)")
 
