@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpumem/gpumem/internal/decoded"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/units"
 )
@@ -82,7 +83,7 @@ func parseCalculatorObject(obj map[string]any, name string) (*File, error) {
 				unknownKey(c.reader, sec, calculatorSections)
 				continue
 			}
-			c.add(sec, "want an object, got %s", typeName(v))
+			c.add(sec, "want an object, got %s", decoded.Kind(v))
 			continue
 		}
 		switch sec {
@@ -292,8 +293,8 @@ func (c *calcReader) parallelism(body map[string]any) {
 
 // calcEngines maps the calculators' engine names onto gpumem's.
 var calcEngines = map[string]string{
-	"pytorch": "ddp", "pytorch_ddp": "ddp", "ddp": "ddp", "deepspeed": "deepspeed",
-	"megatron": "megatron", "megatron_lm": "megatron", "megatron-lm": "megatron", "fsdp": "fsdp",
+	"pytorch": memory.EngineDDP, "pytorch_ddp": memory.EngineDDP, "ddp": memory.EngineDDP, "deepspeed": memory.EngineDeepSpeed,
+	"megatron": memory.EngineMegatron, "megatron_lm": memory.EngineMegatron, "megatron-lm": memory.EngineMegatron, "fsdp": memory.EngineFSDP,
 }
 
 func (c *calcReader) engine(body map[string]any) {

@@ -6,37 +6,17 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
+	"github.com/gpumem/gpumem/internal/decoded"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/units"
 )
-
-// jobField is one memory.Job field a job file may set.
-type jobField struct {
-	index int
-	typ   reflect.Type
-}
 
 var (
 	bytesType = reflect.TypeOf(units.Bytes(0))
 	boolPtr   = reflect.TypeOf((*bool)(nil))
 	int64Ptr  = reflect.TypeOf((*int64)(nil))
 )
-
-// jobFields maps each memory.Job JSON key to its field; it is built on
-// first use.
-var jobFields = sync.OnceValue(func() map[string]jobField {
-	out := map[string]jobField{}
-	t := reflect.TypeOf(memory.Job{})
-	for i := 0; i < t.NumField(); i++ {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name != "" && name != "-" {
-			out[name] = jobField{index: i, typ: t.Field(i).Type}
-		}
-	}
-	return out
-})
 
 // Extra keys of a job file that are not memory.Job JSON names.
 const (
@@ -48,8 +28,8 @@ const (
 // knownKeys lists every key a job file accepts, for did-you-mean.
 func knownKeys() []string {
 	keys := []string{keyModel, keyGPUMemory, keyDescription}
-	for k := range jobFields() {
-		keys = append(keys, k)
+	for _, k := range memory.JobKeys() {
+		keys = append(keys, k.Name)
 	}
 	sort.Strings(keys)
 	return keys
@@ -95,7 +75,6 @@ func (r *reader) canonicalKeys(obj map[string]any, known []string) map[string]st
 // is null is not set, as if it were absent.
 func (r *reader) readJob(obj map[string]any, f *File) {
 	known := knownKeys()
-	job := reflect.ValueOf(&f.Job).Elem()
 	keys := map[string]bool{}
 	canonical := r.canonicalKeys(obj, known)
 	given := map[string]bool{}
@@ -126,12 +105,12 @@ func (r *reader) readJob(obj map[string]any, f *File) {
 			}
 			continue
 		}
-		fd, ok := jobFields()[key]
+		jk, ok := memory.LookupJobKey(key)
 		if !ok {
 			unknownKey(r, key, known)
 			continue
 		}
-		if r.setField(key, v, job.Field(fd.index), fd.typ) {
+		if r.setField(key, v, jk.In(&f.Job), jk.Type) {
 			keys[key] = true
 		}
 	}
@@ -234,7 +213,7 @@ func (r *reader) setField(key string, v any, dst reflect.Value, typ reflect.Type
 func (r *reader) constants(key string, v any) (map[string]float64, bool) {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		r.add(key, "want an object of constant names to numbers, got %s", typeName(v))
+		r.add(key, "want an object of constant names to numbers, got %s", decoded.Kind(v))
 		return nil, false
 	}
 	return r.constantsIn(key+".", obj)
@@ -274,29 +253,6 @@ func (r *reader) constantsIn(prefix string, obj map[string]any) (map[string]floa
 	return out, good
 }
 
-// ParseGradCheckpoint reads a checkpointing setting as users spell it:
-// true/false, none/full/selective and every-N. It returns the
-// memory.Job value ("" for none).
-func ParseGradCheckpoint(s string) (string, bool) {
-	v := strings.ToLower(strings.TrimSpace(s))
-	switch v {
-	case "", "false", "no", "0", "off", "none":
-		return "", true
-	case "true", "yes", "1", "on", "full":
-		return "full", true
-	case "selective", "op", "sac":
-		// op: torchtitan's per-op selective policy with framework
-		// torchtitan, Megatron-style selective recompute otherwise.
-		return v, true
-	}
-	if n, ok := strings.CutPrefix(v, "every-"); ok {
-		if k, err := strconv.Atoi(n); err == nil && k > 0 {
-			return v, true
-		}
-	}
-	return "", false
-}
-
 // checkJob checks the values a job can be wrong about without a model.
 func (r *reader) checkJob(j *memory.Job, keys map[string]bool) {
 	// The mode is read as the CLI's --mode, whose default is train, so
@@ -307,9 +263,9 @@ func (r *reader) checkJob(j *memory.Job, keys map[string]bool) {
 	}
 	j.Mode = m
 	if keys["grad_checkpoint"] {
-		gc, ok := ParseGradCheckpoint(j.GradCheckpoint)
-		if !ok {
-			r.add("grad_checkpoint", "unknown mode %q (want none, full, selective, op, every-N or true/false)", j.GradCheckpoint)
+		gc, err := memory.ParseGradCheckpoint(j.GradCheckpoint)
+		if err != nil {
+			r.add("grad_checkpoint", "%v", err)
 		}
 		j.GradCheckpoint = gc
 	}
@@ -336,28 +292,29 @@ func (r *reader) checkJob(j *memory.Job, keys map[string]bool) {
 // booleans as true/false, sizes in bytes. Keys the file does not set
 // give "".
 func (f *File) Value(key string) string {
-	fd, ok := jobFields()[key]
+	jk, ok := memory.LookupJobKey(key)
 	if !ok || !f.Has(key) {
 		return ""
 	}
-	v := reflect.ValueOf(f.Job).Field(fd.index)
+	v := jk.In(&f.Job)
+	typ := jk.Type
 	switch {
-	case fd.typ == boolPtr:
+	case typ == boolPtr:
 		if v.IsNil() {
 			return ""
 		}
 		return strconv.FormatBool(v.Elem().Bool())
-	case fd.typ == int64Ptr:
+	case typ == int64Ptr:
 		if v.IsNil() {
 			return ""
 		}
 		return strconv.FormatInt(v.Elem().Int(), 10)
-	case fd.typ.Kind() == reflect.Slice:
+	case typ.Kind() == reflect.Slice:
 		return strings.Join(v.Interface().([]string), ",")
-	case fd.typ.Kind() == reflect.Map:
+	case typ.Kind() == reflect.Map:
 		return ""
 	}
-	switch fd.typ.Kind() {
+	switch typ.Kind() {
 	case reflect.String:
 		return v.String()
 	case reflect.Int, reflect.Int64:
@@ -374,10 +331,10 @@ func (f *File) Value(key string) string {
 // for settings a front end has no flag for. It reports whether the key
 // was copied.
 func (f *File) CopyTo(dst *memory.Job, key string) bool {
-	fd, ok := jobFields()[key]
+	jk, ok := memory.LookupJobKey(key)
 	if !ok || !f.Has(key) || dst == nil {
 		return false
 	}
-	reflect.ValueOf(dst).Elem().Field(fd.index).Set(reflect.ValueOf(f.Job).Field(fd.index))
+	jk.Copy(dst, &f.Job)
 	return true
 }

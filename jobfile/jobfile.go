@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/gpumem/gpumem/internal/decoded"
 	"github.com/gpumem/gpumem/internal/fsutil"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
@@ -231,7 +232,7 @@ func decodeJSON(data []byte) (map[string]any, error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("want a JSON object of job settings, got %s", typeName(v))
+		return nil, fmt.Errorf("want a JSON object of job settings, got %s", decoded.Kind(v))
 	}
 	return obj, nil
 }
@@ -243,7 +244,7 @@ func decodeYAML(data []byte) (map[string]any, error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("want a YAML mapping of job settings, got %s", typeName(v))
+		return nil, fmt.Errorf("want a YAML mapping of job settings, got %s", decoded.Kind(v))
 	}
 	return obj, nil
 }

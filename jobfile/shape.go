@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/gpumem/gpumem/internal/decoded"
 	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/units"
 )
@@ -267,7 +268,7 @@ func (r *reader) readModel(v any, f *File) {
 		s := r.shape(keyModel, x, nil)
 		f.Shape = &s
 	default:
-		r.add(keyModel, "want a model reference (catalog id, Hub id or config.json path) or an object with num_parameters, got %s", typeName(v))
+		r.add(keyModel, "want a model reference (catalog id, Hub id or config.json path) or an object with num_parameters, got %s", decoded.Kind(v))
 	}
 }
 

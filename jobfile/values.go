@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/gpumem/gpumem/internal/decoded"
 	"github.com/gpumem/gpumem/internal/textdist"
 	"github.com/gpumem/gpumem/units"
 )
@@ -33,25 +34,6 @@ func (r *reader) err() error {
 // that products of a few of them cannot overflow int64.
 const maxInt = 1 << 31
 
-// typeName names a decoded value's type for messages.
-func typeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case string:
-		return "a string"
-	case json.Number, int, int64, uint64, float64:
-		return "a number"
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
 // number returns a decoded number as float64.
 func number(v any) (float64, bool) {
 	switch n := v.(type) {
@@ -74,7 +56,7 @@ func number(v any) (float64, bool) {
 func (r *reader) integer(key string, v any, lo int64) (int64, bool) {
 	f, ok := number(v)
 	if !ok {
-		r.add(key, "want a whole number, got %s", typeName(v))
+		r.add(key, "want a whole number, got %s", decoded.Kind(v))
 		return 0, false
 	}
 	if f != math.Trunc(f) || math.IsInf(f, 0) || math.IsNaN(f) {
@@ -96,7 +78,7 @@ func (r *reader) integer(key string, v any, lo int64) (int64, bool) {
 func (r *reader) float(key string, v any) (float64, bool) {
 	f, ok := number(v)
 	if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
-		r.add(key, "want a number, got %s", typeName(v))
+		r.add(key, "want a number, got %s", decoded.Kind(v))
 		return 0, false
 	}
 	return f, true
@@ -105,7 +87,7 @@ func (r *reader) float(key string, v any) (float64, bool) {
 func (r *reader) boolean(key string, v any) (bool, bool) {
 	b, ok := v.(bool)
 	if !ok {
-		r.add(key, "want true or false, got %s", typeName(v))
+		r.add(key, "want true or false, got %s", decoded.Kind(v))
 	}
 	return b, ok
 }
@@ -113,7 +95,7 @@ func (r *reader) boolean(key string, v any) (bool, bool) {
 func (r *reader) str(key string, v any) (string, bool) {
 	s, ok := v.(string)
 	if !ok {
-		r.add(key, "want a string, got %s", typeName(v))
+		r.add(key, "want a string, got %s", decoded.Kind(v))
 		return "", false
 	}
 	return strings.TrimSpace(s), true
@@ -135,14 +117,14 @@ func (r *reader) strings(key string, v any) ([]string, bool) {
 		for i, e := range x {
 			s, ok := e.(string)
 			if !ok {
-				r.add(fmt.Sprintf("%s[%d]", key, i), "want a string, got %s", typeName(e))
+				r.add(fmt.Sprintf("%s[%d]", key, i), "want a string, got %s", decoded.Kind(e))
 				return nil, false
 			}
 			out = append(out, strings.TrimSpace(s))
 		}
 		return out, true
 	}
-	r.add(key, "want a list of strings, got %s", typeName(v))
+	r.add(key, "want a list of strings, got %s", decoded.Kind(v))
 	return nil, false
 }
 

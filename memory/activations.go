@@ -339,6 +339,9 @@ func fillSplit(st *model.Stack, lt model.LayerType, r *actRegime, p *layerSplit)
 		p.attn.lin += attn
 		p.mlp += mlp
 	}
+	if lt.State != "" || lt.NoMLP || lt.Attention == model.NoSelfAttention && !lt.CrossAttention {
+		hybridSplit(st, lt, r, fl, p)
+	}
 }
 
 // bnbInputs is what bitsandbytes < 0.43.2 adds per layer (MODEL.md

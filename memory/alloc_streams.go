@@ -86,7 +86,7 @@ func (s *setup) fsdpPools(t *trainParts) (fsdpPools, bool) {
 		gradRoot = max(0, min(root, t.p.trainable-gradUnit*float64(d.stageLayers)))
 	}
 	var p fsdpPools
-	fsdp2 := d.engine == engineFSDP2
+	fsdp2 := d.engine == EngineFSDP2
 	if !d.shardGradOp {
 		// SHARD_GRAD_OP keeps the gathered units from forward to the end
 		// of their backward: the comm row counts them as allocated.
@@ -156,7 +156,7 @@ func (s *setup) fsdpPools(t *trainParts) (fsdpPools, bool) {
 // keeps them in the compute stream's pool.
 func (s *setup) zero3Pools(t *trainParts) (fsdpPools, bool) {
 	d := &s.dist
-	if d.single || d.engine != engineDeepSpeed || d.zero != 3 {
+	if d.single || d.engine != EngineDeepSpeed || d.zero != 3 {
 		return fsdpPools{}, false
 	}
 	k := s.deepspeedKnobs()

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -197,11 +196,11 @@ func (c *constants) resolve(overrides map[string]float64) error {
 		v := overrides[name]
 		id, ok := constantByName(name)
 		if !ok {
-			return fmt.Errorf("constants: unknown constant %q (see gpumem constants for the list)", name)
+			return FieldErrorf("constants", "{constants}: unknown constant %q (see gpumem constants for the list)", name)
 		}
 		info := &constantTable[id]
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < info.Min || v > info.Max {
-			return fmt.Errorf("constants: %s = %v out of range [%v, %v] %s", name, v, info.Min, info.Max, info.Unit)
+			return FieldErrorf("constants", "{constants}: %s = %v out of range [%v, %v] %s", name, v, info.Min, info.Max, info.Unit)
 		}
 		c[id] = v
 	}
@@ -228,7 +227,7 @@ func ConstantValue(overrides map[string]float64, name string) (float64, error) {
 	}
 	id, ok := constantByName(name)
 	if !ok {
-		return 0, fmt.Errorf("constants: unknown constant %q", name)
+		return 0, FieldErrorf("constants", "{constants}: unknown constant %q", name)
 	}
 	return c[id], nil
 }

@@ -31,7 +31,7 @@ func Estimate(m *model.Model, job Job) (r Result, err error) {
 		}
 		withBand(&r)
 	default:
-		return Result{}, fmt.Errorf("estimate: unknown mode %q (want train, inference or serving)", job.Mode)
+		return Result{}, FieldErrorf("mode", "estimate: unknown mode %q (want train, inference or serving)", job.Mode)
 	}
 	noteCapped(&r)
 	return r, nil
@@ -57,7 +57,7 @@ const maxComputeCapability = 199
 // checkGPU rejects an impossible compute capability cc (Job.GPUComputeCapability).
 func checkGPU(cc int) error {
 	if cc < 0 || cc > maxComputeCapability {
-		return fmt.Errorf("gpu_compute_capability %d: want the CUDA compute capability × 10 (e.g. 90 for 9.0), or 0 when unknown", cc)
+		return FieldErrorf("gpu_compute_capability", "{gpu_compute_capability=%d}: want the CUDA compute capability × 10 (e.g. 90 for 9.0), or 0 when unknown", cc)
 	}
 	return nil
 }

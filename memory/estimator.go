@@ -53,7 +53,7 @@ func (e *Estimator) Estimate(job *Job) (*Result, error) {
 		e.res = r
 		withBand(&e.res)
 	default:
-		return nil, fmt.Errorf("estimate: unknown mode %q (want train, inference or serving)", job.Mode)
+		return nil, FieldErrorf("mode", "estimate: unknown mode %q (want train, inference or serving)", job.Mode)
 	}
 	noteCapped(&e.res)
 	return &e.res, nil

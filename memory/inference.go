@@ -108,7 +108,11 @@ func (in *inferenceInputs) stage(m *model.Model, stages []stageRange, s int) (st
 	if err != nil {
 		return stageEstimate{}, err
 	}
-	ctx := phaseContext{in: in, m: m, w: w, kv: spec, r: r, first: s == 0, last: s == len(stages)-1}
+	state, err := buildStateSpec(&m.Text, r.lo, r.hi, in.act, in.tp, in.engine)
+	if err != nil {
+		return stageEstimate{}, err
+	}
+	ctx := phaseContext{in: in, m: m, w: w, kv: spec, state: state, r: r, first: s == 0, last: s == len(stages)-1}
 	var phases []phaseParts
 	if ctx.first && m.Vision != nil && in.images > 0 {
 		phases = append(phases, ctx.vision())
@@ -132,6 +136,7 @@ type phaseContext struct {
 	m           *model.Model
 	w           stageWeights
 	kv          kvSpec
+	state       stateSpec // recurrent layers' per-sequence state
 	r           stageRange
 	first, last bool
 }
@@ -150,7 +155,7 @@ func (c phaseContext) kvRow(phase string, tokens int64) Component {
 	in := c.in
 	switch {
 	case in.noKV:
-		return Component{Name: "kv_cache", Level: "allocated", Phase: phase, Formula: "--no-kv-cache: nothing cached", Source: srcKV}
+		return Component{Name: "kv_cache", Level: "allocated", Phase: phase, Formula: "no_kv_cache: nothing cached", Source: srcKV}
 	case in.encoderOnly:
 		return Component{Name: "kv_cache", Level: "allocated", Phase: phase, Formula: "encoder-only model: one forward, nothing cached", Source: srcKV}
 	}

@@ -46,6 +46,9 @@ func (a actShape) layerTransient(b, s, skv int64) transient {
 	st := a.st
 	resid := 2 * float64(n) * float64(st.Hidden) * a.act
 	attn, attnF := a.attention(b, s, skv)
+	if st.State != nil {
+		attn, attnF = a.hybridMixer(n, attn, attnF)
+	}
 	ffn, ffnF := a.feedForward(n)
 	peak, which := attn, attnF
 	if ffn > attn {
@@ -111,9 +114,11 @@ func (a actShape) feedForward(n int64) (float64, string) {
 	tp := float64(max(a.tp, 1))
 	hasDense, moe := false, false
 	for i := a.lo; i < a.hi && i < st.Layers; i++ {
-		if layerType(st, i).MoE && st.MoE != nil {
+		switch lt := layerType(st, i); {
+		case lt.NoMLP:
+		case lt.MoE && st.MoE != nil:
 			moe = true
-		} else {
+		default:
 			hasDense = true
 		}
 	}
@@ -153,6 +158,57 @@ func (a actShape) feedForward(n int64) (float64, string) {
 				return best, ""
 			}
 			f = fmt.Sprintf("MoE fused_moe caches N·k·(3f_moe + h)·%gB (k = %d, f_moe = %g) = %s", a.act, e.ExpertsPerToken, ef, units.FormatIEC(units.FromFloat(m)))
+		}
+	}
+	return best, f
+}
+
+// hybridMixer is the sequence mixer's peak over the layers of a hybrid
+// stack the GPU runs: the attention block (attn) when some layer attends,
+// and the recurrent mixer's intermediates when some layer has one. A
+// recurrent mixer holds, for n tokens, its input projection's output, the
+// causal conv1d's output over conv_dim channels and the scan's output
+// before the output projection, in the compute dtype and split over tp
+// ranks: Mamba-2 in_proj (d_inner + conv_dim + heads), DeltaNet's q, k, v,
+// z, b and a (conv_dim + value + 2·value heads), lightning attention's qkv
+// and output gate (4·d_inner), Mamba's x and z (2·d_inner) and x_proj
+// (2·d_state) (the projections of model.RecurrentState's mixers; their
+// fused kernels, mamba_ssm's mamba_chunk_scan_combined and fla's
+// chunk_gated_delta_rule, work chunk by chunk and add no n² term).
+func (a actShape) hybridMixer(n int64, attn float64, attnF string) (float64, string) {
+	st := a.st
+	hasAttn, hasState := false, false
+	for i := a.lo; i < a.hi && i < st.Layers; i++ {
+		lt := layerType(st, i)
+		hasAttn = hasAttn || lt.Attention != model.NoSelfAttention || lt.CrossAttention
+		hasState = hasState || lt.State != ""
+	}
+	best, f := 0.0, "no sequence mixer"
+	if hasAttn {
+		best, f = attn, attnF
+	}
+	if !hasState {
+		return best, f
+	}
+	r := st.State
+	inner, conv := float64(r.Heads*r.HeadDim), float64(r.ConvDim())
+	var proj float64
+	switch r.Kind {
+	case model.Mamba2:
+		proj = inner + conv + float64(r.Heads)
+	case model.GatedDeltaNet:
+		proj = conv + inner + 2*float64(r.Heads)
+	case model.LightningAttention:
+		proj = 4 * inner
+	default: // Mamba-1
+		proj = 2*inner + 2*float64(r.StateDim)
+	}
+	rec := float64(n) * (proj + conv + inner) / float64(max(a.tp, 1)) * a.act
+	if rec > best {
+		best = rec
+		if !a.quiet {
+			f = fmt.Sprintf("%s mixer: in_proj %g + conv %g + scan output %g per token/tp × %gB = %s",
+				r.Kind, proj, conv, inner, a.act, units.FormatIEC(units.FromFloat(rec)))
 		}
 	}
 	return best, f

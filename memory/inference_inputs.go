@@ -91,7 +91,7 @@ func resolveInference(m *model.Model, job Job) (*inferenceInputs, error) {
 	in.plan, in.act = plan, plan.rest
 	in.warnings = append(in.warnings, plan.warnings...)
 	if in.kv, err = ParseKVCacheDtype(job.KVCacheDtype, in.act); err != nil {
-		return nil, fmt.Errorf("--kv-cache-dtype: %w", err)
+		return nil, FieldErrorf("kv_cache_dtype", "{kv_cache_dtype}: %w", err)
 	}
 	if in.bnbCompute, err = bnbComputeDtype(m, job); err != nil {
 		return nil, err
@@ -118,24 +118,24 @@ func resolveInference(m *model.Model, job Job) (*inferenceInputs, error) {
 // checkInferenceCounts rejects negative counts and out-of-range fractions.
 func checkInferenceCounts(job Job) error {
 	for _, f := range []struct {
-		flag string
-		v    int
+		key string
+		v   int
 	}{
-		{"--batch-size", job.Batch}, {"--prompt-len", job.PromptLen}, {"--gen-len", job.GenLen},
-		{"--seq-len", job.SeqLen}, {"--tp", job.TP}, {"--pp", job.PP}, {"--ep", job.EP},
-		{"--max-model-len", job.MaxModelLen}, {"--max-num-seqs", job.MaxNumSeqs},
-		{"--max-num-batched-tokens", job.MaxNumBatchedTokens}, {"--block-size", job.BlockSize},
-		{"--images-per-sample", job.ImagesPerSample}, {"--image-size", job.ImageSize},
+		{"batch", job.Batch}, {"prompt_len", job.PromptLen}, {"gen_len", job.GenLen},
+		{"seq_len", job.SeqLen}, {"tp", job.TP}, {"pp", job.PP}, {"ep", job.EP},
+		{"max_model_len", job.MaxModelLen}, {"max_num_seqs", job.MaxNumSeqs},
+		{"max_num_batched_tokens", job.MaxNumBatchedTokens}, {"block_size", job.BlockSize},
+		{"images_per_sample", job.ImagesPerSample}, {"image_size", job.ImageSize},
 	} {
 		if f.v < 0 {
-			return fmt.Errorf("%s %d: must not be negative", f.flag, f.v)
+			return FieldErrorf(f.key, "{"+f.key+"=%d}: must not be negative", f.v)
 		}
 	}
 	if u := job.GPUMemoryUtilization; u < 0 || u > 1 || u != u {
-		return fmt.Errorf("--gpu-memory-utilization %v: want a fraction in (0, 1]", u)
+		return FieldErrorf("gpu_memory_utilization", "{gpu_memory_utilization=%v}: want a fraction in (0, 1]", u)
 	}
 	if job.GPUMemory < 0 {
-		return fmt.Errorf("--gpu-memory %d: must not be negative", job.GPUMemory)
+		return FieldErrorf("gpu_memory_bytes", "{gpu_memory_bytes=%d}: must not be negative", int64(job.GPUMemory))
 	}
 	return nil
 }
@@ -150,7 +150,7 @@ func parseAttention(s string) (string, error) {
 	case "eager":
 		return inferEager, nil
 	}
-	return "", fmt.Errorf("--attn %q: want eager, sdpa or flash", s)
+	return "", FieldErrorf("attn", "{attn=%q}: want eager, sdpa or flash", s)
 }
 
 // parseEngine maps --inference-engine onto hf or vllm; serving defaults to vllm.
@@ -166,7 +166,7 @@ func parseEngine(job Job) (string, error) {
 	case "vllm":
 		return engineVLLM, nil
 	}
-	return "", fmt.Errorf("--inference-engine %q: want hf or vllm", job.InferenceEngine)
+	return "", FieldErrorf("inference_engine", "{inference_engine=%q}: want hf or vllm", job.InferenceEngine)
 }
 
 // bnbComputeDtype is the dtype bitsandbytes 4-bit layers dequantize into:
@@ -180,7 +180,7 @@ func bnbComputeDtype(m *model.Model, job Job) (DType, error) {
 			}
 		}
 	}
-	return floatDtypeOr(job.ComputeDtype, FP32, "--compute-dtype")
+	return floatDtypeOr(job.ComputeDtype, FP32, "compute_dtype")
 }
 
 // resolveTokens fills prompt, generation, image and cross-attention
@@ -198,10 +198,10 @@ func (in *inferenceInputs) resolveTokens(m *model.Model, job Job) error {
 		if mp := m.Text.MaxPositions; mp > 0 && mp < defaultPromptLen {
 			in.prompt = int64(mp)
 		}
-		in.warnings = append(in.warnings, fmt.Sprintf("no --prompt-len, --gen-len or --seq-len given: assuming one %d-token prompt", in.prompt))
+		in.warnings = append(in.warnings, fmt.Sprintf("no prompt_len, gen_len or seq_len given: assuming one %d-token prompt", in.prompt))
 	}
 	if in.encoderOnly && in.gen > 0 {
-		return fmt.Errorf("--gen-len %d: %s is an encoder-only model and does not generate", in.gen, m.ID)
+		return FieldErrorf("gen_len", "{gen_len=%d}: %s is an encoder-only model and does not generate", in.gen, m.ID)
 	}
 	if err := checkImages(m, &job); err != nil {
 		return err
@@ -218,9 +218,9 @@ func checkImages(m *model.Model, job *Job) error {
 	}
 	switch {
 	case job.ImagesPerSample > 0:
-		return fmt.Errorf("--images-per-sample: model %s has no vision tower", m.ID)
+		return FieldErrorf("images_per_sample", "{images_per_sample}: model %s has no vision tower", m.ID)
 	case job.ImageSize > 0:
-		return fmt.Errorf("--image-size: model %s has no vision tower", m.ID)
+		return FieldErrorf("image_size", "{image_size}: model %s has no vision tower", m.ID)
 	}
 	return nil
 }
@@ -239,7 +239,7 @@ func (in *inferenceInputs) resolveImages(m *model.Model, job Job) {
 	}
 	in.images = int64(orInt(job.ImagesPerSample, 1))
 	if job.ImagesPerSample == 0 {
-		in.warnings = append(in.warnings, fmt.Sprintf("%s is a vision-language model and no --images-per-sample was given: assuming one image per sequence", m.ID))
+		in.warnings = append(in.warnings, fmt.Sprintf("%s is a vision-language model and no images_per_sample was given: assuming one image per sequence", m.ID))
 	}
 	// As the model's processor prepares an image of that side: resized
 	// (CLIP, SigLIP), at its own size (Qwen-VL, Pixtral) or tiled
@@ -281,7 +281,11 @@ func (in *inferenceInputs) checkLength(m *model.Model, job Job) error {
 	if in.gen > 1 {
 		parts += fmt.Sprintf(" + %d generated tokens fed back", in.gen-1)
 	}
-	return fmt.Errorf("sequence of %d positions (%s) exceeds max_position_embeddings %d of %s; pass --allow-long to estimate anyway",
+	key := "seq_len"
+	if job.PromptLen > 0 || job.GenLen > 0 {
+		key = "prompt_len"
+	}
+	return FieldErrorf(key, "sequence of %d positions (%s) exceeds max_position_embeddings %d of %s; pass {allow_long=true} to estimate anyway",
 		total, parts, limit, m.ID)
 }
 
@@ -296,7 +300,7 @@ func (in *inferenceInputs) checkParallel(m *model.Model) error {
 		return fmt.Errorf("%s: %w", m.ID, errNoLayers)
 	}
 	if in.tp > 1 && st.Heads%in.tp != 0 {
-		return fmt.Errorf("--tp %d does not divide num_attention_heads %d of %s", in.tp, st.Heads, m.ID)
+		return FieldErrorf("tp", "{tp=%d} does not divide num_attention_heads %d of %s", in.tp, st.Heads, m.ID)
 	}
 	if st.MLA == nil && st.Heads > 0 {
 		kv := st.KVHeads
@@ -308,14 +312,14 @@ func (in *inferenceInputs) checkParallel(m *model.Model) error {
 		}
 	}
 	if in.pp > st.Layers {
-		return fmt.Errorf("--pp %d exceeds the %d layers of %s", in.pp, st.Layers, m.ID)
+		return FieldErrorf("pp", "{pp=%d} exceeds the %d layers of %s", in.pp, st.Layers, m.ID)
 	}
 	if in.ep > 1 {
 		if st.MoE == nil || st.MoE.Experts == 0 {
-			in.warnings = append(in.warnings, fmt.Sprintf("--ep %d ignored: %s has no experts", in.ep, m.ID))
+			in.warnings = append(in.warnings, fmt.Sprintf("ep=%d ignored: %s has no experts", in.ep, m.ID))
 			in.ep = 1
 		} else if st.MoE.Experts%in.ep != 0 {
-			return fmt.Errorf("--ep %d does not divide the %d experts of %s", in.ep, st.MoE.Experts, m.ID)
+			return FieldErrorf("ep", "{ep=%d} does not divide the %d experts of %s", in.ep, st.MoE.Experts, m.ID)
 		}
 	}
 	return nil

@@ -17,7 +17,11 @@ func (c phaseContext) textShape() actShape {
 func (c phaseContext) prefill() phaseParts {
 	s := c.in.prefillTokens()
 	act := c.forwardActivations(phasePrefill, s, s)
-	return phaseParts{name: phasePrefill, parts: append(c.persistent(), c.kvRow(phasePrefill, s), act)}
+	parts := append(c.persistent(), c.kvRow(phasePrefill, s))
+	if st, ok := c.stateRow(phasePrefill); ok {
+		parts = append(parts, st)
+	}
+	return phaseParts{name: phasePrefill, parts: append(parts, act)}
 }
 
 // decode is the last generation step (there is one when at least two
@@ -29,6 +33,9 @@ func (c phaseContext) decode() phaseParts {
 	in := c.in
 	t := in.cachedTokens()
 	parts := append(c.persistent(), c.kvRow(phaseDecode, t))
+	if st, ok := c.stateRow(phaseDecode); ok {
+		parts = append(parts, st)
+	}
 	if in.noKV {
 		parts = append(parts, c.forwardActivations(phaseDecode, t, t))
 		return phaseParts{name: phaseDecode, parts: parts}

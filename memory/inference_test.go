@@ -274,18 +274,18 @@ func TestInferenceBadInput(t *testing.T) {
 		job   Job
 		want  string
 	}{
-		{"beyond max positions", denseShape{}, Job{PromptLen: 131072, GenLen: 2}, "--allow-long"},
+		{"beyond max positions", denseShape{}, Job{PromptLen: 131072, GenLen: 2}, "<allow_long=true>"},
 		{"prompt alone beyond max positions", denseShape{}, Job{SeqLen: 131073}, "max_position_embeddings 131072"},
 		{"unknown kv dtype", denseShape{}, Job{PromptLen: 8, KVCacheDtype: "int3"}, "kv cache dtype"},
-		{"unknown weight dtype", denseShape{}, Job{PromptLen: 8, Dtype: "fp5"}, "--dtype"},
+		{"unknown weight dtype", denseShape{}, Job{PromptLen: 8, Dtype: "fp5"}, "<dtype"},
 		// Qwen2.5-7B: 28 heads, 4 KV heads; tp 7 neither splits nor replicates them.
 		{"tp not dividing kv heads", qwen25_7b, Job{PromptLen: 8, TP: 7}, "KV heads"},
 		{"tp not dividing heads", denseShape{}, Job{PromptLen: 8, TP: 3}, "num_attention_heads"},
-		{"negative batch", denseShape{}, Job{PromptLen: 8, Batch: -1}, "--batch-size"},
-		{"unknown attention", denseShape{}, Job{PromptLen: 8, Attention: "ring"}, "--attn"},
-		{"unknown engine", denseShape{}, Job{PromptLen: 8, InferenceEngine: "tgi"}, "--inference-engine"},
-		{"pp beyond layers", denseShape{}, Job{PromptLen: 8, PP: 64}, "--pp"},
-		{"bad utilization", denseShape{}, Job{PromptLen: 8, GPUMemoryUtilization: 1.5}, "--gpu-memory-utilization"},
+		{"negative batch", denseShape{}, Job{PromptLen: 8, Batch: -1}, "<batch"},
+		{"unknown attention", denseShape{}, Job{PromptLen: 8, Attention: "ring"}, "<attn"},
+		{"unknown engine", denseShape{}, Job{PromptLen: 8, InferenceEngine: "tgi"}, "<inference_engine"},
+		{"pp beyond layers", denseShape{}, Job{PromptLen: 8, PP: 64}, "<pp"},
+		{"bad utilization", denseShape{}, Job{PromptLen: 8, GPUMemoryUtilization: 1.5}, "<gpu_memory_utilization"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -295,8 +295,8 @@ func TestInferenceBadInput(t *testing.T) {
 			}
 			tt.job.Mode = Inference
 			_, err := Estimate(testModel(shape), tt.job)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("error = %v, want one mentioning %q", err, tt.want)
+			if err == nil || !strings.Contains(marked(err), tt.want) {
+				t.Errorf("error = %v, want one mentioning %q", marked(err), tt.want)
 			}
 		})
 	}

@@ -1,7 +1,7 @@
 package memory
 
 import (
-	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/gpumem/gpumem/units"
@@ -29,8 +29,43 @@ func ParseMode(s string) (Mode, error) {
 	case "serving", "serve":
 		return Serving, nil
 	}
-	return "", fmt.Errorf("unknown mode %q (want train, inference or serving)", s)
+	return "", FieldErrorf("mode", "unknown mode %q (want train, inference or serving)", s)
 }
+
+// ParseGradCheckpoint reads a checkpointing setting as the CLI's
+// --grad-checkpoint, job files and the API take it: true/false,
+// none/full/selective (op, sac) and every-N, in any case. It returns the
+// Job.GradCheckpoint value ("" for none); the error lists the spellings.
+func ParseGradCheckpoint(s string) (string, error) {
+	v := strings.ToLower(strings.TrimSpace(s))
+	switch v {
+	case "", "false", "no", "0", "off", "none":
+		return "", nil
+	case "true", "yes", "1", "on", "full":
+		return "full", nil
+	case "selective", "op", "sac":
+		// op: torchtitan's per-op selective policy with framework
+		// torchtitan, Megatron-style selective recompute otherwise.
+		return v, nil
+	}
+	if n, ok := strings.CutPrefix(v, "every-"); ok {
+		if k, err := strconv.Atoi(n); err == nil && k > 0 {
+			return v, nil
+		}
+	}
+	return "", FieldErrorf("grad_checkpoint", "unknown mode %q (want none, full, selective, op, every-N or true/false)", s)
+}
+
+// Engines: the values of Job.Engine the estimators resolve the engine
+// spellings to ("torch-ddp", "zero3", "fully_shard", ...).
+const (
+	EngineSingle    = ""          // one process, one GPU
+	EngineDDP       = "ddp"       // PyTorch DDP: full replica per GPU
+	EngineDeepSpeed = "deepspeed" // ZeRO stages 0–3
+	EngineFSDP      = "fsdp"      // FSDP1: full_shard, shard_grad_op, hybrid_shard or no_shard
+	EngineFSDP2     = "fsdp2"     // fully_shard (ZeRO-3 like), may combine with TP/PP/CP
+	EngineMegatron  = "megatron"  // TP/PP/CP/EP, distributed optimizer as ZeRO 1
+)
 
 // Job describes one run whose per-GPU memory is estimated. Its zero value
 // (plus a model) is a valid job: every empty field means the documented
@@ -66,7 +101,7 @@ type Job struct {
 	// config's architecture: "sequence_classification",
 	// "token_classification" or "none" drop the vocabulary logits and loss
 	// ("" = the model's own LM head).
-	TaskHead string `json:"task_head,omitempty"` // --task-head
+	TaskHead string `json:"task_head,omitempty"` // job files, training configs and the API (no flag)
 
 	// Fine-tuning method.
 	Method       string   `json:"method,omitempty"`              // full|lora|qlora|frozen (default full)

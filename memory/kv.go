@@ -80,7 +80,7 @@ func kvHeadsPerGPU(kvHeads, tp int) (int, error) {
 	case kvHeads < tp && tp%kvHeads == 0:
 		return 1, nil
 	}
-	return 0, fmt.Errorf("--tp %d does not divide the %d KV heads (num_key_value_heads) and is not a multiple of them", tp, kvHeads)
+	return 0, FieldErrorf("tp", "{tp=%d} does not divide the %d KV heads (num_key_value_heads) and is not a multiple of them", tp, kvHeads)
 }
 
 // headDim is the attention head width, head_dim or hidden/heads.

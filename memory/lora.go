@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -68,10 +67,10 @@ func (s *setup) resolveLoRA() error {
 		l.rank = defaultLoRARank
 	}
 	if l.rank < 0 {
-		return fmt.Errorf("--lora-rank: want a positive rank, got %d", j.LoRARank)
+		return FieldErrorf("lora_rank", "{lora_rank}: want a positive rank, got %d", j.LoRARank)
 	}
 	if l.dropout < 0 || l.dropout >= 1 {
-		return fmt.Errorf("--lora-dropout: want 0 <= p < 1, got %v", j.LoRADropout)
+		return FieldErrorf("lora_dropout", "{lora_dropout}: want 0 <= p < 1, got %v", j.LoRADropout)
 	}
 	switch v := fold(j.PEFTVariant); v {
 	case "", "lora", "qlora":
@@ -79,7 +78,7 @@ func (s *setup) resolveLoRA() error {
 	case "dora", "lora-fa", "lorafa", "lora_fa":
 		l.variant = strings.ReplaceAll(strings.ReplaceAll(v, "_", "-"), "lorafa", "lora-fa")
 	default:
-		return fmt.Errorf("--peft-variant: unknown variant %q (want lora, dora or lora-fa)", j.PEFTVariant)
+		return FieldErrorf("peft_variant", "{peft_variant}: unknown variant %q (want lora, dora or lora-fa)", j.PEFTVariant)
 	}
 	if strings.EqualFold(j.Method, "dora") {
 		l.variant = "dora"
@@ -110,7 +109,7 @@ func (s *setup) scanAdapters() error {
 		mod, in, out, short := &s.m.Modules[h.mod], h.in, h.out, rows[h.mod].short
 		found = true
 		if l.rank > min(in, out) && err == nil {
-			err = fmt.Errorf("--lora-rank %d is larger than module %s (%d→%d); want a rank <= %d", l.rank, mod.Name, in, out, min(in, out))
+			err = FieldErrorf("lora_rank", "{lora_rank=%d} is larger than module %s (%d→%d); want a rank <= %d", l.rank, mod.Name, in, out, min(in, out))
 		}
 		if mod.Stack == stackVision {
 			l.vision = true
@@ -131,7 +130,7 @@ func (s *setup) scanAdapters() error {
 		return err
 	}
 	if !found {
-		return fmt.Errorf("--lora-target-modules %s: no Linear of %s matches", strings.Join(l.targets, ","), s.m.ID)
+		return FieldErrorf("lora_target_modules", "{lora_target_modules=%s}: no Linear of %s matches", strings.Join(l.targets, ","), s.m.ID)
 	}
 	return nil
 }

@@ -192,7 +192,8 @@ func sameKV(a, b model.LayerType) bool {
 func oneLayerType(st *model.Stack) bool {
 	lts := st.LayerTypes[:min(len(st.LayerTypes), st.Layers)]
 	for _, l := range lts {
-		if l.CrossAttention != lts[0].CrossAttention || l.MoE != lts[0].MoE || !sameAttn(l.Attention, lts[0].Attention) || !sameKV(l, lts[0]) {
+		if l.CrossAttention != lts[0].CrossAttention || l.MoE != lts[0].MoE || !sameAttn(l.Attention, lts[0].Attention) || !sameKV(l, lts[0]) ||
+			l.State != lts[0].State || l.NoMLP != lts[0].NoMLP {
 			return false
 		}
 	}

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"fmt"
 	"strings"
 )
 
@@ -180,7 +179,7 @@ func lookupOptimizer(name string) (*optimizerSpec, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("optimizer: unknown optimizer %q (see gpumem optimizers for the accepted names)", name)
+	return nil, FieldErrorf("optimizer", "optimizer: unknown optimizer %q (see gpumem optimizers for the accepted names)", name)
 }
 
 // defaultOptimizer is the optimizer of a job that names none

@@ -16,7 +16,7 @@ type weightPlan struct {
 	rest  DType
 	// skip lists module patterns kept in rest (modules_to_not_convert).
 	skip []string
-	// origin says where quant comes from: "checkpoint <method>" or "--dtype".
+	// origin says where quant comes from: "checkpoint <method>" or "dtype".
 	origin   string
 	warnings []string
 }
@@ -33,7 +33,7 @@ func planWeights(m *model.Model, job Job) (weightPlan, error) {
 	if hasJob {
 		f, err := ParseWeightFormat(job.Dtype, doubleQuant(job))
 		if err != nil {
-			return weightPlan{}, fmt.Errorf("--dtype: %w", err)
+			return weightPlan{}, FieldErrorf("dtype", "{dtype}: %w", err)
 		}
 		jobFmt = f
 	}
@@ -45,13 +45,13 @@ func planWeights(m *model.Model, job Job) (weightPlan, error) {
 	}
 	if !jobFmt.Quantized() {
 		d, _ := ParseDType(jobFmt.Name)
-		return weightPlan{quant: jobFmt, rest: d, origin: "--dtype"}, nil
+		return weightPlan{quant: jobFmt, rest: d, origin: "dtype"}, nil
 	}
 	rest, err := runtimeQuantRest(m, job, jobFmt)
 	if err != nil {
 		return weightPlan{}, err
 	}
-	return weightPlan{quant: jobFmt, rest: rest, origin: "--dtype " + jobFmt.Name}, nil
+	return weightPlan{quant: jobFmt, rest: rest, origin: "dtype=" + jobFmt.Name}, nil
 }
 
 // runtimeQuantRest is the dtype of the tensors a load-time quantizer leaves
@@ -65,7 +65,7 @@ func runtimeQuantRest(m *model.Model, job Job, f WeightFormat) (DType, error) {
 	if d, err := ParseDType(m.TorchDtype); err == nil && (d.Name == FP16.Name || d.Name == BF16.Name) {
 		rest = d
 	}
-	c, err := floatDtypeOr(job.ComputeDtype, rest, "--compute-dtype")
+	c, err := floatDtypeOr(job.ComputeDtype, rest, "compute_dtype")
 	if err != nil {
 		return DType{}, err
 	}
@@ -97,7 +97,7 @@ func planCheckpoint(m *model.Model, job Job, jobFmt WeightFormat, hasJob bool) (
 	if hasJob {
 		if jobFmt.Quantized() {
 			p.warnings = append(p.warnings, fmt.Sprintf(
-				"--dtype %s ignored: the checkpoint is already quantized (quant_method %q); its tensors are counted as %s", job.Dtype, q.Method, f.Name))
+				"dtype=%s ignored: the checkpoint is already quantized (quant_method %q); its tensors are counted as %s", job.Dtype, q.Method, f.Name))
 		} else {
 			d, _ := ParseDType(jobFmt.Name)
 			p.rest = d
@@ -236,17 +236,18 @@ func skipModules(q *model.Quantization) []string {
 // transformers' BitsAndBytesConfig (bnb_4bit_use_double_quant=False).
 func doubleQuant(job Job) bool { return job.DoubleQuant != nil && *job.DoubleQuant }
 
-// floatDtypeOr parses a float dtype flag, returning def when it is empty.
-func floatDtypeOr(s string, def DType, flag string) (DType, error) {
+// floatDtypeOr parses the float dtype setting key, returning def when it
+// is empty.
+func floatDtypeOr(s string, def DType, key string) (DType, error) {
 	if strings.TrimSpace(s) == "" {
 		return def, nil
 	}
 	d, err := ParseDType(s)
 	if err != nil {
-		return DType{}, fmt.Errorf("%s: %w", flag, err)
+		return DType{}, FieldErrorf(key, "{"+key+"}: %w", err)
 	}
 	if !d.Float {
-		return DType{}, fmt.Errorf("%s %q: want a float dtype (fp32, bf16, fp16)", flag, s)
+		return DType{}, FieldErrorf(key, "{"+key+"=%q}: want a float dtype (fp32, bf16, fp16)", s)
 	}
 	return d, nil
 }

@@ -320,7 +320,7 @@ func appendRow(dst []Component, c *Component, b units.Bytes) []Component {
 // (DeepSpeed ZeRO-3, FSDP/FSDP2 full or hybrid sharding).
 func shardsParams(job *Job) bool {
 	switch job.Engine {
-	case "", engineDDP, engineMegatron:
+	case "", EngineDDP, EngineMegatron:
 		// Lower-case already and none of the spellings below.
 		return false
 	}

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/gpumem/gpumem/model"
@@ -49,6 +48,12 @@ type ServingResult struct {
 	MaxModelLenFits bool `json:"max_model_len_fits"`
 	// CUDAGraphBytes is the CUDA-graph pool, outside vLLM's budget (0 unless counted).
 	CUDAGraphBytes units.Bytes `json:"cuda_graph_bytes,omitempty"`
+	// RecurrentStateBytesPerSeq is one sequence's state in the
+	// linear-attention and SSM layers of one GPU (0 for models without
+	// them). vLLM takes it from the same pool as the KV cache, one page
+	// per layer per running sequence, so BlockSize and KVTokens then
+	// follow vLLM's hybrid layout.
+	RecurrentStateBytesPerSeq int64 `json:"recurrent_state_bytes_per_seq,omitempty"`
 }
 
 // vLLM defaults and measured constants.
@@ -114,10 +119,10 @@ func resolveServing(m *model.Model, job Job, in *inferenceInputs) (servingSetup,
 		s.maxModelLen = m.Text.MaxPositions
 	}
 	if s.maxModelLen <= 0 {
-		return s, fmt.Errorf("%s states no max_position_embeddings: pass --max-model-len", m.ID)
+		return s, FieldErrorf("max_model_len", "%s states no max_position_embeddings: pass {max_model_len}", m.ID)
 	}
 	if mp := m.Text.MaxPositions; mp > 0 && s.maxModelLen > mp && !job.AllowLong {
-		return s, fmt.Errorf("--max-model-len %d exceeds max_position_embeddings %d of %s; pass --allow-long to estimate anyway", s.maxModelLen, mp, m.ID)
+		return s, FieldErrorf("max_model_len", "{max_model_len=%d} exceeds max_position_embeddings %d of %s; pass {allow_long=true} to estimate anyway", s.maxModelLen, mp, m.ID)
 	}
 	s.maxBatched, s.maxSeqs = vllmBatchDefaults(total, job.GPU)
 	if job.MaxNumBatchedTokens > 0 {
@@ -141,8 +146,8 @@ func servingGPUMemory(job Job) (units.Bytes, error) {
 		return g.Memory, nil
 	}
 	if job.GPU == "" {
-		return 0, fmt.Errorf("serving needs the GPU's total memory: pass --gpu (e.g. H100-SXM) or --gpu-memory (e.g. 80GiB)")
+		return 0, FieldErrorf("gpu", "serving needs the GPU's total memory: pass {gpu} (e.g. H100-SXM) or {gpu_memory_bytes} (e.g. 80GiB)")
 	}
-	return 0, fmt.Errorf("--gpu %q: serving needs the GPU's total memory and the job gives only the name: "+
-		"pass --gpu-memory, or fill gpu_memory_bytes from the GPU catalog", job.GPU)
+	return 0, FieldErrorf("gpu", "{gpu=%q}: serving needs the GPU's total memory and the job gives only the name: "+
+		"pass {gpu_memory_bytes}, or fill it from the GPU catalog", job.GPU)
 }

@@ -12,8 +12,12 @@ type servingStage struct {
 	weights stageWeights
 	act     transient
 	kv      kvSpec
-	pool    units.Bytes
-	blocks  int64
+	state   stateSpec
+	// hybrid is the pool's layout when the layers keep recurrent state
+	// (nil otherwise: pages of block_size tokens of every layer).
+	hybrid *hybridPool
+	pool   units.Bytes
+	blocks int64
 	// fits is whether weights, activations and non-torch memory fit the budget.
 	fits bool
 }
@@ -56,14 +60,23 @@ func (in *inferenceInputs) servingStage(m *model.Model, setup servingSetup, stag
 	if err != nil {
 		return servingStage{}, err
 	}
-	if in.encoderOnly {
-		spec = kvSpec{formula: "encoder-only model: no KV cache"}
+	state, err := buildStateSpec(&m.Text, r.lo, r.hi, in.act, in.tp, engineVLLM)
+	if err != nil {
+		return servingStage{}, err
 	}
-	st := servingStage{weights: w, kv: spec, act: in.profileRun(m, setup, r, s == len(stages)-1)}
+	if in.encoderOnly {
+		spec, state = kvSpec{formula: "encoder-only model: no KV cache"}, stateSpec{}
+	}
+	st := servingStage{weights: w, kv: spec, state: state, act: in.profileRun(m, setup, r, s == len(stages)-1)}
 	used := units.Add(units.Add(w.total, st.act.bytes), vllmNonTorch)
 	st.fits = used <= requested
 	if used < requested && !in.encoderOnly {
 		st.pool = requested - used
+	}
+	if state.layers > 0 {
+		h := newHybridPool(spec, state, st.pool, setup)
+		st.hybrid, st.blocks = &h, h.blocks
+		return st, nil
 	}
 	if page := units.MulInt(spec.perToken(), int64(setup.blockSize)); page > 0 {
 		st.blocks = int64(st.pool) / page
@@ -110,6 +123,9 @@ func (in *inferenceInputs) profileRun(m *model.Model, setup servingSetup, r stag
 // ⌈min(chunk + max_num_batched_tokens, n)/block⌉ (vllm v1
 // kv_cache_interface.py max_memory_usage_bytes, MODEL.md §7.2).
 func (st servingStage) seqBytes(n int64, setup servingSetup, cross int64) units.Bytes {
+	if st.hybrid != nil {
+		return st.hybrid.seqBytes(n)
+	}
 	bs := int64(setup.blockSize)
 	pages := func(tokens int64) int64 { return units.MulInt(ceilDiv(max(tokens, 0), bs), bs) }
 	k := st.kv
@@ -158,11 +174,20 @@ func (in *inferenceInputs) servingFigures(setup servingSetup, requested units.By
 		WeightsBytes: st.weights.total, ActivationPeakBytes: st.act.bytes, NonTorchBytes: vllmNonTorch,
 		KVPoolBytes: st.pool, KVBytesPerToken: st.kv.perToken(), BlockSize: setup.blockSize,
 		KVBlocks: st.blocks, KVTokens: units.MulInt(st.blocks, int64(setup.blockSize)),
-		MaxModelLen: setup.maxModelLen, MaxNumSeqs: setup.maxSeqs, MaxNumBatchedTokens: setup.maxBatched, SeqLen: setup.seqLen,
+		RecurrentStateBytesPerSeq: st.state.perSeq(),
+		MaxModelLen:               setup.maxModelLen, MaxNumSeqs: setup.maxSeqs, MaxNumBatchedTokens: setup.maxBatched, SeqLen: setup.seqLen,
 	}
 	if in.encoderOnly {
 		// No cache: the engine starts when weights and activations fit.
 		sr.MaxModelLenFits = st.fits
+		return sr
+	}
+	if h := st.hybrid; h != nil {
+		sr.BlockSize, sr.KVTokens = h.blockSize, h.tokens()
+		if per := h.seqBlocks(int64(setup.seqLen)); per > 0 {
+			sr.MaxConcurrentSeqs = st.blocks / per
+		}
+		sr.MaxModelLenFits = st.pool > 0 && h.seqBytes(int64(setup.maxModelLen)) <= st.pool
 		return sr
 	}
 	if per := st.seqBytes(int64(setup.seqLen), setup, in.crossTokens); per > 0 {
@@ -176,12 +201,12 @@ func (in *inferenceInputs) servingFigures(setup servingSetup, requested units.By
 func (in *inferenceInputs) servingWarnings(m *model.Model, setup servingSetup, st servingStage, sr *ServingResult) []string {
 	switch {
 	case in.encoderOnly:
-		return []string{fmt.Sprintf("%s is an encoder-only model: vLLM runs it without a KV cache, so concurrency is bounded by --max-num-seqs and the activation budget", m.ID)}
+		return []string{fmt.Sprintf("%s is an encoder-only model: vLLM runs it without a KV cache, so concurrency is bounded by max_num_seqs and the activation budget", m.ID)}
 	case st.pool == 0:
 		return []string{fmt.Sprintf("no memory left for the KV cache: weights %s + activations %s + non-torch %s exceed %.2f × %s",
 			units.FormatIEC(st.weights.total), units.FormatIEC(st.act.bytes), units.FormatIEC(vllmNonTorch), setup.util, units.FormatIEC(setup.total))}
 	case !sr.MaxModelLenFits:
-		return []string{fmt.Sprintf("one sequence of --max-model-len %d tokens needs %s of KV cache, more than the %s pool: vLLM refuses to start; lower --max-model-len or raise --gpu-memory-utilization",
+		return []string{fmt.Sprintf("one sequence of max_model_len=%d tokens needs %s of KV cache, more than the %s pool: vLLM refuses to start; lower max_model_len or raise gpu_memory_utilization",
 			setup.maxModelLen, units.FormatIEC(st.seqBytes(int64(setup.maxModelLen), setup, in.crossTokens)), units.FormatIEC(st.pool))}
 	}
 	return nil
@@ -189,13 +214,19 @@ func (in *inferenceInputs) servingWarnings(m *model.Model, setup servingSetup, s
 
 // servingComponents are the rows of a serving breakdown.
 func (in *inferenceInputs) servingComponents(m *model.Model, setup servingSetup, st servingStage, sr *ServingResult, o Overheads) []Component {
+	kvRow := Component{Name: "kv_cache", Bytes: st.pool, Level: "allocated", Phase: "persistent",
+		Formula: fmt.Sprintf("pool = %.2f × %s − weights − activations − non-torch; %d blocks × %d tokens × %d B/token (%s, one layer = %s)",
+			setup.util, units.FormatIEC(setup.total), st.blocks, setup.blockSize, st.kv.perToken(), in.kv.Name, st.kv.formula),
+		Source: "MODEL.md §7.3 (vLLM budget); vllm-project/vllm:vllm/v1/worker/gpu_worker.py, vllm/v1/kv_cache_interface.py"}
+	if h := st.hybrid; h != nil {
+		kvRow.Formula = fmt.Sprintf("pool = %.2f × %s − weights − activations − non-torch, shared by attention pages and recurrent state; %s; one attention layer = %s per token (%s); one recurrent layer = %s per sequence",
+			setup.util, units.FormatIEC(setup.total), h.formula(st.state), st.kv.formula, in.kv.Name, st.state.formula)
+		kvRow.Source += "; vllm/v1/core/kv_cache_utils.py (uniform-page groups), vllm/platforms/interface.py _align_hybrid_block_size; " + srcState
+	}
 	comps := []Component{
 		{Name: "weights", Bytes: st.weights.total, Level: "allocated", Phase: "persistent",
 			Formula: weightsFormula(in.plan, st.weights, in.tp, in.pp, in.ep), Source: srcWeights + "; " + in.plan.quant.Source},
-		{Name: "kv_cache", Bytes: st.pool, Level: "allocated", Phase: "persistent",
-			Formula: fmt.Sprintf("pool = %.2f × %s − weights − activations − non-torch; %d blocks × %d tokens × %d B/token (%s, one layer = %s)",
-				setup.util, units.FormatIEC(setup.total), st.blocks, setup.blockSize, st.kv.perToken(), in.kv.Name, st.kv.formula),
-			Source: "MODEL.md §7.3 (vLLM budget); vllm-project/vllm:vllm/v1/worker/gpu_worker.py, vllm/v1/kv_cache_interface.py"},
+		kvRow,
 		{Name: "activations", Bytes: st.act.bytes, Level: "allocated", Phase: "profile", Formula: st.act.formula,
 			Source: "MODEL.md §7.3 step 3, §7.4"},
 	}

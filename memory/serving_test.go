@@ -114,18 +114,18 @@ func TestServingBadInput(t *testing.T) {
 		job  Job
 		want string
 	}{
-		{"no gpu", Job{MaxModelLen: 4096}, "--gpu-memory"},
-		{"unknown gpu", Job{GPU: "Voodoo5", MaxModelLen: 4096}, "--gpu"},
+		{"no gpu", Job{MaxModelLen: 4096}, "<gpu_memory_bytes>"},
+		{"unknown gpu", Job{GPU: "Voodoo5", MaxModelLen: 4096}, "<gpu=\"Voodoo5\">"},
 		{"catalog name without its memory", Job{GPU: "MI300X", MaxModelLen: 4096}, "gpu_memory_bytes"},
-		{"max model len beyond positions", Job{GPUMemory: h100Total, MaxModelLen: 1 << 20}, "--allow-long"},
-		{"tp not dividing heads", Job{GPUMemory: h100Total, MaxModelLen: 4096, TP: 5}, "--tp"},
+		{"max model len beyond positions", Job{GPUMemory: h100Total, MaxModelLen: 1 << 20}, "<allow_long=true>"},
+		{"tp not dividing heads", Job{GPUMemory: h100Total, MaxModelLen: 4096, TP: 5}, "<tp=5>"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.job.Mode = Serving
 			_, err := Estimate(testModel(llama31_8b), tt.job)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("error = %v, want one mentioning %q", err, tt.want)
+			if err == nil || !strings.Contains(marked(err), tt.want) {
+				t.Errorf("error = %v, want one mentioning %q", marked(err), tt.want)
 			}
 		})
 	}
@@ -155,7 +155,7 @@ func TestServingPlan(t *testing.T) {
 			prev = r.Serving.KVTokens
 		}
 	}
-	if _, err := ServingPlan(testModel(llama31_8b), Job{MaxModelLen: 4096}, 8); err == nil || !strings.Contains(err.Error(), "--gpu") {
+	if _, err := ServingPlan(testModel(llama31_8b), Job{MaxModelLen: 4096}, 8); err == nil || !strings.Contains(marked(err), "<gpu") {
 		t.Errorf("no GPU: error %v", err)
 	}
 }

@@ -215,7 +215,7 @@ func ParseStack(s string) (Stack, error) {
 		ver = strings.TrimPrefix(ver, "=")
 		name, ver = strings.TrimSpace(name), strings.TrimSpace(ver)
 		if !ok || name == "" || ver == "" {
-			return nil, fmt.Errorf("stack entry %q: want package=version, such as transformers=4.48.1", item)
+			return nil, FieldErrorf("stack", "{stack} entry %q: want package=version, such as transformers=4.48.1", item)
 		}
 		if err := st.Set(name, ver); err != nil {
 			return nil, err
@@ -233,10 +233,10 @@ func (st Stack) Set(name, version string) error {
 		key, dated = p.Name, p.Dated
 	}
 	if _, err := ParseVersion(version, dated); err != nil {
-		return fmt.Errorf("stack: %s: %w", key, err)
+		return FieldErrorf("stack", "{stack}: %s: %w", key, err)
 	}
 	if old, dup := st[key]; dup && old != version {
-		return fmt.Errorf("stack: two versions for %s (%s and %s)", key, old, version)
+		return FieldErrorf("stack", "{stack}: two versions for %s (%s and %s)", key, old, version)
 	}
 	st[key] = version
 	return nil
@@ -287,7 +287,7 @@ func ResolveStack(st Stack, software []string) (ResolvedStack, error) {
 	for _, era := range software {
 		pkg, ver, ok := eraVersion(era)
 		if !ok {
-			return r, fmt.Errorf("--software: unknown software era %q (want torch1, transformers<4.36, transformers<4.45, bnb<0.43.2, vllm<0.8 or torchtitan-2024q1; --stack states exact versions)", era)
+			return r, FieldErrorf("software", "{software}: unknown software era %q (want torch1, transformers<4.36, transformers<4.45, bnb<0.43.2, vllm<0.8 or torchtitan-2024q1; {stack} states exact versions)", era)
 		}
 		// Two eras of one package (transformers<4.36 and <4.45) both
 		// hold for the older version.
@@ -318,7 +318,7 @@ func ResolveStack(st Stack, software []string) (ResolvedStack, error) {
 		}
 		v, err := ParseVersion(ver, p.Dated)
 		if err != nil {
-			return r, fmt.Errorf("stack: %s: %w", p.Name, err)
+			return r, FieldErrorf("stack", "{stack}: %s: %w", p.Name, err)
 		}
 		versions[p.Name] = v
 		r.Versions = append(r.Versions, StackVersion{Package: p.Name, Version: ver, Assumed: !ok})
@@ -337,10 +337,10 @@ func ResolveStack(st Stack, software []string) (ResolvedStack, error) {
 	for _, p := range stackPackages {
 		oldest, err := ParseVersion(p.Oldest, p.Dated)
 		if err != nil {
-			return r, fmt.Errorf("stack: %s: oldest version: %w", p.Name, err)
+			return r, FieldErrorf("stack", "{stack}: %s: oldest version: %w", p.Name, err)
 		}
 		if v := versions[p.Name]; v.Compare(oldest) < 0 {
-			return r, fmt.Errorf("stack: %s %s is older than %s, the oldest %s the memory model covers", p.Name, v, p.Oldest, p.Name)
+			return r, FieldErrorf("stack", "{stack}: %s %s is older than %s, the oldest %s the memory model covers", p.Name, v, p.Oldest, p.Name)
 		}
 	}
 	for i := range rules {

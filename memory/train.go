@@ -224,7 +224,7 @@ func (s *setup) pipelineNote(pp, peak int) string {
 	if b := s.buf; b != nil && b.ppNote != "" && b.ppNoteFor == [2]int{pp, peak} {
 		return b.ppNote
 	}
-	w := "--pp " + strconv.Itoa(pp) + ": pipeline stage " + strconv.Itoa(peak) +
+	w := "pp=" + strconv.Itoa(pp) + ": pipeline stage " + strconv.Itoa(peak) +
 		" is the most loaded; every stage's figures are in the stage table (stages in the JSON output)"
 	if b := s.buf; b != nil {
 		b.ppNote, b.ppNoteFor = w, [2]int{pp, peak}
@@ -805,11 +805,11 @@ func (s *setup) gradPhases(t *trainParts) [numPhases]float64 {
 // the parameters' .grad references (MODEL.md §3.3).
 func (s *setup) gradsPersist() bool {
 	switch s.dist.engine {
-	case engineMegatron:
+	case EngineMegatron:
 		return true
-	case engineDDP:
+	case EngineDDP:
 		return s.job.GradientAsBucketView
-	case engineDeepSpeed:
+	case EngineDeepSpeed:
 		return s.dist.zero == 3
 	}
 	return false

@@ -159,7 +159,7 @@ func (s *setup) warnUnusedActConstants() {
 		s.warn("attn_act_factor_no_fa is set but attention is fused (flash or SDPA): it applies to eager attention (attn_act_factor_fa applies here)")
 	}
 	if s.c[cGradCkptReduction] > 0 && s.ckptRetention() == 0 {
-		s.warn("grad_ckpt_reduction is set but the job does not checkpoint layers: it applies with --grad-checkpoint full or every-N")
+		s.warn("grad_ckpt_reduction is set but the job does not checkpoint layers: it applies with grad_checkpoint=full or every-N")
 	}
 }
 
@@ -415,7 +415,8 @@ func (s *setup) uniformLayers(from, to int) bool {
 	lts := st.LayerTypes[max(from, 0):min(to, st.Layers)]
 	a := lts[0]
 	for _, l := range lts[1:] {
-		if l.CrossAttention != a.CrossAttention || l.MoE != a.MoE || !sameAttn(l.Attention, a.Attention) || !sameKV(l, a) {
+		if l.CrossAttention != a.CrossAttention || l.MoE != a.MoE || !sameAttn(l.Attention, a.Attention) || !sameKV(l, a) ||
+			l.State != a.State || l.NoMLP != a.NoMLP {
 			return false
 		}
 	}

@@ -18,14 +18,14 @@ func TestTorchtitanContextParallelSharding(t *testing.T) {
 	dp8 := base
 	dp8.DP, dp8.CP, dp8.SeqLen = 8, 1, 32768
 	ref := estimateOK(t, m, dp8)
-	if ref.Parallel == nil || ref.Parallel.Engine != engineFSDP2 || ref.Parallel.ShardGroup != 8 {
+	if ref.Parallel == nil || ref.Parallel.Engine != EngineFSDP2 || ref.Parallel.ShardGroup != 8 {
 		t.Fatalf("torchtitan dp 8 without an engine: %+v, want fsdp2 sharded 8 ways (data_parallel_shard_degree -1)", ref.Parallel)
 	}
 	for _, engine := range []string{"", "fsdp", "fsdp2", "torchtitan-fsdp2"} {
 		job := base
 		job.Engine = engine
 		r := estimateOK(t, m, job)
-		if r.Parallel.Engine != engineFSDP2 || r.Parallel.ShardGroup != 8 {
+		if r.Parallel.Engine != EngineFSDP2 || r.Parallel.ShardGroup != 8 {
 			t.Errorf("engine %q: %s sharded %d ways, want fsdp2 over dp_shard × cp = 8", engine, r.Parallel.Engine, r.Parallel.ShardGroup)
 		}
 		for _, name := range []string{"weights", "optimizer_states"} {
@@ -43,7 +43,7 @@ func TestTorchtitanContextParallelSharding(t *testing.T) {
 	plain := base
 	plain.Framework, plain.Engine = FrameworkHF, "fsdp"
 	r := estimateOK(t, m, plain)
-	if r.Parallel.Engine != engineFSDP || r.Parallel.ShardGroup != 1 {
+	if r.Parallel.Engine != EngineFSDP || r.Parallel.ShardGroup != 1 {
 		t.Errorf("HF FSDP1 with cp 8: %s sharded %d ways, want fsdp over dp 1", r.Parallel.Engine, r.Parallel.ShardGroup)
 	}
 }
@@ -65,13 +65,13 @@ func TestTorchtitanVersions(t *testing.T) {
 		engine string
 		group  int
 	}{
-		{"fsdp1 era, no engine", job("2024-02", 8, 1, ""), engineFSDP, 8},
-		{"fsdp1 era, fsdp", job("2024-03-27", 8, 1, "fsdp"), engineFSDP, 8},
-		{"fsdp1 era, fsdp2 stated", job("2024-03-27", 8, 1, "fsdp2"), engineFSDP2, 8},
-		{"fsdp2 from PR #165", job("2024-03-28", 8, 1, "fsdp"), engineFSDP2, 8},
+		{"fsdp1 era, no engine", job("2024-02", 8, 1, ""), EngineFSDP, 8},
+		{"fsdp1 era, fsdp", job("2024-03-27", 8, 1, "fsdp"), EngineFSDP, 8},
+		{"fsdp1 era, fsdp2 stated", job("2024-03-27", 8, 1, "fsdp2"), EngineFSDP2, 8},
+		{"fsdp2 from PR #165", job("2024-03-28", 8, 1, "fsdp"), EngineFSDP2, 8},
 		{"cp without dp before PR #685", job("2024-11", 1, 8, ""), "", 1},
-		{"cp with dp before PR #685", job("2024-11", 2, 4, ""), engineFSDP2, 8},
-		{"cp without dp from PR #685", job("2024-12-12", 1, 8, ""), engineFSDP2, 8},
+		{"cp with dp before PR #685", job("2024-11", 2, 4, ""), EngineFSDP2, 8},
+		{"cp without dp from PR #685", job("2024-12-12", 1, 8, ""), EngineFSDP2, 8},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

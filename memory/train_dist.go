@@ -34,15 +34,6 @@ type distSpec struct {
 	inFlight         float64 // micro-batches whose activations the stage holds
 }
 
-// Engines (Job.Engine) after normalisation.
-const (
-	engineDDP       = "ddp"
-	engineDeepSpeed = "deepspeed"
-	engineFSDP      = "fsdp"
-	engineFSDP2     = "fsdp2"
-	engineMegatron  = "megatron"
-)
-
 // Pipeline schedules (Job.PipelineSchedule).
 const (
 	schedule1F1B        = "1f1b"
@@ -79,20 +70,20 @@ func (s *setup) resolveDist() error {
 	} else if err := s.resolveLayout(d); err != nil {
 		return err
 	}
-	if d.pp > 1 && d.engine == engineDeepSpeed && d.zero >= 2 {
+	if d.pp > 1 && d.engine == EngineDeepSpeed && d.zero >= 2 {
 		// deepspeed/runtime/pipe/engine.py asserts zero stage < 2.
-		return fmt.Errorf("--zero %d with --pp %d: DeepSpeed's pipeline engine supports ZeRO stages 0 and 1 only", d.zero, d.pp)
+		return FieldErrorf("zero", "{zero=%d} with {pp=%d}: DeepSpeed's pipeline engine supports ZeRO stages 0 and 1 only", d.zero, d.pp)
 	}
-	if d.pp > 1 && d.engine == engineFSDP {
-		s.warn("--pp with --engine fsdp: pipeline parallelism is run with FSDP2 (torchtitan); FSDP1 units are assumed per stage")
+	if d.pp > 1 && d.engine == EngineFSDP {
+		s.warn("pp with engine=fsdp: pipeline parallelism is run with FSDP2 (torchtitan); FSDP1 units are assumed per stage")
 	}
 	d.sp = j.SP
 	if d.sp && d.tp == 1 {
-		s.warn("--sp: sequence parallelism splits along the tensor-parallel group; with --tp 1 it changes nothing")
+		s.warn("sp: sequence parallelism splits along the tensor-parallel group; with tp=1 it changes nothing")
 	}
 	d.single = d.world == 1 && d.engine == ""
 	if d.single && (d.offloadOpt != "" || d.offloadParams != "") {
-		s.warn("--offload-optimizer/--offload-params need an engine that offloads (--engine deepspeed or fsdp): ignored for a plain single process")
+		s.warn("offload_optimizer/offload_params need an engine that offloads (engine=deepspeed or fsdp): ignored for a plain single process")
 		d.offloadOpt, d.offloadParams = "", ""
 	}
 	if d.pp > 1 {
@@ -136,10 +127,10 @@ func (s *setup) resolveLayout(d *distSpec) error {
 // distSizeError is the error naming the flag of the first negative
 // layout size of j, or nil if there is none.
 func distSizeError(j *Job) error {
-	sizes := [len(distFlags)]int{j.NumGPUs, j.DP, j.TP, j.PP, j.CP, j.EP, j.Nodes, j.ZeRO, j.VirtualStages}
+	sizes := [len(distKeys)]int{j.NumGPUs, j.DP, j.TP, j.PP, j.CP, j.EP, j.Nodes, j.ZeRO, j.VirtualStages}
 	for i, n := range sizes {
 		if n < 0 {
-			return fmt.Errorf("%s: want a non-negative value, got %d", distFlags[i], n)
+			return FieldErrorf(distKeys[i], "{"+distKeys[i]+"}: want a non-negative value, got %d", n)
 		}
 	}
 	return nil
@@ -159,17 +150,17 @@ func bufferSizeError(j *Job) error {
 	}
 	for _, sz := range sizes {
 		if sz.n != nil && *sz.n < 0 {
-			return fmt.Errorf("%s: want a non-negative number of elements, got %d", sz.key, *sz.n)
+			return FieldErrorf(sz.key, "{"+sz.key+"}: want a non-negative number of elements, got %d", *sz.n)
 		}
 	}
 	if !(j.DDPBucketCapMB >= 0) { // negative or NaN
-		return fmt.Errorf("ddp_bucket_cap_mb: want a non-negative size in MB, got %v", j.DDPBucketCapMB)
+		return FieldErrorf("ddp_bucket_cap_mb", "{ddp_bucket_cap_mb}: want a non-negative size in MB, got %v", j.DDPBucketCapMB)
 	}
 	return nil
 }
 
-// distFlags names the layout sizes distSizeError checks, in its order.
-var distFlags = [...]string{"--num-gpus", "--dp", "--tp", "--pp", "--cp", "--ep", "--nodes", "--zero", "--virtual-stages"}
+// distKeys names the layout sizes distSizeError checks, in its order.
+var distKeys = [...]string{"num_gpus", "dp", "tp", "pp", "cp", "ep", "nodes", "zero", "virtual_pipeline_stages"}
 
 // resolveWorld reconciles the GPU count with the parallel degrees:
 // world = dp × tp × pp × cp (expert parallelism reuses the dp × cp ranks).
@@ -184,18 +175,18 @@ func (d *distSpec) resolveWorld(j *Job) error {
 		d.world = d.dp * model
 	case d.dp == 0:
 		if d.world%model != 0 {
-			return fmt.Errorf("--num-gpus %d is not a multiple of tp×pp×cp = %d", d.world, model)
+			return FieldErrorf("num_gpus", "{num_gpus=%d} is not a multiple of tp×pp×cp = %d", d.world, model)
 		}
 		d.dp = d.world / model
 	}
 	if d.dp*model != d.world {
-		return fmt.Errorf("--num-gpus %d ≠ dp %d × tp %d × pp %d × cp %d", d.world, d.dp, d.tp, d.pp, d.cp)
+		return FieldErrorf("num_gpus", "{num_gpus=%d} ≠ dp %d × tp %d × pp %d × cp %d", d.world, d.dp, d.tp, d.pp, d.cp)
 	}
 	if d.world%d.nodes != 0 {
-		return fmt.Errorf("--nodes %d: %d GPUs cannot be spread evenly over them", d.nodes, d.world)
+		return FieldErrorf("nodes", "{nodes=%d}: %d GPUs cannot be spread evenly over them", d.nodes, d.world)
 	}
 	if d.ep > 1 && (d.dp*d.cp)%d.ep != 0 {
-		return fmt.Errorf("--ep %d: expert parallelism is carved from the dp × cp = %d data-parallel ranks and must divide them", d.ep, d.dp*d.cp)
+		return FieldErrorf("ep", "{ep=%d}: expert parallelism is carved from the dp × cp = %d data-parallel ranks and must divide them", d.ep, d.dp*d.cp)
 	}
 	return nil
 }
@@ -216,18 +207,18 @@ func (s *setup) resolveEngine(d *distSpec) error {
 	}
 	d.nd = float64(d.dp)
 	switch e {
-	case engineDeepSpeed:
+	case EngineDeepSpeed:
 		if j.ZeRO > 3 {
-			return fmt.Errorf("--zero: want a stage 0..3, got %d", j.ZeRO)
+			return FieldErrorf("zero", "{zero}: want a stage 0..3, got %d", j.ZeRO)
 		}
 		d.zero = j.ZeRO
-	case engineFSDP, engineFSDP2:
+	case EngineFSDP, EngineFSDP2:
 		if err := s.resolveFSDP(d); err != nil {
 			return err
 		}
-	case engineMegatron:
+	case EngineMegatron:
 		if j.ZeRO > 1 {
-			return fmt.Errorf("--zero %d: Megatron's distributed optimizer shards the optimizer state and fp32 master only (ZeRO-1); use --zero 1, or --engine deepspeed for stages 2 and 3", j.ZeRO)
+			return FieldErrorf("zero", "{zero=%d}: Megatron's distributed optimizer shards the optimizer state and fp32 master only (ZeRO-1); use {zero=1}, or {engine=deepspeed} for stages 2 and 3", j.ZeRO)
 		}
 		if j.ZeRO == 1 {
 			// Distributed optimizer: fp32 master + states sharded over DP×CP (§3.4).
@@ -235,28 +226,28 @@ func (s *setup) resolveEngine(d *distSpec) error {
 		}
 	default:
 		if j.ZeRO > 0 && !d.unsharded {
-			return fmt.Errorf("--zero %d: ZeRO stages need --engine deepspeed (or megatron for its distributed optimizer, fsdp for full sharding)", j.ZeRO)
+			return FieldErrorf("zero", "{zero=%d}: ZeRO stages need {engine=deepspeed} (or megatron for its distributed optimizer, fsdp for full sharding)", j.ZeRO)
 		}
 	}
-	if j.FSDPStrategy != "" && e != engineFSDP && e != engineFSDP2 && !d.unsharded {
-		return fmt.Errorf("--fsdp-strategy %s: needs --engine fsdp or fsdp2 (engine is %s)", j.FSDPStrategy, cond(e == "", "none", e))
+	if j.FSDPStrategy != "" && e != EngineFSDP && e != EngineFSDP2 && !d.unsharded {
+		return FieldErrorf("fsdp_strategy", "{fsdp_strategy=%s}: needs {engine=fsdp} or fsdp2 (engine is %s)", j.FSDPStrategy, cond(e == "", "none", e))
 	}
 	// Most jobs offload nothing: an empty flag needs no parsing.
 	if j.OffloadOptimizer != "" {
-		if d.offloadOpt, err = offloadTarget("--offload-optimizer", j.OffloadOptimizer); err != nil {
+		if d.offloadOpt, err = offloadTarget("offload_optimizer", j.OffloadOptimizer); err != nil {
 			return err
 		}
 	}
 	if j.OffloadParams != "" {
-		if d.offloadParams, err = offloadTarget("--offload-params", j.OffloadParams); err != nil {
+		if d.offloadParams, err = offloadTarget("offload_params", j.OffloadParams); err != nil {
 			return err
 		}
 	}
 	if d.offloadParams != "" && d.zero < 3 && e != "" {
-		return fmt.Errorf("--offload-params: parameter offload needs ZeRO-3 or FSDP full sharding")
+		return FieldErrorf("offload_params", "{offload_params}: parameter offload needs ZeRO-3 or FSDP full sharding")
 	}
-	if (d.offloadOpt != "" || d.offloadParams != "") && (e == engineDDP || e == engineMegatron) {
-		return fmt.Errorf("--offload-optimizer/--offload-params: engine %s does not offload (use --engine deepspeed or fsdp)", e)
+	if (d.offloadOpt != "" || d.offloadParams != "") && (e == EngineDDP || e == EngineMegatron) {
+		return FieldErrorf(cond(d.offloadOpt != "", "offload_optimizer", "offload_params"), "{offload_optimizer}/{offload_params}: engine %s does not offload (use {engine=deepspeed} or fsdp)", e)
 	}
 	return nil
 }
@@ -267,31 +258,31 @@ func normalizeEngine(name string, world int) (string, error) {
 	switch name {
 	case "":
 		if world > 1 {
-			return engineDDP, nil
+			return EngineDDP, nil
 		}
 		return "", nil
-	case engineDDP, engineDeepSpeed, engineFSDP, engineFSDP2, engineMegatron:
+	case EngineDDP, EngineDeepSpeed, EngineFSDP, EngineFSDP2, EngineMegatron:
 		// An engine name as the switch below returns it: no folding.
 		return name, nil
 	}
 	e := fold(name)
 	switch {
 	case e == "" && world > 1:
-		return engineDDP, nil
+		return EngineDDP, nil
 	case e == "":
 		return "", nil
 	case e == "ddp" || e == "torch-ddp":
-		return engineDDP, nil
+		return EngineDDP, nil
 	case e == "deepspeed" || e == "ds" || strings.HasPrefix(e, "zero"):
-		return engineDeepSpeed, nil
+		return EngineDeepSpeed, nil
 	case e == "fsdp" || e == "fsdp1":
-		return engineFSDP, nil
+		return EngineFSDP, nil
 	case e == "fsdp2" || strings.Contains(e, "torchtitan") || e == "fully_shard":
-		return engineFSDP2, nil
+		return EngineFSDP2, nil
 	case e == "megatron" || e == "megatron-core" || e == "nemo":
-		return engineMegatron, nil
+		return EngineMegatron, nil
 	}
-	return "", fmt.Errorf("--engine: unknown engine %q (want ddp, deepspeed, fsdp, fsdp2 or megatron)", name)
+	return "", FieldErrorf("engine", "{engine}: unknown engine %q (want ddp, deepspeed, fsdp, fsdp2 or megatron)", name)
 }
 
 // resolveFSDP maps the FSDP sharding strategy onto a ZeRO stage and a
@@ -313,13 +304,13 @@ func (s *setup) resolveFSDP(d *distSpec) error {
 			d.zero, d.shardGradOp = 2, true
 		}
 	default:
-		return fmt.Errorf("--fsdp-strategy: unknown strategy %q (want full_shard, shard_grad_op, hybrid_shard or no_shard)", j.FSDPStrategy)
+		return FieldErrorf("fsdp_strategy", "{fsdp_strategy}: unknown strategy %q (want full_shard, shard_grad_op, hybrid_shard or no_shard)", j.FSDPStrategy)
 	}
 	if j.ZeRO != 0 && j.ZeRO != d.zero {
-		return fmt.Errorf("--zero %d disagrees with --fsdp-strategy %s (ZeRO-%d-like); give one", j.ZeRO, cond(strategy == "", "full_shard", strategy), d.zero)
+		return FieldErrorf("zero", "{zero=%d} disagrees with {fsdp_strategy=%s} (ZeRO-%d-like); give one", j.ZeRO, cond(strategy == "", "full_shard", strategy), d.zero)
 	}
 	switch {
-	case d.engine == engineFSDP2:
+	case d.engine == EngineFSDP2:
 		// FSDP2 shards over the flattened dp_shard × cp mesh: torchtitan
 		// (torchtitan/distributed/parallel_dims.py @b5bcd76, fsdp =
 		// dp_shard * cp; PR #685) and accelerate's ParallelismConfig
@@ -344,12 +335,12 @@ func (s *setup) resolveFSDP(d *distSpec) error {
 // cp > 1 and no data-parallel sharding applied no FSDP at all.
 func (s *setup) titanEngine(d *distSpec) error {
 	if d.cp > 1 && s.rules.has(ruleTitanNoCP) {
-		return fmt.Errorf("--cp %d: torchtitan of this stack has no context parallelism (added by PR #592 on 2024-10-22); state a later torchtitan in the stack", d.cp)
+		return FieldErrorf("cp", "{cp=%d}: torchtitan of this stack has no context parallelism (added by PR #592 on 2024-10-22); state a later torchtitan in the {stack}", d.cp)
 	}
 	explicit := strings.TrimSpace(s.job.Engine) != ""
 	switch d.engine {
-	case engineFSDP, engineFSDP2:
-	case engineDDP:
+	case EngineFSDP, EngineFSDP2:
+	case EngineDDP:
 		if explicit {
 			return nil
 		}
@@ -361,27 +352,27 @@ func (s *setup) titanEngine(d *distSpec) error {
 		return nil
 	}
 	switch {
-	case d.engine == engineFSDP2 && explicit:
+	case d.engine == EngineFSDP2 && explicit:
 		// Stated: FSDP2 it is (the PR #165 runs used it before the merge).
 	case s.rules.has(ruleTitanFSDP1):
-		d.engine = engineFSDP
-	case d.engine == engineFSDP && explicit:
-		s.warn("--engine fsdp with framework torchtitan: torchtitan shards with per-parameter FSDP (fully_shard, FSDP2) since PR #165 (2024-03-28); estimated as fsdp2")
-		d.engine = engineFSDP2
+		d.engine = EngineFSDP
+	case d.engine == EngineFSDP && explicit:
+		s.warn("engine=fsdp with framework=torchtitan: torchtitan shards with per-parameter FSDP (fully_shard, FSDP2) since PR #165 (2024-03-28); estimated as fsdp2")
+		d.engine = EngineFSDP2
 	default:
-		d.engine = engineFSDP2
+		d.engine = EngineFSDP2
 	}
 	if d.cp > 1 && d.dp == 1 && s.rules.has(ruleTitanCPUnsharded) {
 		// apply_fsdp ran only when dp_shard > 1 (parallelize_llama.py
 		// before PR #685): no sharding and no gradient reduction.
-		s.warn(fmt.Sprintf("--cp %d with dp 1 on torchtitan before 2024-12-12: torchtitan applied no FSDP then (fixed by PR #685), so every rank holds the whole model states", d.cp))
+		s.warn(fmt.Sprintf("cp=%d with dp=1 on torchtitan before 2024-12-12: torchtitan applied no FSDP then (fixed by PR #685), so every rank holds the whole model states", d.cp))
 		d.engine, d.unsharded = "", true
 	}
 	return nil
 }
 
-// offloadTarget reads an offload flag: "" (none), cpu or nvme.
-func offloadTarget(flag, v string) (string, error) {
+// offloadTarget reads the offload setting key: "" (none), cpu or nvme.
+func offloadTarget(key, v string) (string, error) {
 	switch fold(v) {
 	case "", "none", "false", "no":
 		return "", nil
@@ -390,7 +381,7 @@ func offloadTarget(flag, v string) (string, error) {
 	case "nvme":
 		return "nvme", nil
 	}
-	return "", fmt.Errorf("%s: want none, cpu or nvme, got %q", flag, v)
+	return "", FieldErrorf(key, "{"+key+"}: want none, cpu or nvme, got %q", v)
 }
 
 // checkDivisible rejects tensor/expert parallel sizes the model cannot be
@@ -400,14 +391,14 @@ func (s *setup) checkDivisible(d *distSpec) error {
 	st := &s.m.Text
 	if d.tp > 1 {
 		if st.Heads < d.tp || st.Heads%d.tp != 0 {
-			return fmt.Errorf("--tp %d: the %d attention heads (num_attention_heads) are not divisible by it", d.tp, st.Heads)
+			return FieldErrorf("tp", "{tp=%d}: the %d attention heads (num_attention_heads) are not divisible by it", d.tp, st.Heads)
 		}
 		if st.KVHeads > 0 && (st.KVHeads < d.tp || st.KVHeads%d.tp != 0) {
-			return fmt.Errorf("--tp %d: the %d KV heads (num_key_value_heads) are not divisible by it; tensor parallelism splits whole KV heads", d.tp, st.KVHeads)
+			return FieldErrorf("tp", "{tp=%d}: the %d KV heads (num_key_value_heads) are not divisible by it; tensor parallelism splits whole KV heads", d.tp, st.KVHeads)
 		}
 	}
 	if d.ep > 1 && (st.MoE == nil || st.MoE.Experts%d.ep != 0) {
-		return fmt.Errorf("--ep %d: the model has no routed experts divisible by it", d.ep)
+		return FieldErrorf("ep", "{ep=%d}: the model has no routed experts divisible by it", d.ep)
 	}
 	return nil
 }
@@ -431,27 +422,27 @@ func (s *setup) resolveSchedule(d *distSpec) error {
 	case "gpipe", "all-forward-all-backward":
 		sch = scheduleGPipe
 	default:
-		return fmt.Errorf("--pipeline-schedule: unknown schedule %q (want 1f1b, interleaved or gpipe)", j.PipelineSchedule)
+		return FieldErrorf("pipeline_schedule", "{pipeline_schedule}: unknown schedule %q (want 1f1b, interleaved or gpipe)", j.PipelineSchedule)
 	}
 	d.schedule = sch
 	if d.pp == 1 && (d.virtual > 1 || j.PipelineSchedule != "") {
-		s.warn("--virtual-stages/--pipeline-schedule: no effect without pipeline parallelism (--pp 1)")
+		s.warn("virtual_pipeline_stages/pipeline_schedule: no effect without pipeline parallelism (pp=1)")
 		d.virtual, d.schedule = 1, schedule1F1B
 	}
 	if sch == scheduleInterleaved && d.virtual < 2 {
-		return fmt.Errorf("--pipeline-schedule interleaved: give --virtual-stages >= 2 (model chunks per GPU)")
+		return FieldErrorf("virtual_pipeline_stages", "{pipeline_schedule=interleaved}: give {virtual_pipeline_stages} >= 2 (model chunks per GPU)")
 	}
 	if sch != scheduleInterleaved && d.virtual > 1 {
-		return fmt.Errorf("--virtual-stages %d: only the interleaved schedule runs several model chunks per GPU (schedule %s)", d.virtual, sch)
+		return FieldErrorf("virtual_pipeline_stages", "{virtual_pipeline_stages=%d}: only the interleaved schedule runs several model chunks per GPU (schedule %s)", d.virtual, sch)
 	}
 	if d.pp*d.virtual > L {
 		if d.virtual > 1 {
-			return fmt.Errorf("--pp %d × --virtual-stages %d: more model chunks than the %d layers", d.pp, d.virtual, L)
+			return FieldErrorf("pp", "{pp=%d} × {virtual_pipeline_stages=%d}: more model chunks than the %d layers", d.pp, d.virtual, L)
 		}
-		return fmt.Errorf("--pp %d: more pipeline stages than the %d layers", d.pp, L)
+		return FieldErrorf("pp", "{pp=%d}: more pipeline stages than the %d layers", d.pp, L)
 	}
 	if d.pp > 1 && L%(d.pp*d.virtual) != 0 {
-		s.warn(fmt.Sprintf("--pp %d: %d layers do not split evenly; the first stages get one layer more", d.pp*d.virtual, L))
+		s.warn(fmt.Sprintf("pp=%d: %d layers do not split evenly; the first stages get one layer more", d.pp*d.virtual, L))
 	}
 	return nil
 }
@@ -651,7 +642,7 @@ func (s *setup) parallelInfo(t *trainParts) (Parallel, bool) {
 	p := Parallel{Engine: d.engine, World: d.world, DP: d.dp, TP: d.tp, PP: d.pp, CP: d.cp, EP: d.ep,
 		ZeRO: d.zero, ShardGroup: int(d.nd)}
 	switch {
-	case d.engine == engineDeepSpeed && d.zero == 3:
+	case d.engine == EngineDeepSpeed && d.zero == 3:
 		p.LargestUnitParams = int64(s.largestModule(false) + 0.5)
 	case s.isFSDP() && d.zero >= 2:
 		unit, root := s.fsdpUnits(false)

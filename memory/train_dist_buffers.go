@@ -107,7 +107,7 @@ func (s *setup) shardStates(r *rankStates, p *trParams) (cpu, nvme float64) {
 		if s.fsdpMaster() {
 			stepGrad = 0
 		}
-		if d.engine == engineDeepSpeed && d.zero == 3 {
+		if d.engine == EngineDeepSpeed && d.zero == 3 {
 			// ZeRO-3 converts the gradients to fp32 per optimizer sub-group
 			// (stage3.py _prepare_fp32_grad_for_sub_group; §2.3).
 			stepGrad = min(stepGrad, 4*s.deepspeedKnobs().subGroup)
@@ -164,7 +164,7 @@ func (s *setup) shardStates(r *rankStates, p *trParams) (cpu, nvme float64) {
 }
 
 // isFSDP reports whether the engine is PyTorch FSDP (1 or 2).
-func (s *setup) isFSDP() bool { return s.dist.engine == engineFSDP || s.dist.engine == engineFSDP2 }
+func (s *setup) isFSDP() bool { return s.dist.engine == EngineFSDP || s.dist.engine == EngineFSDP2 }
 
 // fsdpMaster reports whether FSDP shards an fp32 model that is cast to
 // the compute dtype per unit (a bf16/fp16 job with an fp32 master).
@@ -185,11 +185,11 @@ func (s *setup) engineBuffers(r *rankStates, p *trParams) [numPhases]float64 {
 		return out
 	}
 	switch d.engine {
-	case engineDDP:
+	case EngineDDP:
 		out = s.ddpBuckets(r)
-	case engineDeepSpeed:
+	case EngineDeepSpeed:
 		out = s.deepspeedBuffers(r, p)
-	case engineFSDP, engineFSDP2:
+	case EngineFSDP, EngineFSDP2:
 		out = s.fsdpBuffers(r, p)
 	}
 	return out
@@ -495,7 +495,7 @@ func (s *setup) parallelBuffers() [numPhases]float64 {
 	if d.cp > 1 {
 		kv := 2 * n * float64(st.KVHeads*st.HeadDim) / float64(d.tp) * c // K and V of one local chunk
 		blocks := 2.0
-		if d.engine == engineFSDP2 || s.framework == FrameworkTorchtitan {
+		if d.engine == EngineFSDP2 || s.framework == FrameworkTorchtitan {
 			blocks = float64(d.cp)
 		}
 		fwd += blocks * kv

@@ -112,7 +112,7 @@ func TestOffload(t *testing.T) {
 		t.Error("single-GPU ZeRO-Offload kept the optimizer on the GPU")
 	}
 	plain := estimateOK(t, m, Job{SeqLen: 512, OffloadOptimizer: "cpu"})
-	if plain.Host != nil || !strings.Contains(strings.Join(plain.Warnings, " "), "--offload-optimizer") {
+	if plain.Host != nil || !strings.Contains(strings.Join(plain.Warnings, " "), "offload_optimizer") {
 		t.Errorf("offload without an engine: host %v, warnings %q", plain.Host, plain.Warnings)
 	}
 }
@@ -123,29 +123,29 @@ func TestDistributedBadInput(t *testing.T) {
 		job  Job
 		want string
 	}{
-		{Job{NumGPUs: 8, TP: 3}, "--num-gpus 8"},
-		{Job{NumGPUs: 6, TP: 3, DP: 2}, "--tp 3"},
-		{Job{Engine: "horovod"}, "--engine"},
-		{Job{Engine: "deepspeed", ZeRO: 4}, "--zero"},
-		{Job{Engine: "fsdp", FSDPStrategy: "half"}, "--fsdp-strategy"},
-		{Job{PP: 64}, "--pp 64"},
-		{Job{EP: 2}, "--ep 2"},
-		{Job{Engine: "deepspeed", ZeRO: 2, OffloadParams: "cpu"}, "--offload-params"},
-		{Job{NumGPUs: -1}, "--num-gpus"},
-		{Job{Engine: "megatron", ZeRO: 2, NumGPUs: 2}, "--zero 2"},
-		{Job{Engine: "ddp", ZeRO: 1, NumGPUs: 2}, "--zero 1"},
-		{Job{Engine: "fsdp", ZeRO: 1, NumGPUs: 2}, "--fsdp-strategy"},
-		{Job{Engine: "deepspeed", FSDPStrategy: "full_shard", NumGPUs: 2}, "--fsdp-strategy"},
-		{Job{NumGPUs: 6, Nodes: 4}, "--nodes 4"},
+		{Job{NumGPUs: 8, TP: 3}, "<num_gpus=8>"},
+		{Job{NumGPUs: 6, TP: 3, DP: 2}, "<tp=3>"},
+		{Job{Engine: "horovod"}, "<engine"},
+		{Job{Engine: "deepspeed", ZeRO: 4}, "<zero"},
+		{Job{Engine: "fsdp", FSDPStrategy: "half"}, "<fsdp_strategy"},
+		{Job{PP: 64}, "<pp=64>"},
+		{Job{EP: 2}, "<ep=2>"},
+		{Job{Engine: "deepspeed", ZeRO: 2, OffloadParams: "cpu"}, "<offload_params"},
+		{Job{NumGPUs: -1}, "<num_gpus"},
+		{Job{Engine: "megatron", ZeRO: 2, NumGPUs: 2}, "<zero=2>"},
+		{Job{Engine: "ddp", ZeRO: 1, NumGPUs: 2}, "<zero=1>"},
+		{Job{Engine: "fsdp", ZeRO: 1, NumGPUs: 2}, "<fsdp_strategy"},
+		{Job{Engine: "deepspeed", FSDPStrategy: "full_shard", NumGPUs: 2}, "<fsdp_strategy"},
+		{Job{NumGPUs: 6, Nodes: 4}, "<nodes=4>"},
 		{Job{NumGPUs: 2, OffloadOptimizer: "cpu"}, "engine ddp does not offload"},
-		{Job{Engine: "deepspeed", NumGPUs: 2, OffloadOptimizer: "disk"}, "--offload-optimizer"},
-		{Job{PP: 2, PipelineSchedule: "zigzag"}, "--pipeline-schedule"},
-		{Job{PP: 2, PipelineSchedule: "interleaved"}, "--virtual-stages"},
-		{Job{PP: 2, VirtualStages: 2, PipelineSchedule: "gpipe"}, "--virtual-stages 2"},
+		{Job{Engine: "deepspeed", NumGPUs: 2, OffloadOptimizer: "disk"}, "<offload_optimizer"},
+		{Job{PP: 2, PipelineSchedule: "zigzag"}, "<pipeline_schedule"},
+		{Job{PP: 2, PipelineSchedule: "interleaved"}, "<virtual_pipeline_stages"},
+		{Job{PP: 2, VirtualStages: 2, PipelineSchedule: "gpipe"}, "<virtual_pipeline_stages=2>"},
 		{Job{PP: 8, VirtualStages: 8}, "more model chunks"},
 		{Job{TP: 64, NumGPUs: 64}, "num_attention_heads"},
 		{Job{Engine: "deepspeed", ZeRO: 2, PP: 2}, "ZeRO stages 0 and 1"},
-		{Job{Engine: "deepspeed", ZeRO: 3, NumGPUs: 2, ReduceBucketSize: -5}, "reduce_bucket_size: want a non-negative number of elements, got -5"},
+		{Job{Engine: "deepspeed", ZeRO: 3, NumGPUs: 2, ReduceBucketSize: -5}, "<reduce_bucket_size>: want a non-negative number of elements, got -5"},
 		{Job{Engine: "deepspeed", ZeRO: 3, NumGPUs: 2, SubGroupSize: -1}, "sub_group_size"},
 		{Job{Engine: "deepspeed", ZeRO: 3, NumGPUs: 2, MaxReuseDistance: new(int64(-1))}, "stage3_max_reuse_distance"},
 		{Job{Engine: "deepspeed", ZeRO: 3, NumGPUs: 2, PrefetchBucketSize: new(int64(-1))}, "stage3_prefetch_bucket_size"},
@@ -156,8 +156,8 @@ func TestDistributedBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		tt.job.SeqLen = 256
-		if _, err := Estimate(m, tt.job); err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%+v: err = %v, want one containing %q", tt.job, err, tt.want)
+		if _, err := Estimate(m, tt.job); err == nil || !strings.Contains(marked(err), tt.want) {
+			t.Errorf("%+v: err = %v, want one containing %q", tt.job, marked(err), tt.want)
 		}
 	}
 }
@@ -165,7 +165,7 @@ func TestDistributedBadInput(t *testing.T) {
 func TestTPBeyondKVHeads(t *testing.T) {
 	m := catalogModel(t, "meta-llama/Llama-3.1-70B") // 64 heads, 8 KV heads
 	_, err := Estimate(m, Job{SeqLen: 256, TP: 16, NumGPUs: 16})
-	if err == nil || !strings.Contains(err.Error(), "num_key_value_heads") || !strings.Contains(err.Error(), "--tp 16") {
+	if err == nil || !strings.Contains(err.Error(), "num_key_value_heads") || !strings.Contains(marked(err), "<tp=16>") {
 		t.Errorf("tp 16 over 8 KV heads: err = %v", err)
 	}
 	if _, err := Estimate(m, Job{SeqLen: 256, TP: 8, NumGPUs: 8}); err != nil {

@@ -239,8 +239,8 @@ func FuzzTrainableSpec(f *testing.F) {
 	f.Fuzz(func(t *testing.T, entry string) {
 		r, err := Estimate(m, Job{SeqLen: 128, Trainable: []string{entry}})
 		if err != nil {
-			if !strings.Contains(err.Error(), "--trainable") && !strings.Contains(err.Error(), "--method") {
-				t.Errorf("error %q does not name the flag", err)
+			if m := marked(err); !strings.Contains(m, "<trainable") && !strings.Contains(m, "<method") {
+				t.Errorf("error %q does not name the setting", m)
 			}
 			return
 		}

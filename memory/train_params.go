@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,10 +60,10 @@ func (s *setup) resolveTrainable() error {
 		}
 	case MethodFrozen:
 		if s.job.TrainableParams < 0 {
-			return fmt.Errorf("--trainable-params: want a positive count, got %d", s.job.TrainableParams)
+			return FieldErrorf("trainable_params", "{trainable_params}: want a positive count, got %d", s.job.TrainableParams)
 		}
 		if total := s.m.TotalParams(); s.job.TrainableParams > total {
-			return fmt.Errorf("--trainable-params: %d is more than the model's %d parameters", s.job.TrainableParams, total)
+			return FieldErrorf("trainable_params", "{trainable_params}: %d is more than the model's %d parameters", s.job.TrainableParams, total)
 		}
 		if err := t.parse(s.job.Trainable, L); err != nil {
 			return err
@@ -79,7 +78,7 @@ func (s *setup) resolveTrainable() error {
 			t.lowest = 0
 		}
 		if len(s.job.Trainable) == 0 && t.count == 0 {
-			return fmt.Errorf("--method frozen: name the trainable modules (--trainable) or give --trainable-params")
+			return FieldErrorf("method", "{method=frozen}: name the trainable modules ({trainable}) or give {trainable_params}")
 		}
 		t.resolveLowest(s.m)
 	}
@@ -100,13 +99,13 @@ func (t *trainSpec) parse(entries []string, L int) error {
 		case strings.HasPrefix(low, "top:") || strings.HasPrefix(low, "last:"):
 			n, err := strconv.Atoi(low[strings.IndexByte(low, ':')+1:])
 			if err != nil || n < 1 || n > L {
-				return fmt.Errorf("--trainable %q: want top:N with 1 <= N <= %d layers", e, L)
+				return FieldErrorf("trainable", "{trainable=%q}: want top:N with 1 <= N <= %d layers", e, L)
 			}
 			t.addRange(L-n, L-1)
 		case strings.HasPrefix(low, "bottom:") || strings.HasPrefix(low, "first:"):
 			n, err := strconv.Atoi(low[strings.IndexByte(low, ':')+1:])
 			if err != nil || n < 1 || n > L {
-				return fmt.Errorf("--trainable %q: want bottom:N with 1 <= N <= %d layers", e, L)
+				return FieldErrorf("trainable", "{trainable=%q}: want bottom:N with 1 <= N <= %d layers", e, L)
 			}
 			t.addRange(0, n-1)
 		case strings.HasPrefix(low, "layers:") || strings.HasPrefix(low, "layers."):
@@ -117,7 +116,7 @@ func (t *trainSpec) parse(entries []string, L int) error {
 			lo, err1 := strconv.Atoi(a)
 			hi, err2 := strconv.Atoi(b)
 			if err1 != nil || err2 != nil || lo < 0 || hi < lo || hi >= L {
-				return fmt.Errorf("--trainable %q: want layers:A-B with 0 <= A <= B < %d", e, L)
+				return FieldErrorf("trainable", "{trainable=%q}: want layers:A-B with 0 <= A <= B < %d", e, L)
 			}
 			t.addRange(lo, hi)
 		default:
@@ -200,7 +199,7 @@ func (t *trainSpec) checkPatterns(m *model.Model) error {
 			}
 		}
 		if !found {
-			return fmt.Errorf("--trainable %q: matches no module of %s (use a component such as embedding, lm_head, norm, projector, vision, a module-name fragment such as mlp.down_proj, or layers:A-B; 'gpumem params' lists the modules)", p, m.ID)
+			return FieldErrorf("trainable", "{trainable=%q}: matches no module of %s (use a component such as embedding, lm_head, norm, projector, vision, a module-name fragment such as mlp.down_proj, or layers:A-B; 'gpumem params' lists the modules)", p, m.ID)
 		}
 	}
 	return nil

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"fmt"
 	"strings"
 )
 
@@ -28,11 +27,11 @@ func (s *setup) resolvePrecision() error {
 	}
 	d, err := lookupDType(name)
 	if err != nil {
-		return fmt.Errorf("--dtype: %w", err)
+		return FieldErrorf("dtype", "{dtype}: %w", err)
 	}
 	if s.method == MethodQLoRA && j.QuantType != "" {
 		if d, err = lookupDType(j.QuantType); err != nil || (d.Name != "nf4" && d.Name != "fp4") {
-			return fmt.Errorf("--quant-type: want nf4 or fp4, got %q", j.QuantType)
+			return FieldErrorf("quant_type", "{quant_type}: want nf4 or fp4, got %q", j.QuantType)
 		}
 	}
 	s.weight = *d
@@ -72,10 +71,10 @@ func (s *setup) checkMethodDtype() error {
 	switch s.method {
 	case MethodFull, MethodFrozen:
 		if s.weight.Name == "fp8" {
-			return fmt.Errorf("--dtype fp8: FP8 training (Transformer Engine, torchao float8) keeps bf16 or fp32 weights and casts to fp8 for the matmuls; pass --dtype bf16 (fp8 compute is not modelled)")
+			return FieldErrorf("dtype", "{dtype=fp8}: FP8 training (Transformer Engine, torchao float8) keeps bf16 or fp32 weights and casts to fp8 for the matmuls; pass {dtype=bf16} (fp8 compute is not modelled)")
 		}
 		if s.weight.Quantized {
-			return fmt.Errorf("--dtype %s: quantized weights cannot be trained directly; use --method qlora (4-bit) or lora on the quantized base", s.weight.Name)
+			return FieldErrorf("dtype", "{dtype=%s}: quantized weights cannot be trained directly; use {method=qlora} (4-bit) or lora on the quantized base", s.weight.Name)
 		}
 	case MethodLoRA:
 		if s.weight.Name == "nf4" || s.weight.Name == "fp4" {
@@ -83,7 +82,7 @@ func (s *setup) checkMethodDtype() error {
 		}
 	case MethodQLoRA:
 		if !s.weight.Quantized || s.weight.Bits > 4 {
-			return fmt.Errorf("--dtype %s: QLoRA keeps the base in 4-bit (nf4 or fp4); use --method lora for a %s base", s.weight.Name, s.weight.Name)
+			return FieldErrorf("dtype", "{dtype=%s}: QLoRA keeps the base in 4-bit (nf4 or fp4); use {method=lora} for a %s base", s.weight.Name, s.weight.Name)
 		}
 	}
 	return nil
@@ -110,7 +109,7 @@ func (s *setup) resolveCompute() error {
 	}
 	d, err := lookupDType(c)
 	if err != nil || !d.Float {
-		return fmt.Errorf("--compute-dtype: want fp32, bf16 or fp16, got %q", s.job.ComputeDtype)
+		return FieldErrorf("compute_dtype", "{compute_dtype}: want fp32, bf16 or fp16, got %q", s.job.ComputeDtype)
 	}
 	s.compute = *d
 	s.amp = s.weight.Name == "fp32" && d.Bits < 32
@@ -132,7 +131,7 @@ func (s *setup) resolveMaster() error {
 	case "none", "false", "no":
 		s.master = false
 	default:
-		return fmt.Errorf("--master-weights: want fp32 or none, got %q", s.job.MasterWeights)
+		return FieldErrorf("master_weights", "{master_weights}: want fp32 or none, got %q", s.job.MasterWeights)
 	}
 	return nil
 }
@@ -145,7 +144,7 @@ func (s *setup) resolveAdapterDtype() error {
 		if a = strings.TrimSpace(a); a != "" {
 			d, err := lookupDType(a)
 			if err != nil || !d.Float {
-				return fmt.Errorf("--adapter-dtype: want fp32, bf16 or fp16, got %q", a)
+				return FieldErrorf("adapter_dtype", "{adapter_dtype}: want fp32, bf16 or fp16, got %q", a)
 			}
 			s.adapter = *d
 			return nil

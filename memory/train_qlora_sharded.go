@@ -51,7 +51,7 @@ func (s *setup) resolveShardedQLoRA() error {
 	store := strings.ToLower(strings.TrimPrefix(strings.TrimSpace(j.QuantStorage), "torch."))
 	bnb4 := s.method == MethodQLoRA && (s.weight.Name == "nf4" || s.weight.Name == "fp4")
 	if store != "" && !bnb4 {
-		s.warn(fmt.Sprintf("--quant-storage %s: the storage dtype of bitsandbytes 4-bit weights; the job quantizes none (method %s, dtype %s), so it changes nothing", j.QuantStorage, s.method, s.weight.Name))
+		s.warn(fmt.Sprintf("quant_storage=%s: the storage dtype of bitsandbytes 4-bit weights; the job quantizes none (method %s, dtype %s), so it changes nothing", j.QuantStorage, s.method, s.weight.Name))
 		return nil
 	}
 	var stored *DType // nil: uint8
@@ -60,33 +60,33 @@ func (s *setup) resolveShardedQLoRA() error {
 	default:
 		d, err := lookupDType(store)
 		if err != nil || !d.Float {
-			return fmt.Errorf("--quant-storage: want %s (bnb_4bit_quant_storage), got %q", quantStorageNames, j.QuantStorage)
+			return FieldErrorf("quant_storage", "{quant_storage}: want %s (bnb_4bit_quant_storage), got %q", quantStorageNames, j.QuantStorage)
 		}
 		stored = d
 	}
 	d := &s.dist
 	sharded := bnb4 && !d.single && d.nd > 1 &&
-		((s.isFSDP() && d.zero >= 2) || (d.engine == engineDeepSpeed && d.zero == 3))
+		((s.isFSDP() && d.zero >= 2) || (d.engine == EngineDeepSpeed && d.zero == 3))
 	if !sharded {
 		return nil
 	}
 	if s.rules.has(ruleBnbNoQuantStorage) {
-		return fmt.Errorf("--method qlora with %s: bitsandbytes before 0.43.0 stores 4-bit weights only as uint8 (no bnb_4bit_quant_storage), which %s cannot shard with the model's float parameters; state bitsandbytes 0.43.0 or later in the stack", s.shardingName(), s.shardingName())
+		return FieldErrorf("stack", "{method=qlora} with %s: bitsandbytes before 0.43.0 stores 4-bit weights only as uint8 (no bnb_4bit_quant_storage), which %s cannot shard with the model's float parameters; state bitsandbytes 0.43.0 or later in the {stack}", s.shardingName(), s.shardingName())
 	}
 	switch {
 	case store == "":
 		stored = &s.compute
-		s.warn(fmt.Sprintf("--quant-storage not given: assuming bnb_4bit_quant_storage %s, the compute dtype, which %s needs to shard the 4-bit weights (transformers' FSDP-QLoRA and DeepSpeed ZeRO-3 QLoRA guides)", s.compute.Name, s.shardingName()))
+		s.warn(fmt.Sprintf("quant_storage not given: assuming bnb_4bit_quant_storage %s, the compute dtype, which %s needs to shard the 4-bit weights (transformers' FSDP-QLoRA and DeepSpeed ZeRO-3 QLoRA guides)", s.compute.Name, s.shardingName()))
 	case stored == nil || stored.Name != s.compute.Name:
-		return fmt.Errorf("--quant-storage %s with %s: the packed 4-bit weights are sharded with the model's other parameters only when stored in the model's dtype (%s); set --quant-storage %s", j.QuantStorage, s.shardingName(), s.compute.Name, s.compute.Name)
+		return FieldErrorf("quant_storage", "{quant_storage=%s} with %s: the packed 4-bit weights are sharded with the model's other parameters only when stored in the model's dtype (%s); set {quant_storage=%s}", j.QuantStorage, s.shardingName(), s.compute.Name, s.compute.Name)
 	}
 	s.shardedQ = true
 	if s.framework != FrameworkHF {
 		return nil
 	}
 	if s.rules.has(ruleTRLShardedQLoRAKbitPrep) {
-		if s.dist.engine == engineFSDP {
-			return fmt.Errorf("--method qlora with FSDP1 on TRL before 0.8.0: prepare_model_for_kbit_training upcasts the non-quantized parameters to fp32, which FSDP1 cannot flatten with the %s 4-bit storage; state TRL 0.8.0 or later in the stack", s.compute.Name)
+		if s.dist.engine == EngineFSDP {
+			return FieldErrorf("stack", "{method=qlora} with FSDP1 on TRL before 0.8.0: prepare_model_for_kbit_training upcasts the non-quantized parameters to fp32, which FSDP1 cannot flatten with the %s 4-bit storage; state TRL 0.8.0 or later in the {stack}", s.compute.Name)
 		}
 		return nil
 	}
@@ -100,10 +100,10 @@ func (s *setup) resolveShardedQLoRA() error {
 
 // shardingName names the engine that shards the 4-bit weights.
 func (s *setup) shardingName() string {
-	if s.dist.engine == engineDeepSpeed {
+	if s.dist.engine == EngineDeepSpeed {
 		return "DeepSpeed ZeRO-3"
 	}
-	if s.dist.engine == engineFSDP2 {
+	if s.dist.engine == EngineFSDP2 {
 		return "FSDP2"
 	}
 	return "FSDP"

@@ -207,8 +207,8 @@ func TestShardedQLoRAInputs(t *testing.T) {
 		job  Job
 		want string
 	}{
-		{with(func(j *Job) { j.QuantStorage = "uint8" }), "--quant-storage uint8"},
-		{with(func(j *Job) { j.QuantStorage = "fp16" }), "set --quant-storage bf16"},
+		{with(func(j *Job) { j.QuantStorage = "uint8" }), "quant_storage=uint8"},
+		{with(func(j *Job) { j.QuantStorage = "fp16" }), "set quant_storage=bf16"},
 		{with(func(j *Job) { j.QuantStorage = "int4" }), "want uint8, bf16"},
 		{with(func(j *Job) { j.Stack = Stack{"bitsandbytes": "0.42.0"} }), "bitsandbytes before 0.43.0"},
 		{with(func(j *Job) { j.Stack = Stack{"trl": "0.7.11"} }), "TRL 0.8.0 or later"},
@@ -223,7 +223,7 @@ func TestShardedQLoRAInputs(t *testing.T) {
 		t.Errorf("warnings %q should state the assumed storage dtype", w)
 	}
 	full := estimateOK(t, m, Job{QuantStorage: "bf16", SeqLen: 512})
-	if w := strings.Join(full.Warnings, "\n"); !strings.Contains(w, "--quant-storage bf16") {
+	if w := strings.Join(full.Warnings, "\n"); !strings.Contains(w, "quant_storage=bf16") {
 		t.Errorf("warnings %q should say the storage dtype changes nothing without 4-bit weights", w)
 	}
 }

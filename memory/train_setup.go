@@ -145,7 +145,7 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 	}
 	var err error
 	if s.opt, err = lookupOptimizer(job.Optimizer); err != nil {
-		return fmt.Errorf("--optimizer: %w", err)
+		return FieldErrorf("optimizer", "{optimizer}: %w", err)
 	}
 	if err := s.resolveBatch(); err != nil {
 		return err
@@ -160,6 +160,9 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 		return err
 	}
 	if err := s.resolveTrainable(); err != nil {
+		return err
+	}
+	if err := s.checkRecurrent(); err != nil {
 		return err
 	}
 	s.warnUnusedActConstants()
@@ -183,7 +186,7 @@ func (s *setup) resolveFramework() error {
 		if s.job.Engine == "" {
 			break
 		}
-		if e, _ := normalizeEngine(s.job.Engine, 1); e == engineMegatron {
+		if e, _ := normalizeEngine(s.job.Engine, 1); e == EngineMegatron {
 			s.framework = FrameworkMegatron
 		}
 	case "hf", "transformers", "trl", "peft", "accelerate", "axolotl", "llamafactory", "llama-factory":
@@ -195,7 +198,7 @@ func (s *setup) resolveFramework() error {
 	case "megatron-core", "mcore", "nemo", "te":
 		s.framework = FrameworkMegatron
 	default:
-		return fmt.Errorf("--framework: unknown framework %q (want hf, torchtune, litgpt, megatron or torchtitan)", s.job.Framework)
+		return FieldErrorf("framework", "{framework}: unknown framework %q (want hf, torchtune, litgpt, megatron or torchtitan)", s.job.Framework)
 	}
 	rs, warnings, err := jobRules(s.job)
 	if err != nil {
@@ -220,7 +223,7 @@ func (s *setup) resolveMethod() error {
 		m, ok = methodByName(fold(s.job.Method))
 	}
 	if !ok {
-		return fmt.Errorf("--method: unknown method %q (want full, lora, qlora or frozen)", s.job.Method)
+		return FieldErrorf("method", "{method}: unknown method %q (want full, lora, qlora or frozen)", s.job.Method)
 	}
 	s.method = m
 	if s.method == MethodFull && (len(s.job.Trainable) > 0 || s.job.TrainableParams > 0) {
@@ -249,26 +252,26 @@ func (s *setup) resolveBatch() error {
 		return err
 	}
 	if j.GradAccum < 0 {
-		return fmt.Errorf("--grad-accum: want a positive count, got %d", j.GradAccum)
+		return FieldErrorf("grad_accum", "{grad_accum}: want a positive count, got %d", j.GradAccum)
 	}
 	s.accum = max(j.GradAccum, 1)
 	if j.SeqLen < 0 {
-		return fmt.Errorf("--seq-len: want a positive length, got %d", j.SeqLen)
+		return FieldErrorf("seq_len", "{seq_len}: want a positive length, got %d", j.SeqLen)
 	}
 	s.seq = j.SeqLen
 	if s.seq == 0 {
 		s.seq = min(defaultSeqLen, max(s.m.Text.MaxPositions, 1))
-		s.warn(fmt.Sprintf("--seq-len not given: assuming %d tokens per sample", s.seq))
+		s.warn(fmt.Sprintf("seq_len not given: assuming %d tokens per sample", s.seq))
 	}
 	if j.ImagesPerSample < 0 || j.ImageSize < 0 {
-		return fmt.Errorf("--images-per-sample/--image-size: want non-negative values, got %d/%d", j.ImagesPerSample, j.ImageSize)
+		return FieldErrorf(cond(j.ImagesPerSample < 0, "images_per_sample", "image_size"), "{images_per_sample}/{image_size}: want non-negative values, got %d/%d", j.ImagesPerSample, j.ImageSize)
 	}
 	s.seqTotal = s.seq
 	if err := checkImages(s.m, j); err != nil {
 		return err
 	}
 	if j.ImageSize > 0 && j.ImagesPerSample == 0 {
-		s.warn("--image-size without --images-per-sample: no images are counted (text-only samples)")
+		s.warn("image_size without images_per_sample: no images are counted (text-only samples)")
 	}
 	if j.ImagesPerSample > 0 {
 		tpi, err := imageTokens(s.m.Vision, j.ImageSize)
@@ -278,12 +281,12 @@ func (s *setup) resolveBatch() error {
 		s.seqTotal = s.seq + j.ImagesPerSample*tpi
 	}
 	if mp := s.m.Text.MaxPositions; mp > 0 && s.seqTotal > mp && !j.AllowLong {
-		return fmt.Errorf("--seq-len: %d tokens exceed max_position_embeddings %d of %s (pass --allow-long to estimate anyway)", s.seqTotal, mp, s.m.ID)
+		return FieldErrorf("seq_len", "{seq_len}: %d tokens exceed max_position_embeddings %d of %s (pass {allow_long=true} to estimate anyway)", s.seqTotal, mp, s.m.ID)
 	}
 	s.setMicroBatch()
 	s.packed = j.Packed == nil || *j.Packed
 	if !s.packed {
-		s.warn(fmt.Sprintf("--packed=false: seq-len %d is treated as the longest batch (padded to it); shorter batches use less", s.seq))
+		s.warn(fmt.Sprintf("packed=false: seq_len %d is treated as the longest batch (padded to it); shorter batches use less", s.seq))
 	}
 	return nil
 }
@@ -291,7 +294,7 @@ func (s *setup) resolveBatch() error {
 // checkMicroBatch rejects a negative micro-batch (0 means 1).
 func checkMicroBatch(j *Job) error {
 	if j.MicroBatch < 0 {
-		return fmt.Errorf("--per-device-batch: want a positive batch size, got %d", j.MicroBatch)
+		return FieldErrorf("per_device_batch", "{per_device_batch}: want a positive batch size, got %d", j.MicroBatch)
 	}
 	return nil
 }
@@ -319,7 +322,7 @@ func (s *setup) resolveActivationKnobs() error {
 	var ok bool
 	if s.attn, ok = attnByName(j.Attention); !ok {
 		if s.attn, ok = attnByName(fold(j.Attention)); !ok {
-			return fmt.Errorf("--attn: unknown attention %q (want eager, sdpa or flash)", j.Attention)
+			return FieldErrorf("attn", "{attn}: unknown attention %q (want eager, sdpa or flash)", j.Attention)
 		}
 	}
 	g := j.GradCheckpoint
@@ -350,14 +353,14 @@ func (s *setup) resolveActivationKnobs() error {
 	case strings.HasPrefix(g, "every-"):
 		n, err := strconv.Atoi(strings.TrimPrefix(g, "every-"))
 		if err != nil || n < 1 {
-			return fmt.Errorf("--grad-checkpoint: %q: want every-N with N >= 1", j.GradCheckpoint)
+			return FieldErrorf("grad_checkpoint", "{grad_checkpoint}: %q: want every-N with N >= 1", j.GradCheckpoint)
 		}
 		s.ckpt, s.ckptEvery = ckptEveryN, n
 		if n == 1 {
 			s.ckpt = ckptFull
 		}
 	default:
-		return fmt.Errorf("--grad-checkpoint: unknown mode %q (want none, full, selective, every-N, or op with torchtitan)", j.GradCheckpoint)
+		return FieldErrorf("grad_checkpoint", "{grad_checkpoint}: unknown mode %q (want none, full, selective, every-N, or op with torchtitan)", j.GradCheckpoint)
 	}
 	switch fl := fold(j.FusedLoss); fl {
 	case "":
@@ -383,14 +386,14 @@ func (s *setup) resolveActivationKnobs() error {
 	case "chunked-compiled", "chunked_compiled", "compiled":
 		s.loss = lossChunkedCompiled
 	default:
-		return fmt.Errorf("--fused-loss: unknown loss %q (want none, liger, chunked or chunked-compiled)", j.FusedLoss)
+		return FieldErrorf("fused_loss", "{fused_loss}: unknown loss %q (want none, liger, chunked or chunked-compiled)", j.FusedLoss)
 	}
 	if !s.hasVocabHead() {
 		s.loss = lossNone
 	}
 	s.compile, s.offload, s.optInBwd = j.Compile, j.ActivationOffload, j.OptimizerInBwd
 	if s.optInBwd && s.accum > 1 {
-		return fmt.Errorf("--optimizer-in-backward: cannot be combined with --grad-accum %d (gradients are freed as soon as they are applied)", s.accum)
+		return FieldErrorf("optimizer_in_backward", "{optimizer_in_backward}: cannot be combined with {grad_accum=%d} (gradients are freed as soon as they are applied)", s.accum)
 	}
 	return nil
 }
@@ -416,15 +419,15 @@ func (s *setup) titanOpSupported() error {
 	st := &s.m.Text
 	switch {
 	case s.method == MethodLoRA || s.method == MethodQLoRA:
-		return fmt.Errorf("--grad-checkpoint op: torchtitan's op-level policy is modelled for full or frozen-layer training; adapters add matmuls to the count it keys on (use full or selective)")
+		return FieldErrorf("grad_checkpoint", "{grad_checkpoint=op}: torchtitan's op-level policy is modelled for full or frozen-layer training; adapters add matmuls to the count it keys on (use full or selective)")
 	case st.MoE != nil || st.MLA != nil:
-		return fmt.Errorf("--grad-checkpoint op: torchtitan's op-level policy is modelled for dense layers with standard attention; %s has mixture-of-experts or latent attention layers (use full or every-N)", s.m.ID)
+		return FieldErrorf("grad_checkpoint", "{grad_checkpoint=op}: torchtitan's op-level policy is modelled for dense layers with standard attention; %s has mixture-of-experts or latent attention layers (use full or every-N)", s.m.ID)
 	case s.m.Encoder != nil || !st.Causal:
-		return fmt.Errorf("--grad-checkpoint op: torchtitan's op-level policy is modelled for decoder-only models; %s is not one (use full or every-N)", s.m.ID)
+		return FieldErrorf("grad_checkpoint", "{grad_checkpoint=op}: torchtitan's op-level policy is modelled for decoder-only models; %s is not one (use full or every-N)", s.m.ID)
 	}
 	for _, lt := range st.LayerTypes {
 		if lt.CrossAttention || lt.MoE {
-			return fmt.Errorf("--grad-checkpoint op: torchtitan's op-level policy is modelled for dense self-attention layers; %s has cross-attention or mixture-of-experts layers (use full or every-N)", s.m.ID)
+			return FieldErrorf("grad_checkpoint", "{grad_checkpoint=op}: torchtitan's op-level policy is modelled for dense self-attention layers; %s has cross-attention or mixture-of-experts layers (use full or every-N)", s.m.ID)
 		}
 	}
 	return nil
@@ -449,7 +452,7 @@ func (s *setup) warn(msg string) { s.warnings = append(s.warnings, msg) }
 // (model.Vision.Image; MODEL.md §9).
 func imageTokens(v *model.Vision, size int) (int, error) {
 	if size > 0 && v.PatchSize <= 0 {
-		return 0, fmt.Errorf("--image-size: the vision config gives no patch size to count image tokens")
+		return 0, FieldErrorf("image_size", "{image_size}: the vision config gives no patch size to count image tokens")
 	}
 	return max(v.Image(size).Tokens, 1), nil
 }

@@ -101,52 +101,52 @@ func TestInitJobSpellings(t *testing.T) {
 }
 
 // TestInitJobErrors checks that bad option values are errors naming the
-// flag, on the paths that skip folding as on the others.
+// setting, on the paths that skip folding as on the others.
 func TestInitJobErrors(t *testing.T) {
 	m := catalogModel(t, "meta-llama/Llama-2-7b-hf")
 	tests := []struct {
 		job  Job
 		want string
 	}{
-		{Job{Method: "lorax"}, "--method"},
-		{Job{Method: " LoRAX "}, "--method"},
-		{Job{Attention: "flashy"}, "--attn"},
-		{Job{Attention: "FLASHY"}, "--attn"},
-		{Job{GradCheckpoint: "every-0"}, "--grad-checkpoint"},
-		{Job{GradCheckpoint: "sometimes"}, "--grad-checkpoint"},
-		{Job{FusedLoss: "magic"}, "--fused-loss"},
-		{Job{Framework: "jax"}, "--framework"},
-		{Job{MasterWeights: "fp64"}, "--master-weights"},
-		{Job{ComputeDtype: "int8"}, "--compute-dtype"},
-		{Job{AdapterDtype: "nf4", Method: "lora"}, "--adapter-dtype"},
-		{Job{Dtype: "fp64"}, "--dtype"},
-		{Job{Optimizer: "adamw torch"}, "--optimizer"},
-		{Job{Engine: "horovod"}, "--engine"},
-		{Job{Engine: "deepspeed", NumGPUs: 2, OffloadOptimizer: "disk"}, "--offload-optimizer"},
-		{Job{Engine: "deepspeed", NumGPUs: 2, OffloadParams: "gpu"}, "--offload-params"},
-		{Job{PP: 2, NumGPUs: 2, PipelineSchedule: "zigzag"}, "--pipeline-schedule"},
+		{Job{Method: "lorax"}, "<method"},
+		{Job{Method: " LoRAX "}, "<method"},
+		{Job{Attention: "flashy"}, "<attn"},
+		{Job{Attention: "FLASHY"}, "<attn"},
+		{Job{GradCheckpoint: "every-0"}, "<grad_checkpoint"},
+		{Job{GradCheckpoint: "sometimes"}, "<grad_checkpoint"},
+		{Job{FusedLoss: "magic"}, "<fused_loss"},
+		{Job{Framework: "jax"}, "<framework"},
+		{Job{MasterWeights: "fp64"}, "<master_weights"},
+		{Job{ComputeDtype: "int8"}, "<compute_dtype"},
+		{Job{AdapterDtype: "nf4", Method: "lora"}, "<adapter_dtype"},
+		{Job{Dtype: "fp64"}, "<dtype"},
+		{Job{Optimizer: "adamw torch"}, "<optimizer"},
+		{Job{Engine: "horovod"}, "<engine"},
+		{Job{Engine: "deepspeed", NumGPUs: 2, OffloadOptimizer: "disk"}, "<offload_optimizer"},
+		{Job{Engine: "deepspeed", NumGPUs: 2, OffloadParams: "gpu"}, "<offload_params"},
+		{Job{PP: 2, NumGPUs: 2, PipelineSchedule: "zigzag"}, "<pipeline_schedule"},
 		{Job{Constants: map[string]float64{"fragmentation": -1}}, "fragmentation"},
 		{Job{Constants: map[string]float64{"no_such_constant": 1}}, "no_such_constant"},
 	}
 	for _, tt := range tests {
 		var s setup
 		err := s.init(m, tt.job)
-		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("init %+v: err = %v, want one naming %s", tt.job, err, tt.want)
+		if err == nil || !strings.Contains(marked(err), tt.want) {
+			t.Errorf("init %+v: err = %v, want one naming %s", tt.job, marked(err), tt.want)
 		}
 	}
 }
 
 // TestDistSizeError checks that each negative layout size is reported
-// with its flag, through resolveDist's sign test and distSizeError, and
+// with its key, through resolveDist's sign test and distSizeError, and
 // that non-negative sizes pass.
 func TestDistSizeError(t *testing.T) {
 	m := catalogModel(t, "meta-llama/Llama-2-7b-hf")
 	sizes := []*int{}
 	var j Job
 	sizes = append(sizes, &j.NumGPUs, &j.DP, &j.TP, &j.PP, &j.CP, &j.EP, &j.Nodes, &j.ZeRO, &j.VirtualStages)
-	if len(sizes) != len(distFlags) {
-		t.Fatalf("%d sizes, %d flags", len(sizes), len(distFlags))
+	if len(sizes) != len(distKeys) {
+		t.Fatalf("%d sizes, %d keys", len(sizes), len(distKeys))
 	}
 	for i, p := range sizes {
 		for k := range sizes {
@@ -156,12 +156,12 @@ func TestDistSizeError(t *testing.T) {
 			t.Fatalf("positive sizes: %v", err)
 		}
 		*p = -1 << 40
-		if err := distSizeError(&j); err == nil || !strings.HasPrefix(err.Error(), distFlags[i]+":") {
-			t.Errorf("%s negative: err = %v", distFlags[i], err)
+		if err := distSizeError(&j); fieldKey(err) != distKeys[i] || !strings.HasPrefix(marked(err), "<"+distKeys[i]+">:") {
+			t.Errorf("%s negative: err = %v", distKeys[i], err)
 		}
 		var s setup
-		if err := s.init(m, j); err == nil || !strings.HasPrefix(err.Error(), distFlags[i]+":") {
-			t.Errorf("init with %s negative: err = %v", distFlags[i], err)
+		if err := s.init(m, j); fieldKey(err) != distKeys[i] || !strings.HasPrefix(marked(err), "<"+distKeys[i]+">:") {
+			t.Errorf("init with %s negative: err = %v", distKeys[i], err)
 		}
 	}
 }

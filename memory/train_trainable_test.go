@@ -22,15 +22,15 @@ func TestTrainableErrors(t *testing.T) {
 		job  Job
 		want string
 	}{
-		{"count above total", Job{Method: "frozen", TrainableParams: math.MaxInt64, SeqLen: 512}, "--trainable-params"},
+		{"count above total", Job{Method: "frozen", TrainableParams: math.MaxInt64, SeqLen: 512}, "<trainable_params>"},
 		{"count one above total", Job{Method: "frozen", TrainableParams: m.TotalParams() + 1, SeqLen: 512}, "more than the model"},
-		{"unknown module, frozen", Job{Method: "frozen", Trainable: []string{"nosuchmod"}, SeqLen: 512}, `--trainable "nosuchmod"`},
+		{"unknown module, frozen", Job{Method: "frozen", Trainable: []string{"nosuchmod"}, SeqLen: 512}, `<trainable="nosuchmod">`},
 		{"unknown module, lora", Job{Method: "lora", Trainable: []string{"nosuchmod"}, SeqLen: 512}, "matches no module"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Estimate(m, tc.job)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %v; want one mentioning %q", err, tc.want)
+			if err == nil || !strings.Contains(marked(err), tc.want) {
+				t.Errorf("error %v; want one mentioning %q", marked(err), tc.want)
 			}
 		})
 	}

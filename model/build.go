@@ -9,6 +9,7 @@ import (
 const (
 	CompEmbedding     = "embedding"
 	CompAttention     = "attention"
+	CompRecurrent     = "recurrent" // linear-attention and SSM mixers
 	CompMLP           = "mlp"
 	CompExperts       = "experts"
 	CompSharedExperts = "shared_experts"

@@ -54,6 +54,7 @@ type config struct {
 
 // decodeConfig parses data as one JSON object.
 func decodeConfig(file string, data []byte) (*config, error) {
+	data, python := rewritePythonFloats(data)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var m map[string]any
@@ -65,6 +66,9 @@ func decodeConfig(file string, data []byte) (*config, error) {
 	}
 	if dec.More() {
 		return nil, &ConfigError{File: file, Want: "a single JSON object", Got: "trailing data"}
+	}
+	if python {
+		restorePythonFloats(m)
 	}
 	return &config{st: &parseState{file: file}, m: m}, nil
 }

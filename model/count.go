@@ -12,7 +12,7 @@ type ComponentParams struct {
 
 // componentOrder is the order ByComponent reports components in.
 var componentOrder = []string{
-	CompEmbedding, CompAttention, CompMLP, CompSharedExperts, CompExperts,
+	CompEmbedding, CompAttention, CompRecurrent, CompMLP, CompSharedExperts, CompExperts,
 	CompRouter, CompNorm, CompFinalNorm, CompLMHead, CompVision, CompProjector, CompOther,
 }
 

@@ -15,9 +15,15 @@
 // legacy key spellings (n_embd, n_layer, n_head_kv, d_model, ...) are
 // resolved in one table in config.go, and keys a config leaves out take
 // the defaults of the family's transformers configuration class. An
-// unknown model_type is read as a generic Llama-style decoder with a
-// warning in [Model.Warnings] when the common keys are present, and is
-// otherwise an error wrapping [ErrUnsupportedArchitecture]. Bad values are
+// unknown model_type is read as a generic Llama-style decoder, with a
+// warning in [Model.Warnings] (starting [GenericWarning]), only when the
+// config holds the dense keys and nothing that reading does not understand
+// and that changes the size (experts, recurrent or hybrid layers, latent
+// attention, sub-configs, other MLP, norm or bias kinds); otherwise it is
+// an error wrapping [ErrUnsupportedArchitecture] that names the keys and
+// the closest supported families. Hybrid models list a kind per layer
+// ([LayerType.State] for linear-attention and SSM layers, whose
+// per-sequence state [Stack.State] describes). Bad values are
 // a [*ConfigError] naming the file, the key and what was expected:
 //
 //	config.json: num_attention_heads: want a positive integer, got -3

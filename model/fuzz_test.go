@@ -23,6 +23,21 @@ func FuzzParse(f *testing.F) {
 		}
 		f.Add(data)
 	}
+	hybrid, err := filepath.Glob("testdata/hybrid/*.json")
+	if err != nil || len(hybrid) == 0 {
+		f.Fatalf("no hybrid release configs: %v", err)
+	}
+	for _, file := range hybrid {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(`{"model_type": "nemotron_h", "hybrid_override_pattern": "M*-E", "n_routed_experts": 4, "num_experts_per_tok": 2, "time_step_limit": [0.0, Infinity]}`))
+	f.Add([]byte(`{"model_type": "qwen3_next", "num_hidden_layers": 4, "full_attention_interval": 2, "num_experts": 0}`))
+	f.Add([]byte(`{"model_type": "minimax_m1", "num_hidden_layers": 2, "attn_type_list": [0, 1], "shared_intermediate_size": 64}`))
+	f.Add([]byte(`{"model_type": "frobnet", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100, "x": NaN}`))
 	f.Add([]byte(`{"model_type": "llava", "text_config": {"model_type": "llava"}}`))
 	f.Add([]byte(`{"model_type": "deepseek_v3", "q_lora_rank": null, "n_routed_experts": 1, "num_experts_per_tok": 1}`))
 	// multimodal wrappers (tower.go): real release configs and edge cases
@@ -80,6 +95,18 @@ func FuzzParse(f *testing.F) {
 					t.Fatalf("image of side %d: %+v", side, sh)
 				}
 			}
+		}
+		recurrent := 0
+		for _, lt := range m.Text.LayerTypes {
+			if lt.State != "" {
+				recurrent++
+			}
+		}
+		if (recurrent > 0) != (m.Text.State != nil) {
+			t.Fatalf("%d recurrent layers, state %+v", recurrent, m.Text.State)
+		}
+		if r := m.Text.State; r != nil && (r.Heads <= 0 || r.HeadDim <= 0 || r.StateDim <= 0 || r.ConvDim() < 0) {
+			t.Fatalf("recurrent state %+v", r)
 		}
 	})
 }

@@ -30,6 +30,29 @@ const (
 	NoSelfAttention  AttnKind = "none"    // e.g. an mllama cross-attention-only layer
 )
 
+// StateKind is the kind of recurrent sequence mixer a layer runs instead
+// of (or beside) attention: linear attention or a state-space model. Such
+// a layer keeps a fixed-size state per sequence (Stack.State) instead of a
+// KV cache that grows with the tokens.
+type StateKind string
+
+// Recurrent mixer kinds.
+const (
+	// Mamba1 is the selective SSM of Mamba (arXiv:2312.00752): a causal
+	// conv1d over d_inner channels and a d_inner × d_state state.
+	Mamba1 StateKind = "mamba"
+	// Mamba2 is the SSD layer of Mamba-2 (arXiv:2405.21060): a causal
+	// conv1d over x, B and C and a heads × head_dim × d_state state.
+	Mamba2 StateKind = "mamba2"
+	// GatedDeltaNet is gated DeltaNet linear attention (arXiv:2412.06464,
+	// Qwen3-Next, Qwen3.5): a causal conv1d over q, k and v and a
+	// value-heads × head_v_dim × head_k_dim state.
+	GatedDeltaNet StateKind = "gated_deltanet"
+	// LightningAttention is MiniMax's linear attention (arXiv:2501.08313):
+	// no conv, a heads × head_dim × head_dim state.
+	LightningAttention StateKind = "lightning"
+)
+
 // Model is the architecture description every estimator reads. It is built
 // from a Hugging Face config.json by [Parse] and carries both the shape of
 // each stack and an exact inventory of its parameters.
@@ -118,6 +141,9 @@ type Stack struct {
 	MoE *MoE `json:"moe,omitempty"`
 	// MLA describes multi-head latent attention; nil for standard attention.
 	MLA *MLA `json:"mla,omitempty"`
+	// State describes the per-sequence state of the recurrent layers
+	// (LayerType.State); nil when the stack has none.
+	State *RecurrentState `json:"recurrent_state,omitempty"`
 }
 
 // LayerType is the structure of one layer of a stack.
@@ -137,6 +163,55 @@ type LayerType struct {
 	// an earlier layer and caches none of its own (Gemma 4's
 	// num_kv_shared_layers).
 	SharedKV bool `json:"shared_kv,omitempty"`
+	// State is the layer's recurrent mixer (linear attention or an SSM),
+	// which keeps a fixed-size state per sequence described by
+	// Stack.State; "" for none. A Mamba layer has Attention
+	// NoSelfAttention; a Falcon-H1 layer runs both.
+	State StateKind `json:"state,omitempty"`
+	// NoMLP is true when the layer has no feed-forward block (a Mamba
+	// block, a Nemotron-H mixer-only layer).
+	NoMLP bool `json:"no_mlp,omitempty"`
+}
+
+// RecurrentState is the fixed-size state one sequence keeps in each
+// recurrent layer: the last ConvKernel−1 inputs of a causal depthwise
+// conv1d over ConvDim() channels, and a Heads × HeadDim × StateDim
+// recurrent (SSM) state. The shapes follow
+// vllm-project/vllm:vllm/model_executor/layers/mamba/mamba_utils.py
+// MambaStateShapeCalculator (at 02d710837549a368073552333f66d714477415d2):
+//
+//   - Mamba-1: conv d_inner × (K−1), state d_inner × d_state (Heads = d_inner, HeadDim = 1);
+//   - Mamba-2: conv (d_inner + 2·n_groups·d_state) × (K−1), state heads × head_dim × d_state;
+//   - gated DeltaNet: conv (2·key_heads·head_k_dim + value_heads·head_v_dim) × (K−1),
+//     state value_heads × head_v_dim × head_k_dim;
+//   - lightning attention: no conv, state heads × head_dim × head_dim.
+type RecurrentState struct {
+	// Kind is the mixer the state belongs to.
+	Kind StateKind `json:"kind"`
+	// Heads, HeadDim and StateDim give the recurrent state of one layer:
+	// Heads × HeadDim × StateDim elements per sequence.
+	Heads    int `json:"num_heads"`
+	HeadDim  int `json:"head_dim"`
+	StateDim int `json:"state_size"`
+	// Groups is Mamba-2's n_groups (B and C are shared within a group) or
+	// DeltaNet's number of key heads; 0 for Mamba-1 and lightning attention.
+	Groups int `json:"n_groups,omitempty"`
+	// ConvKernel is the causal conv1d's kernel width; 0 without a conv.
+	ConvKernel int `json:"conv_kernel,omitempty"`
+	// SSMCacheDtype is the recurrent state's dtype the checkpoint's
+	// config asks serving engines for (mamba_ssm_cache_dtype, e.g.
+	// "float32"); empty when unstated.
+	SSMCacheDtype string `json:"mamba_ssm_cache_dtype,omitempty"`
+}
+
+// ConvDim is the number of channels of the causal conv1d whose last
+// ConvKernel−1 inputs the state keeps (0 without a conv): heads·head_dim
+// plus B and C (Mamba-2) or q and k (DeltaNet) of 2·groups·state_size.
+func (r *RecurrentState) ConvDim() int {
+	if r == nil || r.ConvKernel == 0 {
+		return 0
+	}
+	return r.Heads*r.HeadDim + 2*r.Groups*r.StateDim
 }
 
 // MoE describes the mixture-of-experts FFN layers of a stack.

@@ -71,22 +71,31 @@ func build(c *config) (*Model, error) {
 }
 
 // pickReader finds the reader for model_type, then for architectures[0],
-// then falls back to a generic dense decoder when the common keys are
-// present.
+// then falls back to a generic dense decoder when the config holds only
+// what that reading understands (see genericReading).
 func pickReader(c *config, mt, arch string) (reader, error) {
-	if r, ok := readers[mt]; ok {
-		return r, nil
+	t, ok := mt, true
+	if _, known := readers[mt]; !known {
+		t, ok = archTypes[arch]
 	}
-	if t, ok := archTypes[arch]; ok {
+	if ok {
+		if err := checkDenseFamily(c, t, mt, arch); err != nil {
+			return nil, err
+		}
 		return readers[t], nil
 	}
-	for _, k := range []string{"hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"} {
-		if !c.has(k) {
-			return nil, fmt.Errorf("%s: model_type %q (architecture %q): %w", c.st.file, mt, arch, ErrUnsupportedArchitecture)
-		}
+	if err := genericReading(c, mt, arch); err != nil {
+		return nil, err
 	}
-	c.warnf("model_type %q (architecture %q) is not supported; read as a generic Llama-style decoder (RMSNorm, gated MLP, no biases), so parameter counts are approximate", mt, arch)
-	return readLlama, nil
+	return readGeneric, nil
+}
+
+// readGeneric reads an unknown dense decoder as Llama (with its
+// layer_types, which the generic checks allow only for attention kinds).
+func readGeneric(c *config, m *Model, b *builder) {
+	m.Text = readStack(c, llamaDefaults)
+	readLayerTypes(c, &m.Text)
+	buildLlama(c, &m.Text, b, "model")
 }
 
 // readQuant reads quantization_config, if present.

@@ -66,7 +66,7 @@ func isVLMType(mt string) bool { return vlmTypes[mt] }
 var vlmTypes = map[string]bool{
 	"llava": true, "qwen2_vl": true, "qwen2_5_vl": true, "qwen3_vl": true, "qwen3_vl_moe": true,
 	"mllama": true, "llama4": true, "gemma3": true, "phi3_v": true, "mistral3": true,
-	"internvl_chat": true, "gemma4": true,
+	"internvl_chat": true, "gemma4": true, "qwen3_5": true, "qwen3_5_moe": true,
 }
 
 // readLlava reads LLaVA-style models (modeling_llava.py): a vision tower

@@ -32,13 +32,24 @@ type Answer struct {
 	Error string `json:"error,omitempty"`
 	// NoFit is true when even the smallest value does not fit.
 	NoFit bool `json:"no_fit,omitempty"`
+
+	err, stop error // Error and Stop as errors, where kept (see Err, StopErr)
 }
+
+// Err returns the search's error, nil when it found an answer. Front ends
+// that name job settings in their own words render it with
+// [memory.RenderError] rather than print Error.
+func (a *Answer) Err() error { return a.err }
+
+// StopErr returns why the next value does not fit as an error, when the
+// search kept one (see [Found.StopErr]).
+func (a *Answer) StopErr() error { return a.stop }
 
 // NewAnswer summarizes a search's result and error.
 func NewAnswer(found Found, err error) *Answer {
-	a := &Answer{Value: found.Value, Limit: found.Limit, Stop: found.Stop}
+	a := &Answer{Value: found.Value, Limit: found.Limit, Stop: found.Stop, stop: found.stop}
 	if err != nil {
-		a.Value, a.Error, a.NoFit = 0, err.Error(), errors.Is(err, ErrNoFit)
+		a.Value, a.Error, a.NoFit, a.err = 0, err.Error(), errors.Is(err, ErrNoFit), err
 		return a
 	}
 	a.NeedBytes = Need(found.Result)
@@ -67,6 +78,9 @@ type Assessment struct {
 	Suggestions []Suggestion `json:"suggestions,omitempty"`
 	// Warning notes a format the GPU does not compute in natively.
 	Warning string `json:"warning,omitempty"`
+	// Warnings are the estimate's warnings (Result.Warnings), repeated at
+	// the top of the JSON; front ends put the model's warnings first.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Assess estimates job on g, checks the fit, and runs the three inverse
@@ -78,7 +92,7 @@ func Assess(est EstimateFunc, job memory.Job, g gpu.GPU, maxGPUs int) (Assessmen
 	if err != nil {
 		return Assessment{GPU: g}, err
 	}
-	a := Assessment{GPU: g, Fit: Check(res, g), Result: res, Warning: FormatWarning(job, g)}
+	a := Assessment{GPU: g, Fit: Check(res, g), Result: res, Warning: FormatWarning(job, g), Warnings: res.Warnings}
 	a.MaxBatch = NewAnswer(MaxBatch(est, job, g, AssessMaxBatch))
 	a.MaxSeqLen = NewAnswer(MaxSeqLen(est, job, g, AssessMinSeqLen, AssessMaxSeqLen))
 	if job.Mode == memory.Inference || job.Mode == memory.Serving {

@@ -26,6 +26,6 @@ func ExampleMaxBatch() {
 	fmt.Println(plan.Check(found.Result, g))
 	// Output:
 	// largest batch: 9 using 74.00 GiB
-	// next: --per-device-batch 10: needs 80.00 GiB > budget 75.67 GiB
+	// next: per_device_batch=10: needs 80.00 GiB > budget 75.67 GiB
 	// fits: 74.00 GiB of 79.65 GiB (92.9 %)
 }

@@ -7,16 +7,6 @@ import (
 	"github.com/gpumem/gpumem/memory"
 )
 
-// Engines the layout search knows how to combine with sharding options.
-const (
-	EngineSingle    = ""          // one process, one GPU
-	EngineDDP       = "ddp"       // PyTorch DDP: full replica per GPU
-	EngineDeepSpeed = "deepspeed" // ZeRO stages 0–3
-	EngineFSDP      = "fsdp"      // FSDP1: full_shard or shard_grad_op
-	EngineFSDP2     = "fsdp2"     // fully_shard (ZeRO-3 like), may combine with TP/PP/CP
-	EngineMegatron  = "megatron"  // TP/PP/CP/EP, distributed optimizer as ZeRO 1
-)
-
 // Offload choices of a layout.
 const (
 	OffloadNone      = "none"
@@ -105,13 +95,13 @@ func (l Layout) String() string {
 // "deepspeed zero3", "fsdp full_shard", "megatron distopt".
 func (l Layout) Sharding() string {
 	switch l.Engine {
-	case EngineSingle:
+	case memory.EngineSingle:
 		return "single"
-	case EngineDeepSpeed:
+	case memory.EngineDeepSpeed:
 		return fmt.Sprintf("deepspeed zero%d", l.ZeRO)
-	case EngineFSDP:
+	case memory.EngineFSDP:
 		return "fsdp " + l.FSDPStrategy
-	case EngineMegatron:
+	case memory.EngineMegatron:
 		if l.ZeRO >= 1 {
 			return "megatron distopt"
 		}

@@ -1,5 +1,7 @@
 package plan
 
+import "github.com/gpumem/gpumem/memory"
+
 // Throughput proxy. Search ranks layouts by Score = 1 / Cost, a relative
 // throughput per GPU: 1.0 is one GPU training with no recompute, no
 // communication and a large micro-batch. Cost multiplies the slowdowns a
@@ -110,7 +112,7 @@ func commCost(l Layout) float64 {
 		dpComm *= 2
 	}
 	c := TPComm*frac(l.TP) + CPComm*frac(l.CP) + EPComm*frac(l.EP) + dpComm*frac(dp)
-	if l.Engine == EngineDeepSpeed && l.ZeRO == 3 || l.Engine == EngineFSDP && l.FSDPStrategy == "full_shard" || l.Engine == EngineFSDP2 {
+	if l.Engine == memory.EngineDeepSpeed && l.ZeRO == 3 || l.Engine == memory.EngineFSDP && l.FSDPStrategy == "full_shard" || l.Engine == memory.EngineFSDP2 {
 		c += ShardComm * frac(dp)
 	}
 	return c

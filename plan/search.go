@@ -94,15 +94,15 @@ func (v Var) field(j *memory.Job) (*int, error) {
 	return nil, fmt.Errorf("search: unknown mode %q", mode)
 }
 
-// Flag returns the command-line flag v stands for in mode, for messages:
-// "per-device-batch", "batch-size", "max-num-seqs", "seq-len",
-// "prompt-len" or "max-model-len".
-func (v Var) Flag(mode memory.Mode) string {
-	flags := map[Var][3]string{
-		MicroBatch: {"per-device-batch", "batch-size", "max-num-seqs"},
-		SeqLen:     {"seq-len", "prompt-len", "max-model-len"},
+// Key returns the memory.Job key v stands for in mode, for messages:
+// "per_device_batch", "batch", "max_num_seqs", "seq_len", "prompt_len"
+// or "max_model_len".
+func (v Var) Key(mode memory.Mode) string {
+	keys := map[Var][3]string{
+		MicroBatch: {"per_device_batch", "batch", "max_num_seqs"},
+		SeqLen:     {"seq_len", "prompt_len", "max_model_len"},
 	}
-	f, ok := flags[v]
+	f, ok := keys[v]
 	if !ok {
 		return string(v)
 	}
@@ -131,7 +131,14 @@ type Found struct {
 	Stop string `json:"stop,omitempty"`
 	// Evaluations is the number of estimates the search made.
 	Evaluations int `json:"evaluations"`
+
+	stop error // Stop as an error, when the search kept one (see StopErr)
 }
+
+// StopErr returns why the next larger value was rejected as an error, for
+// front ends that name the job settings it mentions in their own words
+// ([memory.RenderError]); nil when Stop is empty or only a string.
+func (f Found) StopErr() error { return f.stop }
 
 // probe evaluates job with *field = n against budget.
 type probe struct {
@@ -142,23 +149,24 @@ type probe struct {
 	evals  int
 }
 
-// at returns the estimate at n, whether it fits, and if not, why.
-func (p *probe) at(n int) (memory.Result, bool, string) {
+// at returns the estimate at n and, if it does not fit, why.
+func (p *probe) at(n int) (memory.Result, error) {
 	j := p.job
 	f, err := p.v.field(&j)
 	if err != nil {
-		return memory.Result{}, false, err.Error()
+		return memory.Result{}, err
 	}
 	*f = n
 	p.evals++
 	r, err := p.est(j)
 	if err != nil {
-		return r, false, err.Error()
+		return r, err
 	}
 	if ok, why := within(r, p.budget); !ok {
-		return r, false, fmt.Sprintf("--%s %d: %s", p.v.Flag(p.job.Mode), n, why)
+		key := p.v.Key(p.job.Mode)
+		return r, memory.FieldErrorf(key, "{"+key+"=%d}: %s", n, why)
 	}
-	return r, true, ""
+	return r, nil
 }
 
 // MaxFit returns the largest value of v in [lo, hi] at which job's per-GPU
@@ -172,15 +180,17 @@ func MaxFit(est EstimateFunc, job memory.Job, v Var, lo, hi int, budget units.By
 		return Found{}, fmt.Errorf("search %s: want 1 <= lo <= hi, got lo=%d hi=%d", v, lo, hi)
 	}
 	p := &probe{est: est, job: job, v: v, budget: budget}
-	best, ok, why := p.at(lo)
-	if !ok {
-		return Found{Var: v, Limit: hi, Evaluations: p.evals}, fmt.Errorf("search --%s: %w: %s", v.Flag(job.Mode), ErrNoFit, why)
+	best, why := p.at(lo)
+	if why != nil {
+		key := v.Key(job.Mode)
+		return Found{Var: v, Limit: hi, Evaluations: p.evals}, memory.FieldErrorf(key, "search {"+key+"}: %w: %v", ErrNoFit, why)
 	}
-	good, bad, stop := lo, 0, ""
+	good, bad := lo, 0
+	var stop error
 	for n := lo; bad == 0 && good < hi; {
 		n = double(n, hi)
-		r, ok, why := p.at(n)
-		if ok {
+		r, why := p.at(n)
+		if why == nil {
 			good, best = n, r
 		} else {
 			bad, stop = n, why
@@ -188,14 +198,18 @@ func MaxFit(est EstimateFunc, job memory.Job, v Var, lo, hi int, budget units.By
 	}
 	for bad > 0 && bad-good > 1 {
 		mid := good + (bad-good)/2
-		r, ok, why := p.at(mid)
-		if ok {
+		r, why := p.at(mid)
+		if why == nil {
 			good, best = mid, r
 		} else {
 			bad, stop = mid, why
 		}
 	}
-	return Found{Var: v, Value: good, Result: best, Limit: hi, Stop: stop, Evaluations: p.evals}, nil
+	f := Found{Var: v, Value: good, Result: best, Limit: hi, Evaluations: p.evals, stop: stop}
+	if stop != nil {
+		f.Stop = stop.Error()
+	}
+	return f, nil
 }
 
 // double returns 2·n capped at hi, without overflowing.
@@ -228,11 +242,11 @@ const GPUsVar Var = "num_gpus"
 // parallelism keep a full copy per model-parallel group.
 func Shards(job memory.Job) bool {
 	switch job.Engine {
-	case EngineDeepSpeed, EngineMegatron:
+	case memory.EngineDeepSpeed, memory.EngineMegatron:
 		return job.ZeRO >= 1
-	case EngineFSDP:
+	case memory.EngineFSDP:
 		return job.FSDPStrategy != "no_shard"
-	case EngineFSDP2:
+	case memory.EngineFSDP2:
 		return true
 	}
 	return false

@@ -120,20 +120,28 @@ func TestMaxFitNoFit(t *testing.T) {
 	}
 }
 
-func TestVarFlag(t *testing.T) {
-	if got := MicroBatch.Flag(memory.Serving); got != "max-num-seqs" {
-		t.Errorf("serving batch flag %q", got)
+func TestVarKey(t *testing.T) {
+	if got := MicroBatch.Key(memory.Serving); got != "max_num_seqs" {
+		t.Errorf("serving batch key %q", got)
 	}
-	if got := SeqLen.Flag(""); got != "seq-len" {
-		t.Errorf("training sequence flag %q", got)
+	if got := SeqLen.Key(""); got != "seq_len" {
+		t.Errorf("training sequence key %q", got)
 	}
-	if got := SeqLen.Flag(memory.Inference); got != "prompt-len" {
-		t.Errorf("inference sequence flag %q", got)
+	if got := SeqLen.Key(memory.Inference); got != "prompt_len" {
+		t.Errorf("inference sequence key %q", got)
 	}
 	est := linear{a: 10 * units.GiB, b: units.GiB}.estimate
 	_, err := MaxFit(est, memory.Job{Mode: memory.Inference}, MicroBatch, 1, 8, 5*units.GiB)
-	if err == nil || !strings.Contains(err.Error(), "search --batch-size: does not fit: --batch-size 1: needs 10.00 GiB > budget 5.00 GiB") {
-		t.Errorf("error %v does not name the flag", err)
+	if err == nil || !errors.Is(err, ErrNoFit) || err.Error() != "search batch: does not fit: batch=1: needs 10.00 GiB > budget 5.00 GiB" {
+		t.Errorf("error %v does not name the setting", err)
+	}
+	var fe *memory.FieldError
+	if !errors.As(err, &fe) || fe.Key != "batch" {
+		t.Errorf("error %v is not about the batch key", err)
+	}
+	found, err := MaxFit(est, memory.Job{}, MicroBatch, 1, 64, 20*units.GiB)
+	if err != nil || found.Value != 10 || found.Stop != "per_device_batch=11: needs 21.00 GiB > budget 20.00 GiB" || found.StopErr() == nil || found.StopErr().Error() != found.Stop {
+		t.Errorf("found %d, stop %q (%v), err %v", found.Value, found.Stop, found.StopErr(), err)
 	}
 }
 

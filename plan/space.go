@@ -66,7 +66,7 @@ func DefaultSpace(maxGPUs int) Space {
 	}
 	return Space{
 		GPUCounts:      counts,
-		Engines:        []string{EngineSingle, EngineDDP, EngineDeepSpeed, EngineFSDP, EngineFSDP2, EngineMegatron},
+		Engines:        []string{memory.EngineSingle, memory.EngineDDP, memory.EngineDeepSpeed, memory.EngineFSDP, memory.EngineFSDP2, memory.EngineMegatron},
 		ZeRO:           []int{0, 1, 2, 3},
 		TP:             []int{1, 2, 4, 8},
 		PP:             []int{1, 2, 4, 8},
@@ -137,7 +137,7 @@ func (s Space) validate() error {
 		vals    []string
 		allowed []string
 	}{
-		{"engines", s.Engines, []string{EngineSingle, EngineDDP, EngineDeepSpeed, EngineFSDP, EngineFSDP2, EngineMegatron}},
+		{"engines", s.Engines, []string{memory.EngineSingle, memory.EngineDDP, memory.EngineDeepSpeed, memory.EngineFSDP, memory.EngineFSDP2, memory.EngineMegatron}},
 		{"grad_checkpoint", s.GradCheckpoint, []string{"none", "selective", "full"}},
 		{"offload", s.Offload, []string{OffloadNone, OffloadOptimizer, OffloadParams}},
 		{"methods", s.Methods, []string{"", "full", "lora", "qlora", "frozen"}},
@@ -199,6 +199,9 @@ type Plan struct {
 	// Skipped groups the estimator's errors by message (unsupported
 	// combinations), most frequent first.
 	Skipped []Skip `json:"skipped,omitempty"`
+	// Warnings are the model's warnings (a generic reading, defaults a
+	// sparse config left to its family): every layout rests on them.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Search enumerates the layouts of s for training base on GPUs of kind g
@@ -222,9 +225,11 @@ func Search(est EstimateFunc, base memory.Job, g gpu.GPU, s Space) (Plan, error)
 // keeps no figure of a layout that does not fit). A test checks that
 // both searches return the same plan.
 func SearchModel(m *model.Model, base memory.Job, g gpu.GPU, s Space) (Plan, error) {
-	return search(func() fitter {
+	p, err := search(func() fitter {
 		return &sweepFitter{sw: memory.NewEstimator(m).NewSweep(), g: g}
 	}, base, g, s)
+	p.Warnings = slices.Clone(m.Warnings)
+	return p, err
 }
 
 // fitter checks one layout's job against the searched GPU at several
@@ -564,25 +569,25 @@ func (s Space) shardings(e string) []sharding {
 	var out []sharding
 	for _, z := range s.ZeRO {
 		switch e {
-		case EngineDeepSpeed:
+		case memory.EngineDeepSpeed:
 			if z >= 0 && z <= 3 {
 				out = append(out, sharding{zero: z})
 			}
-		case EngineFSDP:
+		case memory.EngineFSDP:
 			switch z {
 			case 3:
 				out = append(out, sharding{fsdp: "full_shard"})
 			case 2:
 				out = append(out, sharding{fsdp: "shard_grad_op"})
 			}
-		case EngineMegatron:
+		case memory.EngineMegatron:
 			if z == 0 || z == 1 {
 				out = append(out, sharding{zero: z})
 			}
 		}
 	}
 	switch e {
-	case EngineSingle, EngineDDP, EngineFSDP2:
+	case memory.EngineSingle, memory.EngineDDP, memory.EngineFSDP2:
 		out = []sharding{{}}
 	}
 	return out
@@ -605,21 +610,21 @@ func (l Layout) Valid() string {
 	}
 	parallel := tp > 1 || pp > 1 || cp > 1
 	switch l.Engine {
-	case EngineSingle:
+	case memory.EngineSingle:
 		if l.NumGPUs != 1 || parallel || ep > 1 || l.Offload != OffloadNone && l.Offload != "" {
 			return "a single process runs one GPU without offload"
 		}
-	case EngineDDP, EngineFSDP:
+	case memory.EngineDDP, memory.EngineFSDP:
 		if l.NumGPUs < 2 || parallel || ep > 1 {
 			return "ddp and fsdp need 2+ GPUs and no model parallelism"
 		}
-		if l.Engine == EngineDDP && l.Offload != OffloadNone && l.Offload != "" {
+		if l.Engine == memory.EngineDDP && l.Offload != OffloadNone && l.Offload != "" {
 			return "ddp does not offload"
 		}
-		if l.Engine == EngineFSDP && l.Offload == OffloadOptimizer || l.Engine == EngineFSDP && l.Offload == OffloadParams && l.FSDPStrategy != "full_shard" {
+		if l.Engine == memory.EngineFSDP && l.Offload == OffloadOptimizer || l.Engine == memory.EngineFSDP && l.Offload == OffloadParams && l.FSDPStrategy != "full_shard" {
 			return "fsdp offloads parameters with full_shard only"
 		}
-	case EngineDeepSpeed:
+	case memory.EngineDeepSpeed:
 		if parallel || ep > 1 {
 			return "deepspeed layouts here use data parallelism only"
 		}
@@ -629,11 +634,11 @@ func (l Layout) Valid() string {
 		if l.NumGPUs == 1 && (l.Offload == OffloadNone || l.Offload == "") {
 			return "deepspeed on one GPU without offload is the single-process layout"
 		}
-	case EngineFSDP2:
+	case memory.EngineFSDP2:
 		if l.NumGPUs < 2 || ep > 1 || l.Offload == OffloadOptimizer {
 			return "fsdp2 needs 2+ GPUs and offloads parameters only"
 		}
-	case EngineMegatron:
+	case memory.EngineMegatron:
 		if l.NumGPUs < 2 {
 			return "megatron on one GPU is the single-process layout"
 		}

@@ -160,24 +160,24 @@ func TestLayoutValid(t *testing.T) {
 	}{
 		{Layout{NumGPUs: 1, Offload: OffloadNone}, true},
 		{Layout{NumGPUs: 2, Offload: OffloadNone}, false},
-		{Layout{Engine: EngineDDP, NumGPUs: 1}, false},
-		{Layout{Engine: EngineDDP, NumGPUs: 4, Offload: OffloadNone}, true},
-		{Layout{Engine: EngineDDP, NumGPUs: 4, Offload: OffloadOptimizer}, false},
-		{Layout{Engine: EngineDeepSpeed, ZeRO: 0, NumGPUs: 1, Offload: OffloadOptimizer}, false},
-		{Layout{Engine: EngineDeepSpeed, ZeRO: 2, NumGPUs: 1, Offload: OffloadOptimizer}, true},
-		{Layout{Engine: EngineDeepSpeed, ZeRO: 2, NumGPUs: 1, Offload: OffloadNone}, false},
-		{Layout{Engine: EngineMegatron, NumGPUs: 1, Offload: OffloadNone}, false},
-		{Layout{Engine: EngineDeepSpeed, ZeRO: 2, NumGPUs: 8, Offload: OffloadParams}, false},
-		{Layout{Engine: EngineDeepSpeed, ZeRO: 3, NumGPUs: 8, Offload: OffloadParams}, true},
-		{Layout{Engine: EngineDeepSpeed, ZeRO: 3, NumGPUs: 8, TP: 2}, false},
-		{Layout{Engine: EngineFSDP, FSDPStrategy: "shard_grad_op", NumGPUs: 8, Offload: OffloadParams}, false},
-		{Layout{Engine: EngineFSDP, FSDPStrategy: "full_shard", NumGPUs: 8, Offload: OffloadParams}, true},
-		{Layout{Engine: EngineMegatron, NumGPUs: 8, TP: 2, PP: 2, Offload: OffloadNone}, true},
-		{Layout{Engine: EngineMegatron, NumGPUs: 8, TP: 4, PP: 4}, false},
-		{Layout{Engine: EngineMegatron, NumGPUs: 32, TP: 4, CP: 4}, false},
-		{Layout{Engine: EngineMegatron, NumGPUs: 8, PP: 2, EP: 8}, false},
-		{Layout{Engine: EngineMegatron, NumGPUs: 8, PP: 2, EP: 4}, true},
-		{Layout{Engine: EngineFSDP2, NumGPUs: 8, TP: 2, CP: 2, Offload: OffloadParams}, true},
+		{Layout{Engine: memory.EngineDDP, NumGPUs: 1}, false},
+		{Layout{Engine: memory.EngineDDP, NumGPUs: 4, Offload: OffloadNone}, true},
+		{Layout{Engine: memory.EngineDDP, NumGPUs: 4, Offload: OffloadOptimizer}, false},
+		{Layout{Engine: memory.EngineDeepSpeed, ZeRO: 0, NumGPUs: 1, Offload: OffloadOptimizer}, false},
+		{Layout{Engine: memory.EngineDeepSpeed, ZeRO: 2, NumGPUs: 1, Offload: OffloadOptimizer}, true},
+		{Layout{Engine: memory.EngineDeepSpeed, ZeRO: 2, NumGPUs: 1, Offload: OffloadNone}, false},
+		{Layout{Engine: memory.EngineMegatron, NumGPUs: 1, Offload: OffloadNone}, false},
+		{Layout{Engine: memory.EngineDeepSpeed, ZeRO: 2, NumGPUs: 8, Offload: OffloadParams}, false},
+		{Layout{Engine: memory.EngineDeepSpeed, ZeRO: 3, NumGPUs: 8, Offload: OffloadParams}, true},
+		{Layout{Engine: memory.EngineDeepSpeed, ZeRO: 3, NumGPUs: 8, TP: 2}, false},
+		{Layout{Engine: memory.EngineFSDP, FSDPStrategy: "shard_grad_op", NumGPUs: 8, Offload: OffloadParams}, false},
+		{Layout{Engine: memory.EngineFSDP, FSDPStrategy: "full_shard", NumGPUs: 8, Offload: OffloadParams}, true},
+		{Layout{Engine: memory.EngineMegatron, NumGPUs: 8, TP: 2, PP: 2, Offload: OffloadNone}, true},
+		{Layout{Engine: memory.EngineMegatron, NumGPUs: 8, TP: 4, PP: 4}, false},
+		{Layout{Engine: memory.EngineMegatron, NumGPUs: 32, TP: 4, CP: 4}, false},
+		{Layout{Engine: memory.EngineMegatron, NumGPUs: 8, PP: 2, EP: 8}, false},
+		{Layout{Engine: memory.EngineMegatron, NumGPUs: 8, PP: 2, EP: 4}, true},
+		{Layout{Engine: memory.EngineFSDP2, NumGPUs: 8, TP: 2, CP: 2, Offload: OffloadParams}, true},
 		{Layout{Engine: "horovod", NumGPUs: 8}, false},
 	}
 	for _, tt := range tests {
@@ -189,7 +189,7 @@ func TestLayoutValid(t *testing.T) {
 
 func TestLayoutApply(t *testing.T) {
 	base := memory.Job{SeqLen: 2048, Method: "lora", OffloadParams: "nvme"}
-	l := Layout{Engine: EngineDeepSpeed, ZeRO: 3, NumGPUs: 8, TP: 1, PP: 1, MicroBatch: 4, GradCheckpoint: "none", Offload: OffloadOptimizer}
+	l := Layout{Engine: memory.EngineDeepSpeed, ZeRO: 3, NumGPUs: 8, TP: 1, PP: 1, MicroBatch: 4, GradCheckpoint: "none", Offload: OffloadOptimizer}
 	j := l.Apply(base)
 	if j.Engine != "deepspeed" || j.ZeRO != 3 || j.NumGPUs != 8 || j.DP != 8 || j.MicroBatch != 4 ||
 		j.GradCheckpoint != "" || j.OffloadOptimizer != "cpu" || j.OffloadParams != "" || j.Method != "lora" || j.SeqLen != 2048 {
@@ -211,9 +211,9 @@ func TestScoreOrdersSlowdowns(t *testing.T) {
 		{"optimizer offload", func(l *Layout) { l.Offload = OffloadOptimizer }},
 		{"parameter offload", func(l *Layout) { l.Offload = OffloadParams }},
 		{"micro-batch 1", func(l *Layout) { l.MicroBatch = 1 }},
-		{"8-GPU ddp", func(l *Layout) { l.Engine, l.NumGPUs = EngineDDP, 8 }},
-		{"tp 2", func(l *Layout) { l.Engine, l.NumGPUs, l.TP = EngineMegatron, 2, 2 }},
-		{"pp 2", func(l *Layout) { l.Engine, l.NumGPUs, l.PP, l.GradAccum = EngineMegatron, 2, 2, 8 }},
+		{"8-GPU ddp", func(l *Layout) { l.Engine, l.NumGPUs = memory.EngineDDP, 8 }},
+		{"tp 2", func(l *Layout) { l.Engine, l.NumGPUs, l.TP = memory.EngineMegatron, 2, 2 }},
+		{"pp 2", func(l *Layout) { l.Engine, l.NumGPUs, l.PP, l.GradAccum = memory.EngineMegatron, 2, 2, 8 }},
 		{"qlora vs lora", nil},
 	}
 	for _, tt := range slower {
@@ -231,7 +231,7 @@ func TestScoreOrdersSlowdowns(t *testing.T) {
 	if Score(full) >= Score(sel) {
 		t.Error("full recompute scores above selective")
 	}
-	z3, z2 := Layout{Engine: EngineDeepSpeed, ZeRO: 3, NumGPUs: 8, MicroBatch: 1}, Layout{Engine: EngineDeepSpeed, ZeRO: 2, NumGPUs: 8, MicroBatch: 1}
+	z3, z2 := Layout{Engine: memory.EngineDeepSpeed, ZeRO: 3, NumGPUs: 8, MicroBatch: 1}, Layout{Engine: memory.EngineDeepSpeed, ZeRO: 2, NumGPUs: 8, MicroBatch: 1}
 	if Score(z3) >= Score(z2) {
 		t.Error("ZeRO-3 scores above ZeRO-2 (it moves 1.5x the data)")
 	}
@@ -240,8 +240,8 @@ func TestScoreOrdersSlowdowns(t *testing.T) {
 	if !(Score(lora) > Score(ref) && Score(qlora) < Score(lora)) {
 		t.Error("want lora faster than full and qlora slower than lora")
 	}
-	n16 := Layout{Engine: EngineDDP, NumGPUs: 16, MicroBatch: 8}
-	n8 := Layout{Engine: EngineDDP, NumGPUs: 8, MicroBatch: 8}
+	n16 := Layout{Engine: memory.EngineDDP, NumGPUs: 16, MicroBatch: 8}
+	n8 := Layout{Engine: memory.EngineDDP, NumGPUs: 8, MicroBatch: 8}
 	if Score(n16) >= Score(n8) {
 		t.Error("crossing nodes does not cost")
 	}

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/gpumem/gpumem/gpu"
-	"github.com/gpumem/gpumem/jobfile"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/units"
 )
@@ -13,9 +12,13 @@ import (
 // Suggestion is one change to a training job and what it does to the
 // per-GPU peak on a GPU: the answer to "what do I change so it fits?".
 type Suggestion struct {
-	// Change is the change as command-line flags, e.g.
-	// "--grad-checkpoint full".
+	// Change is the change in the job's JSON keys, e.g.
+	// "grad_checkpoint=full"; a combined change lists its settings
+	// separated by spaces.
 	Change string `json:"change"`
+	// Settings are the settings the change sets, in order, for front
+	// ends that name them in their own words (flags, form labels).
+	Settings []Setting `json:"settings"`
 	// Why says what the change trades for the memory.
 	Why string `json:"why"`
 	// Combined is true for the set of changes that fits together when
@@ -25,38 +28,49 @@ type Suggestion struct {
 	Fit
 }
 
+// Setting is one job setting: a memory.Job JSON key and its value as a
+// query or flag takes it.
+type Setting struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// String writes the setting as a job's JSON names it: key=value.
+func (s Setting) String() string { return memory.KeyName(s.Key, s.Value) }
+
 // knob is a change Suggest tries: it applies to a job (false when the
 // job already has it or it does not apply).
 type knob struct {
-	change, why string
-	apply       func(j *memory.Job) bool
+	set   Setting
+	why   string
+	apply func(j *memory.Job) bool
 }
 
-// knobs are the single changes Suggest tries, each one a flag a user can
-// add; sharding and the batch are the GPU-count and batch searches'.
+// knobs are the single changes Suggest tries, each one a setting a user
+// can add; sharding and the batch are the GPU-count and batch searches'.
 var knobs = []knob{
-	{"--grad-checkpoint full", "recomputes each layer's forward in backward (about a third more compute)", func(j *memory.Job) bool {
-		if gc, _ := jobfile.ParseGradCheckpoint(j.GradCheckpoint); gc == "full" {
+	{Setting{"grad_checkpoint", "full"}, "recomputes each layer's forward in backward (about a third more compute)", func(j *memory.Job) bool {
+		if gc, _ := memory.ParseGradCheckpoint(j.GradCheckpoint); gc == "full" {
 			return false
 		}
 		j.GradCheckpoint = "full"
 		return true
 	}},
-	{"--attn flash", "FlashAttention keeps no attention matrix (needs an Ampere or newer GPU)", func(j *memory.Job) bool {
+	{Setting{"attn", "flash"}, "FlashAttention keeps no attention matrix (needs an Ampere or newer GPU)", func(j *memory.Job) bool {
 		if norm(j.Attention) == "flash" {
 			return false
 		}
 		j.Attention = "flash"
 		return true
 	}},
-	{"--fused-loss liger", "computes the loss in chunks without materialising fp32 logits (Liger kernel)", func(j *memory.Job) bool {
+	{Setting{"fused_loss", "liger"}, "computes the loss in chunks without materialising fp32 logits (Liger kernel)", func(j *memory.Job) bool {
 		if f := norm(j.Framework); (f != "" && f != memory.FrameworkHF) || norm(j.FusedLoss) != "" {
 			return false
 		}
 		j.FusedLoss = "liger"
 		return true
 	}},
-	{"--optimizer paged_adamw_8bit", "8-bit optimizer states (bitsandbytes), paged to host memory when the GPU is full", func(j *memory.Job) bool {
+	{Setting{"optimizer", "paged_adamw_8bit"}, "8-bit optimizer states (bitsandbytes), paged to host memory when the GPU is full", func(j *memory.Job) bool {
 		switch norm(j.Optimizer) {
 		case "", "adamw", "adamw_torch", "adamw_torch_fused", "adam", "adamw_hf":
 			j.Optimizer = "paged_adamw_8bit"
@@ -64,14 +78,14 @@ var knobs = []knob{
 		}
 		return false
 	}},
-	{"--method lora", "trains low-rank adapters instead of every weight: no gradients or optimizer states for the base", func(j *memory.Job) bool {
+	{Setting{"method", "lora"}, "trains low-rank adapters instead of every weight: no gradients or optimizer states for the base", func(j *memory.Job) bool {
 		if m := norm(j.Method); m != "" && m != memory.MethodFull {
 			return false
 		}
 		j.Method = memory.MethodLoRA
 		return true
 	}},
-	{"--method qlora", "LoRA on a 4-bit (NF4) base model", func(j *memory.Job) bool {
+	{Setting{"method", "qlora"}, "LoRA on a 4-bit (NF4) base model", func(j *memory.Job) bool {
 		if m := norm(j.Method); m == memory.MethodQLoRA || m == memory.MethodFrozen {
 			return false
 		}
@@ -111,7 +125,7 @@ func Suggest(est EstimateFunc, job memory.Job, g gpu.GPU) []Suggestion {
 		if err != nil || Need(r) >= need {
 			continue
 		}
-		out = append(out, Suggestion{Change: k.change, Why: k.why, Fit: Check(r, g)})
+		out = append(out, Suggestion{Change: k.set.String(), Settings: []Setting{k.set}, Why: k.why, Fit: Check(r, g)})
 		helps = append(helps, k)
 	}
 	sort.SliceStable(out, func(a, b int) bool { return out[a].NeedBytes < out[b].NeedBytes })
@@ -132,7 +146,7 @@ func combine(est EstimateFunc, job memory.Job, g gpu.GPU, singles []Suggestion, 
 	}
 	byChange := make(map[string]knob, len(helps))
 	for _, k := range helps {
-		byChange[k.change] = k
+		byChange[k.set.String()] = k
 	}
 	// with estimates job with the changes set; ok is false when one of
 	// them does not apply on top of the others (lora after qlora).
@@ -177,10 +191,11 @@ func combine(est EstimateFunc, job memory.Job, g gpu.GPU, singles []Suggestion, 
 		return Suggestion{}, false
 	}
 	changes := make([]string, len(set))
+	settings := make([]Setting, len(set))
 	for i, k := range set {
-		changes[i] = k.change
+		changes[i], settings[i] = k.set.String(), k.set
 	}
-	return Suggestion{Change: strings.Join(changes, " "), Why: "these changes together", Combined: true, Fit: fit}, true
+	return Suggestion{Change: strings.Join(changes, " "), Settings: settings, Why: "these changes together", Combined: true, Fit: fit}, true
 }
 
 // Savings is how much a suggestion saves against need.

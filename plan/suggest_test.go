@@ -29,12 +29,12 @@ func TestSuggest(t *testing.T) {
 		t.Fatalf("want several suggestions for a job at %s on an L4, got %+v", Need(base), got)
 	}
 	direct := map[string]func(j *memory.Job){
-		"--grad-checkpoint full":       func(j *memory.Job) { j.GradCheckpoint = "full" },
-		"--attn flash":                 func(j *memory.Job) { j.Attention = "flash" },
-		"--fused-loss liger":           func(j *memory.Job) { j.FusedLoss = "liger" },
-		"--optimizer paged_adamw_8bit": func(j *memory.Job) { j.Optimizer = "paged_adamw_8bit" },
-		"--method lora":                func(j *memory.Job) { j.Method = "lora" },
-		"--method qlora":               func(j *memory.Job) { j.Method = "qlora" },
+		"grad_checkpoint=full":       func(j *memory.Job) { j.GradCheckpoint = "full" },
+		"attn=flash":                 func(j *memory.Job) { j.Attention = "flash" },
+		"fused_loss=liger":           func(j *memory.Job) { j.FusedLoss = "liger" },
+		"optimizer=paged_adamw_8bit": func(j *memory.Job) { j.Optimizer = "paged_adamw_8bit" },
+		"method=lora":                func(j *memory.Job) { j.Method = "lora" },
+		"method=qlora":               func(j *memory.Job) { j.Method = "qlora" },
 	}
 	for i, s := range got {
 		if s.Combined {
@@ -43,6 +43,12 @@ func TestSuggest(t *testing.T) {
 		set, ok := direct[s.Change]
 		if !ok {
 			t.Fatalf("unexpected change %q", s.Change)
+		}
+		if len(s.Settings) != 1 || s.Settings[0].String() != s.Change {
+			t.Errorf("%s: settings %v", s.Change, s.Settings)
+		}
+		if jk, ok := memory.LookupJobKey(s.Settings[0].Key); !ok || jk.Name != s.Settings[0].Key {
+			t.Errorf("%s: %q is not a job key", s.Change, s.Settings[0].Key)
 		}
 		j := OnGPU(job, g)
 		set(&j)
@@ -65,7 +71,7 @@ func TestSuggest(t *testing.T) {
 	}
 	job.GradCheckpoint, job.Attention = "full", "flash"
 	for _, s := range Suggest(est, job, g) {
-		if strings.HasPrefix(s.Change, "--grad-checkpoint") || strings.HasPrefix(s.Change, "--attn") {
+		if strings.HasPrefix(s.Change, "grad_checkpoint=") || strings.HasPrefix(s.Change, "attn=") {
 			t.Errorf("offered %q to a job that has it", s.Change)
 		}
 	}
@@ -124,7 +130,7 @@ func TestSuggestCombined(t *testing.T) {
 		j := OnGPU(job, g)
 		for _, ch := range changes {
 			for _, k := range knobs {
-				if k.change == ch {
+				if k.set.String() == ch {
 					k.apply(&j)
 				}
 			}
@@ -137,9 +143,12 @@ func TestSuggestCombined(t *testing.T) {
 	}
 	var changes []string
 	for _, k := range knobs {
-		if strings.Contains(c.Change, k.change) {
-			changes = append(changes, k.change)
+		if strings.Contains(c.Change, k.set.String()) {
+			changes = append(changes, k.set.String())
 		}
+	}
+	if len(c.Settings) != len(changes) {
+		t.Errorf("combined %q: settings %v", c.Change, c.Settings)
 	}
 	if len(changes) < 2 {
 		t.Fatalf("combined %q: want at least two changes", c.Change)

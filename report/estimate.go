@@ -85,8 +85,13 @@ func Estimate(w io.Writer, r memory.Result, o Options) error {
 		fmt.Fprintf(&b, "serving (vLLM budget): %.2f × %s = %s requested; weights %s, profiled activations %s, non-torch %s\n",
 			sv.GPUMemoryUtilization, o.Bytes(sv.GPUMemoryBytes), o.Bytes(sv.RequestedBytes), o.Bytes(sv.WeightsBytes),
 			o.Bytes(sv.ActivationPeakBytes), o.Bytes(sv.NonTorchBytes))
-		fmt.Fprintf(&b, "KV pool: %s = %d blocks of %d tokens = %d tokens (%d B per token)\n",
-			o.Bytes(sv.KVPoolBytes), sv.KVBlocks, sv.BlockSize, sv.KVTokens, sv.KVBytesPerToken)
+		if sv.RecurrentStateBytesPerSeq > 0 {
+			fmt.Fprintf(&b, "KV pool: %s shared by attention and recurrent state: %d pages per layer group, attention blocks of %d tokens = %d tokens (%d B per token); %d B of recurrent state per sequence\n",
+				o.Bytes(sv.KVPoolBytes), sv.KVBlocks, sv.BlockSize, sv.KVTokens, sv.KVBytesPerToken, sv.RecurrentStateBytesPerSeq)
+		} else {
+			fmt.Fprintf(&b, "KV pool: %s = %d blocks of %d tokens = %d tokens (%d B per token)\n",
+				o.Bytes(sv.KVPoolBytes), sv.KVBlocks, sv.BlockSize, sv.KVTokens, sv.KVBytesPerToken)
+		}
 		fmt.Fprintf(&b, "concurrent sequences of %d tokens: %d", sv.SeqLen, sv.MaxConcurrentSeqs)
 		if sv.MaxModelLen > 0 {
 			verdict := "fits"

@@ -116,7 +116,7 @@ func (r *reader) accelerateMixed(mixed string) {
 	default:
 		j.Dtype, j.ComputeDtype = "fp32", mixed
 		r.set("dtype", "compute_dtype")
-		r.note("%s: mixed_precision %s over a model loaded in fp32 is AMP; pass --dtype %s if the script loads the model in %s", r.cfg.Name, mixed, mixed, mixed)
+		r.note("%s: mixed_precision %s over a model loaded in fp32 is AMP; set dtype=%s if the script loads the model in %s", r.cfg.Name, mixed, mixed, mixed)
 	}
 }
 

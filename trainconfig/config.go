@@ -3,15 +3,14 @@ package trainconfig
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/gpumem/gpumem/internal/decoded"
 	"github.com/gpumem/gpumem/memory"
 )
 
@@ -91,33 +90,17 @@ func (c *Config) Warnings() []string {
 	return out
 }
 
-// jobFieldIndex maps memory.Job JSON keys to field indexes; it is built
-// on first use.
-var jobFieldIndex = sync.OnceValue(func() map[string]int {
-	t := reflect.TypeFor[memory.Job]()
-	out := make(map[string]int, t.NumField())
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name != "" && name != "-" {
-			out[name] = i
-		}
-	}
-	return out
-})
-
 // Apply copies the settings of c onto job, except the keys for which
 // skip returns true (settings given elsewhere that win). It returns the
 // keys it copied.
 func (c *Config) Apply(job *memory.Job, skip func(key string) bool) []string {
-	dst := reflect.ValueOf(job).Elem()
-	src := reflect.ValueOf(&c.Job).Elem()
 	var done []string
 	for _, k := range c.Keys {
-		i, ok := jobFieldIndex()[k]
+		jk, ok := memory.LookupJobKey(k)
 		if !ok || (skip != nil && skip(k)) {
 			continue
 		}
-		dst.Field(i).Set(src.Field(i))
+		jk.Copy(job, &c.Job)
 		done = append(done, k)
 	}
 	return done
@@ -202,28 +185,9 @@ func decode(data []byte, name string) (obj map[string]any, err error) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("%s: want a mapping of keys to values at the top level, got %s", name, kindOf(v))
+		return nil, fmt.Errorf("%s: want a mapping of keys to values at the top level, got %s", name, decoded.Kind(v))
 	}
 	return m, nil
-}
-
-// kindOf names a decoded value's kind for messages.
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case int, int64, uint64, float64:
-		return "a number"
-	case string:
-		return "a string"
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "a mapping"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 // isAuto reports whether v is the HF/DeepSpeed placeholder "auto".

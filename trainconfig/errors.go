@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/gpumem/gpumem/internal/decoded"
 )
 
 // ValueError is returned by the parsers for a file with values that
@@ -87,5 +89,5 @@ func describe(v any) string {
 	case float64:
 		return strconv.FormatFloat(x, 'g', -1, 64)
 	}
-	return kindOf(v)
+	return decoded.Kind(v)
 }

@@ -169,7 +169,7 @@ func TestDescribe(t *testing.T) {
 		want string
 	}{
 		{nil, "null"}, {7, "7"}, {int64(-3), "-3"}, {2.5, "2.5"}, {5e8, "5e+08"}, {true, "true"}, {"disk", `"disk"`},
-		{[]any{1}, "a list"}, {map[string]any{}, "a mapping"},
+		{[]any{1}, "a list"}, {map[string]any{}, "an object"},
 		{strings.Repeat("x", 100), `"` + strings.Repeat("x", maxShown) + `…"`},
 	} {
 		if got := describe(tt.v); got != tt.want {

@@ -29,7 +29,7 @@ func fuzzSeeds(f *testing.F) {
 func checkConfig(t *testing.T, c *Config) {
 	t.Helper()
 	for _, k := range c.Keys {
-		if _, ok := jobFieldIndex()[k]; !ok {
+		if _, ok := memory.LookupJobKey(k); !ok {
 			t.Errorf("key %q is not a memory.Job field", k)
 		}
 	}

@@ -188,7 +188,7 @@ func (r *reader) hfFinishPrecision(prec hfPrecision, obj map[string]any) {
 	case prec.autocast != "":
 		j.Dtype, j.ComputeDtype = "fp32", prec.autocast
 		r.set("dtype", "compute_dtype")
-		r.note("%s: %s=true with the model loaded in fp32 (from_pretrained's default) is AMP; pass --dtype %s if the script loads the model in %s", r.cfg.Name, prec.autocast, prec.autocast, prec.autocast)
+		r.note("%s: %s=true with the model loaded in fp32 (from_pretrained's default) is AMP; set dtype=%s if the script loads the model in %s", r.cfg.Name, prec.autocast, prec.autocast, prec.autocast)
 	case prec.load == "fp32":
 		j.Dtype, j.ComputeDtype = "fp32", "fp32"
 		r.set("dtype", "compute_dtype")

@@ -123,7 +123,7 @@ func (r *reader) ttModel(key string, v any) {
 		j.Method = "full"
 	}
 	r.set("method")
-	r.note("%s: model builder %s; pass the matching Hugging Face model with --model", r.cfg.Name, c)
+	r.note("%s: model builder %s; name the matching Hugging Face model as the job's model", r.cfg.Name, c)
 	var targets, mlp []string
 	for _, k := range sortedKeys(m) {
 		val, sub := m[k], join(key, k)

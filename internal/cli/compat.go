@@ -261,58 +261,6 @@ func constantMax(name string) float64 {
 	return 0
 }
 
-// fragmentationConstant names the fragmentation constant that governs a
-// job's reserved peak: the one whose override the job's runtime
-// overheads pick up (training, inference, torch 1.x and sharded runs each
-// have their own; memory.Constants documents them).
-func fragmentationConstant(j memory.Job) (string, error) {
-	const probe = 0.123456789
-	for _, info := range memory.Constants() {
-		if !strings.HasPrefix(info.Name, "fragmentation") {
-			continue
-		}
-		t := j
-		t.Constants = map[string]float64{info.Name: probe}
-		o, err := memory.RuntimeOverheads(t)
-		if err == nil && o.Fragmentation == probe {
-			return info.Name, nil
-		}
-	}
-	return "", fmt.Errorf("--fragmentation-gib: no fragmentation constant governs this job")
-}
-
-// applyFragmentationGiB turns --fragmentation-gib into the fragmentation
-// fraction of this job: the allocated peak does not depend on it, so a
-// first estimate gives the allocated peak and the fraction follows as
-// cushion / allocated. It returns the job to estimate.
-func applyFragmentationGiB(estimate func(memory.Job) (memory.Result, error), job memory.Job, gib float64) (memory.Job, error) {
-	if job.Mode == memory.Serving {
-		return job, usageErrorf("--fragmentation-gib: a serving estimate has no fragmentation term (vLLM sizes its KV pool from the memory left under --gpu-memory-utilization)")
-	}
-	name, err := fragmentationConstant(job)
-	if err != nil {
-		return job, err
-	}
-	if _, ok := job.Constants[name]; ok {
-		return job, usageErrorf("--fragmentation-gib and --set %s disagree; give one", name)
-	}
-	first, err := estimate(job)
-	if err != nil {
-		return job, err
-	}
-	alloc := float64(first.PerGPU.AllocatedPeakBytes)
-	if alloc <= 0 {
-		return job, fmt.Errorf("--fragmentation-gib: the estimate has no allocated peak to relate it to")
-	}
-	out := job
-	out.Constants = make(map[string]float64, len(job.Constants)+1)
-	for k, v := range job.Constants {
-		out.Constants[k] = v
-	}
-	out.Constants[name] = gib * float64(1<<30) / alloc
-	return out, nil
-}
-
 // configDir is what --config-dir holds, as the VRAM-table calculators
 // lay it out: data_types.json (extra weight formats, name → bytes per
 // parameter), gpu_types.json (extra GPUs, in the format of --gpus-file)

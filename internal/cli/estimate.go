@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpumem/gpumem/internal/textdist"
-	"github.com/gpumem/gpumem/jobfile"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/plan"
@@ -223,19 +222,39 @@ func (opts *estimateOptions) inputs(cmd *cobra.Command, f *Factory, args []strin
 // job's fragmentation fraction first.
 func (in estimateInputs) estimate(fs *pflag.FlagSet, opts *estimateOptions) (memory.Result, error) {
 	job := in.job
-	est := func(j memory.Job) (memory.Result, error) { return memory.Estimate(in.model, j) }
 	if fs.Changed("fragmentation-gib") {
-		var err error
-		if job, err = applyFragmentationGiB(est, job, opts.Compat.FragmentationGiB); err != nil {
+		if err := checkCushion(in.model, job); err != nil {
 			return memory.Result{}, err
 		}
+		var err error
+		cushion := units.FromFloat(opts.Compat.FragmentationGiB * float64(units.GiB))
+		if job, err = memory.SetReservedCushion(in.model, job, cushion); err != nil {
+			return memory.Result{}, fmt.Errorf("--fragmentation-gib: %w", err)
+		}
 	}
-	res, err := est(job)
+	res, err := memory.Estimate(in.model, job)
 	if err != nil {
 		return res, err
 	}
 	res.Warnings = slices.Concat(in.warnings, opts.TrainConfig.warnings, res.Warnings)
 	return res, nil
+}
+
+// checkCushion rejects the command lines --fragmentation-gib cannot
+// apply to, as usage errors: serving (no fragmentation term) and a
+// --set of the constant it sets.
+func checkCushion(m *model.Model, job memory.Job) error {
+	if job.Mode == memory.Serving {
+		return usageErrorf("--fragmentation-gib: a serving estimate has no fragmentation term (vLLM sizes its KV pool from the memory left under --gpu-memory-utilization)")
+	}
+	name, err := memory.FragmentationConstant(m, job)
+	if err != nil {
+		return fmt.Errorf("--fragmentation-gib: %w", err)
+	}
+	if _, ok := job.Constants[name]; ok {
+		return usageErrorf("--fragmentation-gib and --set %s disagree; give one", name)
+	}
+	return nil
 }
 
 // addEstimateFlags declares the job flags. Each maps onto one memory.Job
@@ -271,7 +290,8 @@ func addEstimateFlags(fs *pflag.FlagSet, o *estimateOptions) {
 	fs.BoolVar(&j.ActivationOffload, "activation-offload", false, "offload saved activations to CPU")
 	fs.BoolVar(&j.OptimizerInBwd, "optimizer-in-backward", false, "step the optimizer inside backward (no full gradient set alive)")
 	fs.StringVar(&j.Framework, "framework", "", "training framework whose activation layout to model: hf, torchtune, litgpt, megatron, torchtitan (default hf)")
-	fs.StringSliceVar(&j.Software, "software", nil, "older software stack: torch1, transformers<4.36, bnb<0.43.2")
+	fs.Var(stackValue{&j.Stack}, "stack", "software versions the job runs, e.g. transformers=4.48.1,torch=2.4.1 (unstated packages: their newest release; 'gpumem constants --rules')")
+	fs.StringSliceVar(&j.Software, "software", nil, "older software stack: torch1, transformers<4.36, bnb<0.43.2 (deprecated: use --stack)")
 
 	// Fine-tuning.
 	fs.StringVar(&j.Method, "method", "", "fine-tuning method: full, lora, qlora or frozen (default full)")
@@ -461,9 +481,9 @@ func (o *estimateOptions) finishMethod(fs *pflag.FlagSet) error {
 // parseGradCheckpoint accepts the spellings users bring: true/false,
 // none/full/selective/op and every-N.
 func parseGradCheckpoint(s string) (string, error) {
-	gc, ok := jobfile.ParseGradCheckpoint(s)
-	if !ok {
-		return "", usageErrorf("--grad-checkpoint: unknown mode %q (want none, full, selective, op, every-N or true/false)", s)
+	gc, err := memory.ParseGradCheckpoint(s)
+	if err != nil {
+		return "", usageErrorf("--grad-checkpoint: %w", err)
 	}
 	return gc, nil
 }
@@ -522,3 +542,32 @@ func suggestName(s string, names []string) string {
 	}
 	return ""
 }
+
+// stackValue is the --stack flag: package=version pairs, comma-separated,
+// into the job's Stack (memory.ParseStack); given twice, the pairs add up.
+type stackValue struct{ st *memory.Stack }
+
+func (v stackValue) String() string {
+	if v.st == nil || len(*v.st) == 0 {
+		return ""
+	}
+	return v.st.String()
+}
+
+func (v stackValue) Set(s string) error {
+	st, err := memory.ParseStack(s)
+	if err != nil {
+		return err
+	}
+	if *v.st == nil {
+		*v.st = memory.Stack{}
+	}
+	for name, ver := range st {
+		if err := v.st.Set(name, ver); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (v stackValue) Type() string { return "pkg=version,..." }

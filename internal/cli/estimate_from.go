@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strconv"
 	"strings"
 
@@ -227,34 +226,16 @@ func (o *estimateOptions) referencedDeepSpeed(from string, c *trainconfig.Config
 func (o *estimateOptions) checkConflicts(c *trainconfig.Config, given map[string]string) {
 	var mine memory.Job
 	c.Apply(&mine, nil)
-	v := reflect.ValueOf(mine)
 	for _, k := range c.Keys {
-		val := fmt.Sprint(jobValue(v, k))
+		var val string
+		if jk, ok := memory.LookupJobKey(k); ok {
+			val = fmt.Sprint(jk.Value(&mine))
+		}
 		if prev, ok := given[k]; ok && prev != val {
 			o.TrainConfig.warnings = append(o.TrainConfig.warnings, fmt.Sprintf("%s: %s = %s overrides %s from an earlier config", c.Name, k, val, prev))
 		}
 		given[k] = val
 	}
-}
-
-// jobValue returns the value of a memory.Job field by JSON key,
-// dereferencing pointers.
-func jobValue(v reflect.Value, key string) any {
-	t := v.Type()
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name == key {
-			f := v.Field(i)
-			if f.Kind() == reflect.Pointer {
-				if f.IsNil() {
-					return nil
-				}
-				f = f.Elem()
-			}
-			return f.Interface()
-		}
-	}
-	return nil
 }
 
 // containsFormat reports whether f is in list.

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -155,13 +154,11 @@ func fitRun(f *Factory, g *globalOptions, o *fitOptions, m *model.Model) error {
 		if !explicit {
 			gs = nil
 		}
-		warnModel(f, m)
 		return sweepRun(f, ro, o, m, est, job, gs)
 	}
 	if len(gs) == 1 {
 		return fitOne(f, ro, o, m, est, job, gs[0])
 	}
-	warnModel(f, m)
 	recs := plan.Recommend(est, job, gs, o.MaxGPUs)
 	if err := writeRecommendations(f.IO.Out, ro, m, job, recs); err != nil {
 		return err
@@ -182,7 +179,7 @@ func fitOne(f *Factory, ro report.Options, o *fitOptions, m *model.Model, est pl
 	if err != nil {
 		return err
 	}
-	rep.Result.Warnings = slices.Concat(m.Warnings, rep.Result.Warnings)
+	rep.Warnings = report.Warnings(m.Warnings, rep.Warnings)
 	if ro.Format == report.JSON {
 		err = report.WriteJSON(f.IO.Out, rep)
 	} else {
@@ -239,10 +236,10 @@ func writeFitOne(w io.Writer, ro report.Options, o *fitOptions, m *model.Model, 
 		for _, sg := range rep.Suggestions {
 			verdict := strings.ReplaceAll(string(sg.Verdict), "_", " ")
 			if sg.Combined {
-				fmt.Fprintf(&b, "together, these fit: %s → %s per GPU (%s)\n", sg.Change, ro.Bytes(sg.NeedBytes), verdict)
+				fmt.Fprintf(&b, "together, these fit: %s → %s per GPU (%s)\n", changeFlags(sg), ro.Bytes(sg.NeedBytes), verdict)
 				continue
 			}
-			fmt.Fprintf(&b, "  %-31s %s per GPU (%s, saves %s): %s\n", sg.Change, ro.Bytes(sg.NeedBytes), verdict, ro.Bytes(sg.Savings(need)), sg.Why)
+			fmt.Fprintf(&b, "  %-31s %s per GPU (%s, saves %s): %s\n", changeFlags(sg), ro.Bytes(sg.NeedBytes), verdict, ro.Bytes(sg.Savings(need)), sg.Why)
 		}
 	}
 	if s := rep.Result.Serving; s != nil {
@@ -251,7 +248,7 @@ func writeFitOne(w io.Writer, ro report.Options, o *fitOptions, m *model.Model, 
 	if rep.Warning != "" {
 		fmt.Fprintf(&b, "note: %s\n", rep.Warning)
 	}
-	for _, s := range rep.Result.Warnings {
+	for _, s := range rep.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", s)
 	}
 	_, err := io.WriteString(w, b.String())
@@ -274,17 +271,33 @@ func fitSentence(fit plan.Fit, ro report.Options) string {
 	return s
 }
 
+// changeFlags writes a suggestion's settings as the flags that set them:
+// "--grad-checkpoint full".
+func changeFlags(sg plan.Suggestion) string {
+	flags := make([]string, len(sg.Settings))
+	for i, s := range sg.Settings {
+		flags[i] = flagName(s.Key, s.Value)
+	}
+	return strings.Join(flags, " ")
+}
+
 func answerText(a *plan.Answer, ro report.Options, unit string) string {
 	if a.Error != "" {
-		if a.NoFit {
-			return "none (" + a.Error + ")"
+		msg := a.Error
+		if err := a.Err(); err != nil {
+			msg = renderError(err)
 		}
-		return "unknown (" + a.Error + ")"
+		if a.NoFit {
+			return "none (" + msg + ")"
+		}
+		return "unknown (" + msg + ")"
 	}
 	s := fmt.Sprintf("%d%s (%s per GPU)", a.Value, unit, ro.Bytes(a.NeedBytes))
 	switch {
 	case a.Value >= a.Limit:
 		s += ", the search limit"
+	case a.StopErr() != nil:
+		s += "; next: " + renderError(a.StopErr())
 	case a.Stop != "":
 		s += "; next: " + a.Stop
 	}
@@ -298,9 +311,18 @@ func modeName(job memory.Job) string {
 	return string(job.Mode)
 }
 
+// fitRecommendations is what gpumem fit prints as JSON for several GPUs.
+type fitRecommendations struct {
+	Model string `json:"model"`
+	// Recommendations has one entry per GPU, best first.
+	Recommendations []plan.Recommendation `json:"recommendations"`
+	// Warnings are the model's warnings: every row rests on them.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
 func writeRecommendations(w io.Writer, ro report.Options, m *model.Model, job memory.Job, recs []plan.Recommendation) error {
 	if ro.Format == report.JSON {
-		return report.WriteJSON(w, recs)
+		return report.WriteJSON(w, fitRecommendations{Model: m.ID, Recommendations: recs, Warnings: report.Warnings(m.Warnings)})
 	}
 	headers, rows := plan.RecommendationRows(recs, ro.Bytes)
 	t := &report.TableData{
@@ -320,11 +342,12 @@ func writeRecommendations(w io.Writer, ro report.Options, m *model.Model, job me
 			notes = append(notes, r.Warning)
 		}
 	}
-	if len(notes) == 0 {
-		return nil
+	if len(notes) > 0 {
+		if _, err := fmt.Fprintf(w, "\nnote: %s (speed and numerics differ; the memory figures hold)\n", strings.Join(notes, "; ")); err != nil {
+			return err
+		}
 	}
-	_, err := fmt.Fprintf(w, "\nnote: %s (speed and numerics differ; the memory figures hold)\n", strings.Join(notes, "; "))
-	return err
+	return report.WriteWarnings(w, m.Warnings)
 }
 
 func lower(ss []string) []string {
@@ -364,6 +387,11 @@ func sweepRun(f *Factory, ro report.Options, o *fitOptions, m *model.Model, est 
 	if o.PlotOut != "" {
 		return writePlot(f, o, m, job, xs, rs, gs)
 	}
+	ws := [][]string{m.Warnings}
+	for _, r := range rs {
+		ws = append(ws, r.Warnings)
+	}
+	warnings := report.Warnings(ws...)
 	if ro.Format == report.JSON {
 		type point struct {
 			X      int           `json:"x"`
@@ -373,7 +401,12 @@ func sweepRun(f *Factory, ro report.Options, o *fitOptions, m *model.Model, est 
 		for i := range xs {
 			pts[i] = point{xs[i], rs[i].PerGPU}
 		}
-		return report.WriteJSON(f.IO.Out, pts)
+		return report.WriteJSON(f.IO.Out, struct {
+			Model    string   `json:"model"`
+			Sweep    string   `json:"sweep"`
+			Points   []point  `json:"points"`
+			Warnings []string `json:"warnings,omitempty"`
+		}{m.ID, o.Sweep, pts, warnings})
 	}
 	t := &report.TableData{
 		Title:   fmt.Sprintf("%s, %s: per-GPU peaks by %s", m.ID, modeName(job), o.Sweep),
@@ -392,7 +425,10 @@ func sweepRun(f *Factory, ro report.Options, o *fitOptions, m *model.Model, est 
 		}
 		t.AddRow(row...)
 	}
-	return t.Render(f.IO.Out, ro.Format)
+	if err := t.Render(f.IO.Out, ro.Format); err != nil {
+		return err
+	}
+	return report.WriteWarnings(f.IO.Out, warnings)
 }
 
 func writePlot(f *Factory, o *fitOptions, m *model.Model, job memory.Job, xs []int, rs []memory.Result, gs []gpu.GPU) error {

@@ -74,9 +74,16 @@ func TestFitRecommendationTable(t *testing.T) {
 		t.Errorf("want L4, H100, T4 in that order:\n%s", out)
 	}
 	out, _, code = runCommand(t, "fit", "llama3-8b", "--mode", "inference", "--batch-size", "2", "--prompt-len", "2048", "--format", "json")
-	var recs []plan.Recommendation
-	if err := json.Unmarshal([]byte(out), &recs); err != nil || code != 0 {
+	var rep struct {
+		Model           string                `json:"model"`
+		Recommendations []plan.Recommendation `json:"recommendations"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
 		t.Fatalf("exit %d, %v", code, err)
+	}
+	recs := rep.Recommendations
+	if rep.Model != "meta-llama/Meta-Llama-3-8B" {
+		t.Errorf("model %q", rep.Model)
 	}
 	if len(recs) < 30 {
 		t.Errorf("%d recommendations without --gpu, want the whole catalog", len(recs))

@@ -159,7 +159,7 @@ func (o *planOptions) finish(cmd *cobra.Command) (plan.Space, error) {
 	}
 	for i, e := range s.Engines {
 		if e == "single" {
-			s.Engines[i] = plan.EngineSingle
+			s.Engines[i] = memory.EngineSingle
 		}
 	}
 	if o.Methods == "" {
@@ -202,7 +202,6 @@ func planRun(f *Factory, g *globalOptions, o *planOptions, space plan.Space, m *
 		return err
 	}
 	ro := g.renderOptions(f)
-	warnModel(f, m)
 	if len(gs) > 1 {
 		return planAcross(f, ro, o, space, m, job, gs)
 	}
@@ -246,7 +245,11 @@ func planAcross(f *Factory, ro report.Options, o *planOptions, space plan.Space,
 		return a.MemoryBytes < b.MemoryBytes
 	})
 	if ro.Format == report.JSON {
-		return report.WriteJSON(f.IO.Out, plans)
+		return report.WriteJSON(f.IO.Out, struct {
+			Model    string      `json:"model"`
+			Plans    []plan.Plan `json:"plans"`
+			Warnings []string    `json:"warnings,omitempty"`
+		}{m.ID, plans, report.Warnings(m.Warnings)})
 	}
 	t := &report.TableData{
 		Title:   fmt.Sprintf("%s: the highest-scoring layout on up to %d GPUs of each kind (rows by GPU count, then score)", m.ID, o.MaxGPUs),
@@ -274,7 +277,10 @@ func planAcross(f *Factory, ro report.Options, o *planOptions, space plan.Space,
 		}
 		t.AddRow(row...)
 	}
-	return t.Render(f.IO.Out, ro.Format)
+	if err := t.Render(f.IO.Out, ro.Format); err != nil {
+		return err
+	}
+	return report.WriteWarnings(f.IO.Out, m.Warnings)
 }
 
 func writePlan(w io.Writer, ro report.Options, o *planOptions, m *model.Model, p plan.Plan) error {
@@ -316,8 +322,10 @@ func writePlan(w io.Writer, ro report.Options, o *planOptions, m *model.Model, p
 			fmt.Fprintf(&b, "skipped %d: %s (e.g. %s)\n", s.Count, s.Reason, s.Example)
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	return report.WriteWarnings(w, p.Warnings)
 }
 
 // spaceMicroBatches is the micro-batch list the search used, to count

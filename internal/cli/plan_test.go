@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/plan"
 )
 
@@ -31,7 +32,7 @@ func TestPlanRanksLayouts(t *testing.T) {
 		t.Fatalf("plan %+v", p)
 	}
 	for _, c := range p.Candidates {
-		if c.Engine != plan.EngineSingle && c.Engine != plan.EngineDDP || c.GradCheckpoint == "selective" || c.MicroBatch > 4 {
+		if c.Engine != memory.EngineSingle && c.Engine != memory.EngineDDP || c.GradCheckpoint == "selective" || c.MicroBatch > 4 {
 			t.Errorf("candidate %v outside the requested space", c.Layout)
 		}
 	}
@@ -48,8 +49,12 @@ func TestPlanAcrossGPUs(t *testing.T) {
 		}
 	}
 	out, _, code = runCommand(t, "plan", "Qwen/Qwen2.5-0.5B", "--gpu", "t4,h100", "--max-gpus", "2", "--seq-len", "1024", "--format", "json")
-	var plans []plan.Plan
-	if err := json.Unmarshal([]byte(out), &plans); err != nil || code != 0 || len(plans) != 2 {
+	var rep struct {
+		Plans []plan.Plan `json:"plans"`
+	}
+	err := json.Unmarshal([]byte(out), &rep)
+	plans := rep.Plans
+	if err != nil || code != 0 || len(plans) != 2 {
 		t.Fatalf("exit %d, %v, %d plans", code, err, len(plans))
 	}
 	for _, p := range plans {

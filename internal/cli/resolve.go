@@ -88,15 +88,6 @@ func hubError(err error) error {
 	return err
 }
 
-// warnModel writes the model's warnings (a stand-in for a model that
-// could not be read, defaults it took) to stderr, for the outputs that
-// have no place for them.
-func warnModel(f *Factory, m *model.Model) {
-	for _, w := range m.Warnings {
-		fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", w)
-	}
-}
-
 // lazyHub builds the Hub client on first use, so that catalog models and
 // local files never read the Hub settings.
 type lazyHub struct {

@@ -24,7 +24,8 @@ type globalOptions struct {
 
 // Main runs the gpumem command line with args (without the program name)
 // and returns the process exit code. Errors are printed to f.IO.ErrOut as
-// one line, "gpumem: <message>", never as a stack trace.
+// one line, "gpumem: <message>", never as a stack trace; the job settings
+// an error names are written as the flags that set them.
 func Main(ctx context.Context, args []string, f *Factory) int {
 	root := rootFor(f, args)
 	root.SetArgs(rewriteBoolArgs(root, args))
@@ -32,7 +33,7 @@ func Main(ctx context.Context, args []string, f *Factory) int {
 	if err != nil {
 		var ce *ExitCodeError
 		if !(errors.As(err, &ce) && ce.Err == nil) {
-			fmt.Fprintf(f.IO.ErrOut, "gpumem: %s\n", err)
+			fmt.Fprintf(f.IO.ErrOut, "gpumem: %s\n", renderError(err))
 		}
 		var ue *UsageError
 		if errors.As(err, &ue) {

@@ -55,16 +55,33 @@ of --seq-len tokens (default --max-model-len) run at once, and whether one seque
 			if err != nil {
 				return err
 			}
-			warnModel(f, m)
+			ws := [][]string{m.Warnings}
+			for _, r := range rows {
+				ws = append(ws, r.Warnings)
+			}
+			warnings := report.Warnings(ws...)
 			ro := g.renderOptions(f)
 			if ro.Format == report.JSON {
-				return report.WriteJSON(f.IO.Out, rows)
+				return report.WriteJSON(f.IO.Out, servePlanReport{Model: m.ID, Layouts: rows, Warnings: warnings})
 			}
-			return servePlanTable(m.ID, rows, ro).Render(f.IO.Out, ro.Format)
+			if err := servePlanTable(m.ID, rows, ro).Render(f.IO.Out, ro.Format); err != nil {
+				return err
+			}
+			return report.WriteWarnings(f.IO.Out, warnings)
 		},
 	}
 	addServePlanFlags(cmd.Flags(), opts)
 	return cmd
+}
+
+// servePlanReport is what gpumem serve-plan prints as JSON.
+type servePlanReport struct {
+	Model string `json:"model"`
+	// Layouts has one row per parallel layout, fewest GPUs first.
+	Layouts []memory.ServingPlanRow `json:"layouts"`
+	// Warnings are the model's warnings and those of every layout's
+	// estimate, each once.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // addServePlanFlags declares the flags, with vLLM's names.

@@ -33,10 +33,14 @@ func TestServePlanJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []memory.ServingPlanRow
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
-		t.Fatalf("output is not the JSON of the plan rows: %v\n%s", err, out)
+	var rep struct {
+		Model   string                  `json:"model"`
+		Layouts []memory.ServingPlanRow `json:"layouts"`
 	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Model != "meta-llama/Llama-3.1-8B" {
+		t.Fatalf("output is not the JSON of the plan: %v\n%s", err, out)
+	}
+	rows := rep.Layouts
 	if len(rows) != 3 {
 		t.Fatalf("%d rows, want 3 layouts (1 GPU; tp 2; pp 2)", len(rows))
 	}

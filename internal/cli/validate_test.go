@@ -19,7 +19,7 @@ func TestValidate(t *testing.T) {
 		{"every problem", "bad.json", `{"model": "lama3-8b", "seqlen": 4096, "per_device_batch": -1, "optimizer": "adamx"}`, ExitError,
 			[]string{"4 problem(s)", `seqlen: unknown key (did you mean "seq_len"?)`, "per_device_batch: want a positive",
 				"optimizer:", `closest: llama3-8b`}},
-		{"impossible job", "tp.json", `{"model": "llama3-8b", "seq_len": 4096, "tp": 3}`, ExitError, []string{"estimators reject", "--tp 3"}},
+		{"impossible job", "tp.json", `{"model": "llama3-8b", "seq_len": 4096, "tp": 3}`, ExitError, []string{"estimators reject", "tp=3"}},
 		{"no model", "nomodel.json", `{"seq_len": 4096}`, ExitError, []string{"model: missing"}},
 		{"hub id offline", "hub.json", `{"model": "someone/not-cached-model"}`, ExitError, []string{"does not use the network"}},
 		{"not json", "x.json", `seq_len = 5`, ExitError, []string{"not valid JSON"}},

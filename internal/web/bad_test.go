@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -145,6 +146,13 @@ func TestBadInputCorpus(t *testing.T) {
 			if strings.Contains(e.Message, "panic") || strings.Contains(e.Message, "goroutine ") {
 				t.Errorf("message looks like a crash: %q", e.Message)
 			}
+			if flag := cliFlagRE.FindString(e.Message); flag != "" {
+				t.Errorf("message names the CLI flag %s, not the request key: %q", flag, e.Message)
+			}
 		})
 	}
 }
+
+// cliFlagRE finds a command-line flag in a message: the API names the
+// request's keys, never estimate's flags.
+var cliFlagRE = regexp.MustCompile(`(^|[\s(])--[a-z][a-z0-9-]*`)

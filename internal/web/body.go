@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/gpumem/gpumem/internal/decoded"
 	"github.com/gpumem/gpumem/jobfile"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
@@ -139,36 +140,19 @@ func gpuNames(v any) ([]string, *jobfile.Problem) {
 	}
 	list, ok := v.([]any)
 	if !ok {
-		return nil, &jobfile.Problem{Key: "gpus", Message: fmt.Sprintf("want an array of GPU names, got %s", kindOf(v))}
+		return nil, &jobfile.Problem{Key: "gpus", Message: fmt.Sprintf("want an array of GPU names, got %s", decoded.Kind(v))}
 	}
 	names := make([]string, 0, len(list))
 	for i, e := range list {
 		name, ok := e.(string)
 		if !ok {
-			return nil, &jobfile.Problem{Key: fmt.Sprintf("gpus[%d]", i), Message: fmt.Sprintf("want a GPU name, got %s", kindOf(e))}
+			return nil, &jobfile.Problem{Key: fmt.Sprintf("gpus[%d]", i), Message: fmt.Sprintf("want a GPU name, got %s", decoded.Kind(e))}
 		}
 		if name = strings.TrimSpace(name); name != "" {
 			names = append(names, name)
 		}
 	}
 	return names, nil
-}
-
-// kindOf names a decoded JSON value's kind for messages.
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case string:
-		return "a string"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return "a number"
 }
 
 // problemsError is the 400 of a body with problems: the message lists

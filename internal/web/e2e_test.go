@@ -97,6 +97,8 @@ type pageState struct {
 	Invalid   []string `json:"invalid"`
 	Serving   string   `json:"serving"`
 	Chart     []string `json:"chart"`
+	// Suggestions are the lines of the selected GPU's suggestions.
+	Suggestions []string `json:"suggestions"`
 }
 
 type peakText struct {
@@ -119,6 +121,7 @@ const snapshotJS = `(() => {
     error: q('#error').textContent, errorShown: !q('#error').hidden,
     invalid: [...document.querySelectorAll('[aria-invalid=true]')].map((e) => e.name),
     serving: q('#serving').textContent,
+    suggestions: [...document.querySelectorAll('#fit-suggestions li')].map((li) => li.textContent),
     chart: window.Chart && Chart.getChart(q('#chart')) ? Chart.getChart(q('#chart')).data.datasets.map((d) => d.label + '=' + (d.data[0] ?? '')) : [],
   };
 })()`
@@ -220,6 +223,23 @@ func checkAgainstAPI(t *testing.T, base string, st pageState) memory.Result {
 }
 
 // checkPlan asserts the GPU table and the fit of the chosen GPU against /api/plan.
+// checkSuggestions compares the page's suggestion lines with the API's:
+// one line each, naming every setting by its label with its value, not
+// by its JSON key.
+func checkSuggestions(t *testing.T, lines []string, api []plan.Suggestion) {
+	t.Helper()
+	if len(lines) != len(api) {
+		t.Fatalf("page lists %d suggestions, API %d", len(lines), len(api))
+	}
+	for i, s := range api {
+		for _, set := range s.Settings {
+			if !strings.Contains(lines[i], " = "+set.Value) || strings.Contains(lines[i], set.String()) {
+				t.Errorf("suggestion %q: page line %q does not name %s by its label", s.Change, lines[i], set)
+			}
+		}
+	}
+}
+
 func checkPlan(t *testing.T, base string, st pageState, gpuName string) {
 	t.Helper()
 	q, _ := url.ParseQuery(st.Query)
@@ -249,6 +269,7 @@ func checkPlan(t *testing.T, base string, st pageState, gpuName string) {
 		if want := answerText(g.MaxSeqLen, " tokens"); st.MaxSeq != want {
 			t.Errorf("longest sequence: page %q, API %q", st.MaxSeq, want)
 		}
+		checkSuggestions(t, st.Suggestions, g.Suggestions)
 	}
 }
 
@@ -447,11 +468,24 @@ func TestPageInChromium(t *testing.T) {
 	checkPlan(t, base, st, "H100-SXM")
 	saveScreenshot(ctx, t, "serve-8b-h100")
 
-	// An impossible job shows the API's error and marks the field.
+	// An impossible job shows the API's error under the field's label
+	// and marks the field.
 	setField(ctx, t, "#f-tp", "3")
 	st = waitFor(ctx, t, "tp 3", func(q url.Values) bool { return q.Get("tp") == "3" })
-	if st.State != "error" || !st.ErrorShow || !strings.Contains(st.Error, "--tp 3") || len(st.Invalid) != 1 || st.Invalid[0] != "tp" {
+	if st.State != "error" || !st.ErrorShow || !strings.HasPrefix(st.Error, "Tensor parallel: ") || !strings.Contains(st.Error, "tp=3") ||
+		len(st.Invalid) != 1 || st.Invalid[0] != "tp" {
 		t.Errorf("tp=3: state %q, error %q shown=%v, invalid %v", st.State, st.Error, st.ErrorShow, st.Invalid)
+	}
+
+	// A job that does not fit lists the plan's suggestions, each setting
+	// named by its form label.
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/?model=llama3-8b&seq_len=4096&gpu=L4")); err != nil {
+		t.Fatal(err)
+	}
+	st = waitFor(ctx, t, "job over an L4", func(q url.Values) bool { return q.Get("gpu") == "L4" })
+	checkPlan(t, base, st, "L4")
+	if len(st.Suggestions) == 0 {
+		t.Error("a full fine-tune of an 8B model on an L4: the page shows no suggestions")
 	}
 
 	// Exact GPU bytes and constant overrides survive a link and an edit.

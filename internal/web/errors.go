@@ -4,10 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
-	"strings"
 
 	"github.com/gpumem/gpumem/jobfile"
+	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
 )
 
@@ -34,7 +33,7 @@ func badRequest(field, format string, args ...any) *Error {
 }
 
 // writeError answers with err as JSON. Errors that are not *Error become a
-// 400 whose field is guessed from the message.
+// 400 about the field the error names (see fieldOf).
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var e *Error
 	if !errors.As(err, &e) {
@@ -46,51 +45,17 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	s.writeJSON(w, e.status, e)
 }
 
-// flagRE finds the first command-line flag an estimator error names.
-var flagRE = regexp.MustCompile(`--([a-z0-9][a-z0-9-]*)`)
-
-// flagKeys maps the CLI flags whose JSON key is not the flag with
-// underscores for dashes.
-var flagKeys = map[string]string{
-	"batch-size":      "batch",
-	"compile":         "torch_compile",
-	"virtual-stages":  "virtual_pipeline_stages",
-	"gpu-memory":      "gpu_memory_bytes",
-	"set":             "constants",
-	"flashattn":       "attn",
-	"lora":            "method",
-	"qlora":           "method",
-	"tensor-parallel": "tp",
-}
-
-// fieldOf names the request key an estimator error is about. The
-// estimators speak in CLI flags ("--tp 3 does not divide ..."), which map
-// onto the API's JSON keys.
+// fieldOf names the request key an error is about: the job setting of a
+// [memory.FieldError], "model" for a model that cannot be found or read,
+// else "" (the request as a whole).
 func fieldOf(err error) string {
-	msg := err.Error()
-	if errors.Is(err, model.ErrNotFound) || errors.Is(err, model.ErrUnsupportedArchitecture) {
-		return "model"
+	var fe *memory.FieldError
+	if errors.As(err, &fe) {
+		return fe.Key
 	}
 	var ce *model.ConfigError
-	if errors.As(err, &ce) {
+	if errors.Is(err, model.ErrNotFound) || errors.Is(err, model.ErrUnsupportedArchitecture) || errors.As(err, &ce) {
 		return "model"
-	}
-	switch {
-	case strings.Contains(msg, "max_position_embeddings"):
-		return "seq_len"
-	case strings.HasPrefix(msg, "constants:"):
-		return "constants"
-	}
-	m := flagRE.FindStringSubmatch(msg)
-	if m == nil {
-		return ""
-	}
-	if k, ok := flagKeys[m[1]]; ok {
-		return k
-	}
-	k := strings.ReplaceAll(m[1], "-", "_")
-	if _, ok := jobFields()[k]; ok {
-		return k
 	}
 	return ""
 }

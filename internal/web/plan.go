@@ -8,6 +8,7 @@ import (
 	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/plan"
+	"github.com/gpumem/gpumem/report"
 	"github.com/gpumem/gpumem/units"
 )
 
@@ -27,6 +28,9 @@ type PlanReport struct {
 	// Job is the job as checked, without a GPU (each entry sets its own).
 	Job  memory.Job `json:"job"`
 	GPUs []GPUPlan  `json:"gpus"`
+	// Warnings are the model's warnings and those of the estimates on
+	// every GPU, each once.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // GPUPlan is how a job does on one GPU kind: the fields of
@@ -75,14 +79,17 @@ func (s *Server) handlePlan(w http.ResponseWriter, r *http.Request) {
 	job.GPU, job.GPUMemory, job.GPUComputeCapability = "", 0, 0
 	est := plan.For(m)
 	rep := PlanReport{Model: m.ID, Job: job, GPUs: make([]GPUPlan, 0, len(gs))}
+	ws := [][]string{in.warnings}
 	var firstErr error
 	for _, g := range gs {
-		p, err := planOne(est, job, g)
+		p, warnings, err := planOne(est, job, g)
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
 		rep.GPUs = append(rep.GPUs, p)
+		ws = append(ws, warnings)
 	}
+	rep.Warnings = report.Warnings(ws...)
 	if firstErr != nil && allFailed(rep.GPUs) {
 		// The job itself is wrong, not its fit on some GPU.
 		s.writeError(w, r, firstErr)
@@ -100,14 +107,15 @@ func allFailed(ps []GPUPlan) bool {
 	return true
 }
 
-// planOne assesses job on g as gpumem fit does for one GPU.
-func planOne(est plan.EstimateFunc, job memory.Job, g gpu.GPU) (GPUPlan, error) {
+// planOne assesses job on g as gpumem fit does for one GPU, and returns
+// the estimate's warnings.
+func planOne(est plan.EstimateFunc, job memory.Job, g gpu.GPU) (GPUPlan, []string, error) {
 	a, err := plan.Assess(est, job, g, maxGPUsSearched)
 	if err != nil {
-		return GPUPlan{GPU: g, Error: err.Error()}, err
+		return GPUPlan{GPU: g, Error: err.Error()}, nil, err
 	}
 	return GPUPlan{GPU: a.GPU, Fit: a.Fit, MaxBatch: a.MaxBatch, MaxSeqLen: a.MaxSeqLen, MinGPUs: a.MinGPUs,
-		Suggestions: a.Suggestions, Warning: a.Warning}, nil
+		Suggestions: a.Suggestions, Warning: a.Warning}, a.Warnings, nil
 }
 
 // selectGPUs looks up names in the catalog; none means every GPU. A GPU

@@ -7,23 +7,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/gpumem/gpumem/memory"
 )
-
-// jobFields maps each JSON key of memory.Job to its field index.
-var jobFields = sync.OnceValue(func() map[string]int {
-	t := reflect.TypeFor[memory.Job]()
-	out := make(map[string]int, t.NumField())
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name != "" && name != "-" {
-			out[name] = i
-		}
-	}
-	return out
-})
 
 // queryKey normalises a query key: dashes are accepted for underscores.
 func queryKey(k string) string { return strings.ReplaceAll(strings.TrimSpace(k), "-", "_") }
@@ -34,8 +20,6 @@ func queryKey(k string) string { return strings.ReplaceAll(strings.TrimSpace(k),
 // ignored. Constants are given as constants.NAME=value.
 func jobFromQuery(q url.Values, extra ...string) (memory.Job, error) {
 	var job memory.Job
-	fields := jobFields()
-	v := reflect.ValueOf(&job).Elem()
 	keys := make([]string, 0, len(q))
 	for k := range q {
 		keys = append(keys, k)
@@ -53,11 +37,11 @@ func jobFromQuery(q url.Values, extra ...string) (memory.Job, error) {
 			}
 			continue
 		}
-		i, ok := fields[k]
+		jk, ok := memory.LookupJobKey(k)
 		if !ok {
 			return job, badRequest(raw, "unknown query key %q (keys are the JSON names of the job options, e.g. seq_len)", raw)
 		}
-		if err := setField(v.Field(i), k, vals); err != nil {
+		if err := setField(jk.In(&job), k, vals); err != nil {
 			return job, err
 		}
 	}

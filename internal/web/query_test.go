@@ -2,12 +2,14 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/model"
 )
 
 func TestJobFromQuery(t *testing.T) {
@@ -70,7 +72,8 @@ func TestJobFromQueryErrors(t *testing.T) {
 // TestQueryCoversJob makes sure every job option can be given in a query
 // (the page's shareable links carry them there).
 func TestQueryCoversJob(t *testing.T) {
-	for key := range jobFields() {
+	for _, k := range memory.JobKeys() {
+		key := k.Name
 		if key == "constants" {
 			continue // given as constants.NAME
 		}
@@ -86,20 +89,24 @@ func TestQueryCoversJob(t *testing.T) {
 	}
 }
 
+// TestFieldOf checks that an error's field is the key of the field error
+// it wraps, "model" for the model's errors, and never read from the
+// message's words.
 func TestFieldOf(t *testing.T) {
-	for _, tc := range []struct{ msg, want string }{
-		{"--tp 3 does not divide num_attention_heads 32 of x", "tp"},
-		{"--kv-cache-dtype: unknown dtype", "kv_cache_dtype"},
-		{"--batch-size 0: must be positive", "batch"},
-		{"--compile is not supported with x", "torch_compile"},
-		{"--gpu-memory 5: too small", "gpu_memory_bytes"},
-		{"sequence of 9 tokens exceeds max_position_embeddings 8 of x", "seq_len"},
-		{"constants: unknown constant \"x\"", "constants"},
-		{"--no-such-flag bad", ""},
-		{"something went wrong", ""},
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{memory.FieldErrorf("tp", "{tp=%d} does not divide num_attention_heads 32 of x", 3), "tp"},
+		{fmt.Errorf("inference estimate: %w", memory.FieldErrorf("kv_cache_dtype", "{kv_cache_dtype}: unknown dtype")), "kv_cache_dtype"},
+		{fmt.Errorf("x: %w", memory.FieldErrorf("batch", "{batch=%d}: must not be negative", -1)), "batch"},
+		{fmt.Errorf("load x: %w", model.ErrNotFound), "model"},
+		{fmt.Errorf("load x: %w", &model.ConfigError{File: "config.json", Key: "hidden_size", Want: "a positive integer"}), "model"},
+		{errors.New("--tp 3 does not divide num_attention_heads 32 of x"), ""},
+		{errors.New("something went wrong"), ""},
 	} {
-		if got := fieldOf(errors.New(tc.msg)); got != tc.want {
-			t.Errorf("fieldOf(%q) = %q, want %q", tc.msg, got, tc.want)
+		if got := fieldOf(tc.err); got != tc.want {
+			t.Errorf("fieldOf(%q) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
 }

@@ -96,6 +96,10 @@ const DEFAULT_JOB = { model: 'llama3-8b', seq_len: '2048' };
 const DEBOUNCE_MS = 200;
 const FIELD_TYPES = new Map([['model', 'text'], ['mode', 'select'], ['gpu', 'select']]);
 for (const g of GROUPS) for (const f of g.fields) FIELD_TYPES.set(f.k, f.type);
+// FIELD_LABELS names a job key as the form does: an API error's field
+// (a JSON key such as "tp") is shown by its label ("Tensor parallel").
+const FIELD_LABELS = new Map([['model', 'Model'], ['mode', 'Mode'], ['gpu', 'GPU']]);
+for (const g of GROUPS) for (const f of g.fields) FIELD_LABELS.set(f.k, f.label);
 
 const $ = (sel) => document.querySelector(sel);
 const form = $('#job');
@@ -326,7 +330,8 @@ async function recompute() {
     document.body.dataset.state = 'ready';
   } catch (err) {
     if (err.name === 'AbortError' || ctl !== inflight) return;
-    $('#error').textContent = err.message;
+    const label = err.field && FIELD_LABELS.get(err.field);
+    $('#error').textContent = label ? `${label}: ${err.message}` : err.message;
     $('#error').hidden = false;
     $('#status').textContent = '';
     const f = err.field && form.elements[err.field];
@@ -334,6 +339,12 @@ async function recompute() {
     document.body.dataset.query = qs;
     document.body.dataset.state = 'error';
   }
+}
+
+// settingsText names the settings of a suggestion by their form labels:
+// "Grad. checkpointing = full, Method = qlora".
+function settingsText(settings) {
+  return (settings || []).map((x) => `${FIELD_LABELS.get(x.key) || x.key} = ${x.value}`).join(', ');
 }
 
 function withoutGPU(job) {
@@ -443,7 +454,7 @@ function renderGPUs(plan, gpuName) {
   const largest = $('#fits-largest');
   const sugg = $('#fit-suggestions');
   sugg.replaceChildren(...((sel && sel.suggestions) || []).map((s) => el('li', {
-    text: `${s.combined ? 'together: ' : ''}${s.change}: ${formatIEC(s.need_bytes)} per GPU (${s.verdict.replaceAll('_', ' ')})${s.combined ? '' : ' — ' + s.why}`,
+    text: `${s.combined ? 'together: ' : ''}${settingsText(s.settings)}: ${formatIEC(s.need_bytes)} per GPU (${s.verdict.replaceAll('_', ' ')})${s.combined ? '' : ' — ' + s.why}`,
   })));
   if (!sel) {
     sum.className = 'verdict';
