@@ -34,7 +34,11 @@ var probeJobs = map[string]func(j *memory.Job) memory.Job{
 		}
 		return memory.Job{Method: j.Method}
 	},
-	"peft_variant":  func(j *memory.Job) memory.Job { return memory.Job{Method: "lora", PEFTVariant: j.PEFTVariant} },
+	// Targets and virtual tokens every method accepts, so only the name
+	// is checked (a method's own options are checked with the model).
+	"peft_variant": func(j *memory.Job) memory.Job {
+		return memory.Job{Method: "lora", PEFTVariant: j.PEFTVariant, LoRATargets: []string{"all-linear"}, NumVirtualTokens: 1}
+	},
 	"adapter_dtype": func(j *memory.Job) memory.Job { return memory.Job{Method: "lora", AdapterDtype: j.AdapterDtype} },
 	"quant_type":    func(j *memory.Job) memory.Job { return memory.Job{Method: "qlora", QuantType: j.QuantType} },
 	// One GPU: the name is checked; whether it suits sharding depends on

@@ -109,7 +109,7 @@ type Job struct {
 	LoRAAlpha    int      `json:"lora_alpha,omitempty"`          // --lora-alpha
 	LoRATargets  []string `json:"lora_target_modules,omitempty"` // --lora-target-modules (default q_proj,v_proj as PEFT)
 	LoRADropout  float64  `json:"lora_dropout,omitempty"`        // --lora-dropout
-	PEFTVariant  string   `json:"peft_variant,omitempty"`        // --peft-variant lora|dora|lora-fa
+	PEFTVariant  string   `json:"peft_variant,omitempty"`        // --peft-variant: the PEFT method, see [PEFTVariants] (default lora)
 	AdapterDtype string   `json:"adapter_dtype,omitempty"`       // --adapter-dtype (default fp32 as PEFT autocast_adapter_dtype)
 	QuantType    string   `json:"quant_type,omitempty"`          // --quant-type nf4|fp4 (QLoRA)
 	DoubleQuant  *bool    `json:"double_quant,omitempty"`        // --double-quant
@@ -121,6 +121,21 @@ type Job struct {
 	QuantStorage    string   `json:"quant_storage,omitempty"`    // --quant-storage
 	Trainable       []string `json:"trainable,omitempty"`        // --trainable module names or layer ranges
 	TrainableParams int64    `json:"trainable_params,omitempty"` // --trainable-params N
+
+	// Options of the PEFT methods beyond LoRA, under PEFT's config names
+	// (peft/tuners/<method>/config.py); zero is PEFT's default. The
+	// methods' ranks (LoHa, LoKr, VeRA r; AdaLoRA init_r; OFT r) are
+	// LoRARank.
+	NumVirtualTokens    int      `json:"num_virtual_tokens,omitempty"`      // --num-virtual-tokens: prefix, prompt and P-tuning (required)
+	FeedforwardModules  []string `json:"feedforward_modules,omitempty"`     // --feedforward-modules: IA3 modules that scale their input (default PEFT's per model type)
+	OFTBlockSize        int      `json:"oft_block_size,omitempty"`          // --oft-block-size: OFT block size when no rank is given (default 32)
+	BOFTBlockSize       int      `json:"boft_block_size,omitempty"`         // --boft-block-size (default 4 unless boft_block_num is given)
+	BOFTBlockNum        int      `json:"boft_block_num,omitempty"`          // --boft-block-num
+	BOFTButterflyFactor int      `json:"boft_n_butterfly_factor,omitempty"` // --boft-n-butterfly-factor (default 1)
+	DecomposeFactor     int      `json:"decompose_factor,omitempty"`        // --decompose-factor: LoKr Kronecker factor (default -1, near the square root)
+	DecomposeBoth       bool     `json:"decompose_both,omitempty"`          // --decompose-both: LoKr also splits its left factor
+	PrefixProjection    bool     `json:"prefix_projection,omitempty"`       // --prefix-projection: prefix tuning through an MLP
+	EncoderHiddenSize   int      `json:"encoder_hidden_size,omitempty"`     // --encoder-hidden-size: P-tuning / prefix projection MLP width (default the token width)
 
 	// VLM inputs.
 	ImagesPerSample int `json:"images_per_sample,omitempty"` // --images-per-sample

@@ -14,7 +14,9 @@ type optState struct {
 // §15.6). States are per trainable parameter only.
 func (s *setup) optimizerState(p *trParams) optState {
 	o := s.opt
-	st := optState{states: p.optStates}
+	// AdaLoRA's rank allocator keeps its importance scores beside the
+	// optimizer's state (adapterStateBytes).
+	st := optState{states: p.optStates + s.adapterStateBytes(p.adapters)}
 	stateNumel, maxState := p.stateNumel, p.maxState
 	st.paged = o.info.Paged
 	switch {

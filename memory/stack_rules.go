@@ -78,6 +78,10 @@ const (
 	ruleBnbNoQuantStorage
 	ruleTRLShardedQLoRAKbitPrep
 	ruleTRLShardedQLoRAFP32Adapters
+	rulePEFTNoIA3
+	rulePEFTNoLyCORIS
+	rulePEFTNoBOFTVeRA
+	rulePEFTOFTv1
 	numRules
 )
 
@@ -152,6 +156,26 @@ var rules = [numRules]Rule{
 		Name: "trl-sharded-qlora-fp32-adapters", Package: "trl", Before: "0.9.3",
 		Effect: "sharded QLoRA upcasts the adapters to fp32 (get_peft_model's autocast_adapter_dtype default); from 0.9.3 TRL passes autocast_adapter_dtype=False and they stay in the model dtype",
 		Source: "huggingface/trl PR #1654 \"do not upcast adapters when using FSDP+QLoRA\" (commit e4ed7a3, released in 0.9.3)",
+	},
+	rulePEFTNoIA3: {
+		Name: "peft-no-ia3", Package: "peft", Before: "0.4.0",
+		Effect: "PEFT before 0.4.0 has no IA3",
+		Source: "huggingface/peft commit c33c42f (IA3, first released in v0.4.0)",
+	},
+	rulePEFTNoLyCORIS: {
+		Name: "peft-no-loha-lokr", Package: "peft", Before: "0.6.0",
+		Effect: "PEFT before 0.6.0 has no LoHa or LoKr",
+		Source: "huggingface/peft commits 7a5f17f (LoHa) and 884b1ac (LoKr), first released in v0.6.0",
+	},
+	rulePEFTNoBOFTVeRA: {
+		Name: "peft-no-boft-vera", Package: "peft", Before: "0.11.0",
+		Effect: "PEFT before 0.11.0 has no BOFT or VeRA",
+		Source: "huggingface/peft commits 8111699 (BOFT) and 5a4b9ca (VeRA), first released in v0.11.0",
+	},
+	rulePEFTOFTv1: {
+		Name: "peft-oft-before-0.14", Package: "peft", Before: "0.14.0",
+		Effect: "PEFT before 0.14.0 has no OFT or its first form (full r × out/r × out/r blocks applied to the weight, not the skew-symmetric input rotation of 0.14), which gpumem does not model",
+		Source: "huggingface/peft src/peft/tuners/oft/config.py check_kwargs (\"OFT has been updated since PEFT 0.14.0\"); oft/layer.py @v0.13.2 vs @v0.18.0",
 	},
 }
 

@@ -223,23 +223,52 @@ func (s *setup) resolveMethod() error {
 		m, ok = methodByName(fold(s.job.Method))
 	}
 	if !ok {
-		return FieldErrorf("method", "{method}: unknown method %q (want full, lora, qlora or frozen)", s.job.Method)
+		return FieldErrorf("method", "{method}: unknown method %q (want full, lora, qlora, frozen or a PEFT method: %s)", s.job.Method, strings.Join(peftVariants[1:], ", "))
 	}
 	s.method = m
 	if s.method == MethodFull && (len(s.job.Trainable) > 0 || s.job.TrainableParams > 0) {
 		s.method = MethodFrozen
 	}
+	if s.method != MethodLoRA && s.method != MethodQLoRA {
+		return nil
+	}
+	return s.resolveVariant()
+}
+
+// resolveVariant reads the PEFT method of an adapter job: PEFTVariant,
+// or the method's own name (method ia3 is lora with variant ia3); the two
+// must agree when both are given.
+func (s *setup) resolveVariant() error {
+	j := s.job
+	v, ok := parsePEFTVariant(j.PEFTVariant)
+	if !ok {
+		return FieldErrorf("peft_variant", "{peft_variant}: unknown variant %q (want %s)", j.PEFTVariant, strings.Join(peftVariants, ", "))
+	}
+	if mv, isVariant := parsePEFTVariant(j.Method); isVariant && mv != VariantLoRA {
+		if strings.TrimSpace(j.PEFTVariant) != "" && v != mv {
+			return FieldErrorf("peft_variant", "{peft_variant=%s} disagrees with {method=%s}; give one", j.PEFTVariant, j.Method)
+		}
+		v = mv
+	}
+	s.lora.variant = v
+	if promptLearning(v) {
+		s.lora.virtual = max(j.NumVirtualTokens, 0)
+	}
 	return nil
 }
 
-// methodByName is the method a folded --method spelling names.
+// methodByName is the method a folded --method spelling names: a PEFT
+// method's name (dora, ia3, prefix-tuning, ...) is LoRA-style training
+// of adapters on a frozen base with that variant.
 func methodByName(m string) (string, bool) {
 	switch m {
 	case "", MethodFull, "full_finetune", "pretrain":
 		return MethodFull, true
 	case MethodLoRA, MethodQLoRA, MethodFrozen:
 		return m, true
-	case "dora":
+	}
+	// Only a folded spelling here: the caller folds a miss and asks again.
+	if _, ok := parsePEFTVariant(m); ok && m == fold(m) {
 		return MethodLoRA, true
 	}
 	return "", false
@@ -266,7 +295,9 @@ func (s *setup) resolveBatch() error {
 	if j.ImagesPerSample < 0 || j.ImageSize < 0 {
 		return FieldErrorf(cond(j.ImagesPerSample < 0, "images_per_sample", "image_size"), "{images_per_sample}/{image_size}: want non-negative values, got %d/%d", j.ImagesPerSample, j.ImageSize)
 	}
-	s.seqTotal = s.seq
+	// Prompt tuning and P-tuning prepend their virtual tokens to every
+	// sample: each layer and the logits run over them too.
+	s.seqTotal = s.seq + s.promptTokens()
 	if err := checkImages(s.m, j); err != nil {
 		return err
 	}
@@ -278,7 +309,7 @@ func (s *setup) resolveBatch() error {
 		if err != nil {
 			return err
 		}
-		s.seqTotal = s.seq + j.ImagesPerSample*tpi
+		s.seqTotal += j.ImagesPerSample * tpi
 	}
 	if mp := s.m.Text.MaxPositions; mp > 0 && s.seqTotal > mp && !j.AllowLong {
 		return FieldErrorf("seq_len", "{seq_len}: %d tokens exceed max_position_embeddings %d of %s (pass {allow_long=true} to estimate anyway)", s.seqTotal, mp, s.m.ID)

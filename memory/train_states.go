@@ -52,8 +52,8 @@ func (s *setup) modelStates(p *trParams) (r rankStates) {
 		}
 	}
 	r.adapters, r.master, r.grads = p.adapterBytes, p.masterBytes, p.gradBytes
-	if s.lora.variant == "lora-fa" {
-		r.adapters += s.frozenLoRAParams() * s.adapter.BytesPerElement()
+	if s.method == MethodLoRA || s.method == MethodQLoRA {
+		r.adapters += s.frozenAdapterParams() * s.adapter.BytesPerElement()
 	}
 	if len(s.job.Trainable) > 0 && (s.method == MethodLoRA || s.method == MethodQLoRA) {
 		// PEFT ModulesToSaveWrapper keeps the original module and a
