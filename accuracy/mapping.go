@@ -118,6 +118,7 @@ func TrainingJob(r Record) (memory.Job, error) {
 	}
 	mapMethod(r, &job)
 	mapActivationKnobs(r, &job)
+	mapFloat8(r, &job)
 	job.Software = softwareOf(r)
 	return RecordGPU(job), nil
 }
@@ -171,6 +172,21 @@ func mapMethod(r Record, job *memory.Job) {
 			job.DoubleQuant = &dq
 		}
 	}
+}
+
+// mapFloat8 reads torchao float8 training from a record's software
+// note: the recipe ("float8 tensorwise", "float8 rowwise") and whether
+// FSDP all-gathers the weights in float8 ("float8 FSDP all-gather").
+func mapFloat8(r Record, job *memory.Job) {
+	note := strings.ToLower(r.Job.SoftwareNote)
+	switch {
+	case strings.Contains(note, "no float8"):
+	case strings.Contains(note, "float8 tensorwise"):
+		job.Float8 = "tensorwise"
+	case strings.Contains(note, "float8 rowwise"):
+		job.Float8 = "rowwise"
+	}
+	job.Float8AllGather = job.Float8 != "" && strings.Contains(note, "float8 fsdp all-gather")
 }
 
 // virtualTokensRE reads "200 virtual tokens" from a record's PEFT method.

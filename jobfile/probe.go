@@ -24,6 +24,7 @@ var probeJobs = map[string]func(j *memory.Job) memory.Job{
 	"optimizer":      func(j *memory.Job) memory.Job { return memory.Job{Optimizer: j.Optimizer} },
 	"attn":           func(j *memory.Job) memory.Job { return memory.Job{Attention: j.Attention} },
 	"fused_loss":     func(j *memory.Job) memory.Job { return memory.Job{FusedLoss: j.FusedLoss} },
+	"float8":         func(j *memory.Job) memory.Job { return memory.Job{Float8: j.Float8} },
 	"framework":      func(j *memory.Job) memory.Job { return memory.Job{Framework: j.Framework} },
 	"task_head":      func(j *memory.Job) memory.Job { return memory.Job{TaskHead: j.TaskHead} },
 	"method": func(j *memory.Job) memory.Job {

@@ -90,13 +90,20 @@ type Job struct {
 	AllowLong  bool  `json:"allow_long,omitempty"`       // --allow-long: permit SeqLen above max_position_embeddings
 
 	// Activations.
-	Attention         string `json:"attn,omitempty"`                  // --attn eager|sdpa|flash (default sdpa)
-	GradCheckpoint    string `json:"grad_checkpoint,omitempty"`       // --grad-checkpoint none|full|selective|every-N ("" = none)
-	FusedLoss         string `json:"fused_loss,omitempty"`            // --fused-loss none|liger|chunked|chunked-compiled
-	Compile           bool   `json:"torch_compile,omitempty"`         // --compile
-	ActivationOffload bool   `json:"activation_offload,omitempty"`    // --activation-offload
-	OptimizerInBwd    bool   `json:"optimizer_in_backward,omitempty"` // --optimizer-in-backward
-	Framework         string `json:"framework,omitempty"`             // --framework hf|torchtune|litgpt|megatron|torchtitan (activation inventory)
+	Attention      string `json:"attn,omitempty"`            // --attn eager|sdpa|flash (default sdpa)
+	GradCheckpoint string `json:"grad_checkpoint,omitempty"` // --grad-checkpoint none|full|selective|every-N ("" = none)
+	FusedLoss      string `json:"fused_loss,omitempty"`      // --fused-loss none|liger|chunked|chunked-compiled
+	Compile        bool   `json:"torch_compile,omitempty"`   // --compile
+	// Float8 is torchao float8 training of the Linears (Float8Linear, as
+	// torchtitan's float8 converter applies it): the recipe name,
+	// tensorwise, rowwise or rowwise_with_gw_hp ("" = none).
+	Float8 string `json:"float8,omitempty"` // --float8
+	// Float8AllGather is torchao's enable_fsdp_float8_all_gather: FSDP2
+	// all-gathers the Linear weights in float8 (tensorwise only).
+	Float8AllGather   bool   `json:"enable_fsdp_float8_all_gather,omitempty"` // --float8-all-gather
+	ActivationOffload bool   `json:"activation_offload,omitempty"`            // --activation-offload
+	OptimizerInBwd    bool   `json:"optimizer_in_backward,omitempty"`         // --optimizer-in-backward
+	Framework         string `json:"framework,omitempty"`                     // --framework hf|torchtune|litgpt|megatron|torchtitan (activation inventory)
 	// TaskHead is the head actually trained when it differs from the
 	// config's architecture: "sequence_classification",
 	// "token_classification" or "none" drop the vocabulary logits and loss

@@ -82,6 +82,7 @@ const (
 	rulePEFTNoLyCORIS
 	rulePEFTNoBOFTVeRA
 	rulePEFTOFTv1
+	ruleTorchaoBlock2048
 	numRules
 )
 
@@ -176,6 +177,11 @@ var rules = [numRules]Rule{
 		Name: "peft-oft-before-0.14", Package: "peft", Before: "0.14.0",
 		Effect: "PEFT before 0.14.0 has no OFT or its first form (full r × out/r × out/r blocks applied to the weight, not the skew-symmetric input rotation of 0.14), which gpumem does not model",
 		Source: "huggingface/peft src/peft/tuners/oft/config.py check_kwargs (\"OFT has been updated since PEFT 0.14.0\"); oft/layer.py @v0.13.2 vs @v0.18.0",
+	},
+	ruleTorchaoBlock2048: {
+		Name: "torchao-8bit-block-2048", Package: "torchao", Before: "0.6.0",
+		Effect: "torchao's 8-bit and fp8 low-bit optimizers keep one fp32 scale per 2048 values instead of per 256",
+		Source: "pytorch/ao PR #927 \"Change 8-bit and FP8 optim block size from 2048 to 256 to match new bnb v0.44\" (commit 728d629, released in 0.6.0)",
 	},
 }
 

@@ -365,7 +365,7 @@ func (s *setup) finishActs(t *actTotals, r *actRegime, sum, first, last layerAct
 	st := &s.m.Text
 	t.perTok = sum.times(scale)
 	full := sum.bytes(n, kvLen) * scale
-	t.trans = layerBackwardTransient(st, r).bytes(n, kvLen) + s.peftBackwardTransient(r)
+	t.trans = layerBackwardTransient(st, r).bytes(n, kvLen) + s.peftBackwardTransient(r) + s.float8Transient(n)
 	// activation_scale scales the whole row, checkpoints included.
 	t.ckpt = s.residual * float64(st.Hidden) * n * s.c[cActivationScale]
 	if s.ckpt == ckptOp {

@@ -459,7 +459,7 @@ func (s *setup) fsdpUnits(stored bool) (unit, root float64) {
 		mod := &s.m.Modules[i]
 		f := s.frac(i)
 		n := float64(mod.Params)
-		if stored && s.shardedQ {
+		if stored && (s.shardedQ || s.float8Gather) {
 			n = s.storageElems(mod) * float64(mod.Instances)
 		}
 		switch {

@@ -133,8 +133,15 @@ func (s *setup) quantizes(mod *model.Module) bool {
 // parameter count, or for a 4-bit Linear of a sharded QLoRA job its
 // packed data in the storage dtype (bitsandbytes quantize_4bit with
 // quant_storage: ⌈n/2⌉ bytes) plus its bias, which FSDP and ZeRO-3
-// all-gather in place of the weight.
+// all-gather in place of the weight; under float8 all-gather a float8
+// Linear's weight in one byte per element.
 func (s *setup) storageElems(mod *model.Module) float64 {
+	if s.float8Gather && s.float8Linear(mod) {
+		// FSDP2 gathers the float8 cast: one byte per weight element
+		// (train_float8.go).
+		w := int64(mod.In) * int64(mod.Out)
+		return float64(w)/s.compute.BytesPerElement() + float64(mod.Each-w)
+	}
 	if !s.shardedQ || !s.quantizes(mod) {
 		return float64(mod.Each)
 	}

@@ -81,6 +81,10 @@ type setup struct {
 	quantHead bool // the output head is quantized too (litgpt bitsandbytes precision)
 	double    bool // bnb double quantisation
 	shardedQ  bool // sharded QLoRA: 4-bit weights sharded by FSDP or ZeRO-3 (resolveShardedQLoRA)
+	// float8 is the torchao float8 recipe ("" none); float8Gather is
+	// FSDP2's float8 all-gather of the Linear weights (resolveFloat8).
+	float8       string
+	float8Gather bool
 
 	opt *optimizerSpec
 
@@ -147,6 +151,9 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 	if s.opt, err = lookupOptimizer(job.Optimizer); err != nil {
 		return FieldErrorf("optimizer", "{optimizer}: %w", err)
 	}
+	if s.opt.kind == optTorchao && s.rules.has(ruleTorchaoBlock2048) {
+		s.opt = torchaoOldBlock(s.opt)
+	}
 	if err := s.resolveBatch(); err != nil {
 		return err
 	}
@@ -157,6 +164,12 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 		return err
 	}
 	if err := s.resolveShardedQLoRA(); err != nil {
+		return err
+	}
+	if err := s.checkOptimizerLayout(); err != nil {
+		return err
+	}
+	if err := s.resolveFloat8(); err != nil {
 		return err
 	}
 	if err := s.resolveTrainable(); err != nil {
@@ -171,6 +184,24 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 			// Once for the job, whichever pipeline stage is the peak.
 			s.warn(w)
 		}
+	}
+	return nil
+}
+
+// checkOptimizerLayout refuses what the optimizer cannot run with:
+// torchao's CPUOffloadOptimizer is for one GPU ("Offload optimizer to CPU
+// for single-GPU training", torchao/optim/cpu_offload.py), and freeing
+// gradients as they are offloaded is "not compatible with gradient
+// accumulation".
+func (s *setup) checkOptimizerLayout() error {
+	if s.opt.kind != optCPUOffload {
+		return nil
+	}
+	if !s.dist.single {
+		return FieldErrorf("optimizer", "{optimizer=%s}: torchao's CPUOffloadOptimizer offloads for single-GPU training only; use an engine's offload ({offload_optimizer=cpu} with deepspeed or fsdp)", s.opt.info.Name)
+	}
+	if s.opt.offloadGrads && s.accum > 1 {
+		return FieldErrorf("optimizer", "{optimizer=%s} with {grad_accum=%d}: offload_gradients frees each gradient after copying it, which torchao says is not compatible with gradient accumulation", s.opt.info.Name, s.accum)
 	}
 	return nil
 }

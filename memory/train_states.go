@@ -103,6 +103,7 @@ func (s *setup) modelStates(p *trParams) (r rankStates) {
 		r.castHead /= float64(s.dist.tp)
 	}
 	r.hostCPU, r.hostNVMe = s.shardStates(&r, p)
+	r.hostCPU += p.hostOpt
 	return r
 }
 

@@ -287,6 +287,8 @@ func addEstimateFlags(fs *pflag.FlagSet, o *estimateOptions) {
 	fs.StringVar(&j.FusedLoss, "fused-loss", "", "loss implementation: none, liger, chunked or chunked-compiled (bare or true: liger, a fused linear cross-entropy)")
 	fs.BoolVar(&o.Liger, "liger", false, "Liger kernels (fused linear cross-entropy, fused norms and SwiGLU)")
 	fs.BoolVar(&j.Compile, "compile", false, "torch.compile the model")
+	fs.StringVar(&j.Float8, "float8", "", "torchao float8 training of the Linears, by recipe: tensorwise, rowwise or rowwise_with_gw_hp")
+	fs.BoolVar(&j.Float8AllGather, "float8-all-gather", false, "FSDP2 all-gathers the float8 weights (torchao enable_fsdp_float8_all_gather; tensorwise)")
 	fs.BoolVar(&j.ActivationOffload, "activation-offload", false, "offload saved activations to CPU")
 	fs.BoolVar(&j.OptimizerInBwd, "optimizer-in-backward", false, "step the optimizer inside backward (no full gradient set alive)")
 	fs.StringVar(&j.Framework, "framework", "", "training framework whose activation layout to model: hf, torchtune, litgpt, megatron, torchtitan (default hf)")

@@ -36,6 +36,8 @@ const GROUPS = [
   { legend: 'Precision and optimizer', fields: [
     { k: 'dtype', label: 'Weights dtype', type: 'select', opts: ['', 'fp32', 'bf16', 'fp16', 'fp8', 'int8', 'int4', 'nf4', 'fp4', 'mxfp4'], ph: 'bf16' },
     { k: 'master_weights', label: 'Master weights', type: 'select', opts: ['', 'fp32', 'none'], modes: ['train'] },
+    { k: 'float8', label: 'Float8 training', type: 'select', opts: ['', 'tensorwise', 'rowwise', 'rowwise_with_gw_hp'], modes: ['train'] },
+    { k: 'enable_fsdp_float8_all_gather', label: 'Float8 FSDP all-gather', type: 'bool', modes: ['train'] },
     { k: 'compute_dtype', label: 'Autocast dtype', type: 'select', opts: ['', 'bf16', 'fp16'], modes: ['train'] },
     { k: 'optimizer', label: 'Optimizer', type: 'text', ph: 'adamw_torch', modes: ['train'],
       list: [] /* filled from /api/optimizers */ },
