@@ -804,3 +804,19 @@ func (s *setup) promptEncoderActs() float64 {
 	}
 	return 0
 }
+
+// peftNote names the job's PEFT method and its shape for explanations.
+func (s *setup) peftNote() string {
+	l := &s.lora
+	switch {
+	case promptLearning(l.variant):
+		return fmt.Sprintf("%s, %d virtual tokens", l.variant, l.virtual)
+	case l.variant == VariantIA3:
+		return fmt.Sprintf("ia3, feedforward modules %s", strings.Join(l.ff, ","))
+	case l.variant == VariantOFT && l.rank == 0:
+		return fmt.Sprintf("oft, block size %d", l.oftBlock)
+	case l.variant == VariantBOFT:
+		return fmt.Sprintf("boft, block size %d / blocks %d, butterfly factor %d", l.boftBlock, l.boftNum, l.boftFactor)
+	}
+	return fmt.Sprintf("rank %d, variant %s", l.rank, l.variant)
+}
