@@ -462,20 +462,26 @@ func adjustOFT(in, params int) int {
 // and its checks (peft/tuners/boft/layer.py update_layer @v0.18.0).
 func boftBlocks(in, size, num, factor int) (blocks, bsize int, err error) {
 	f := factor - 1
+	if f < 0 || f > 30 || (f > 0 && in < 1<<f) {
+		return 0, 0, fmt.Errorf("boft_n_butterfly_factor %d does not fit in_features %d", factor, in)
+	}
 	switch {
 	case size == 0:
 		if num <= 0 || in%num != 0 {
 			return 0, 0, fmt.Errorf("in_features (%d) must be divisible by boft_block_num (%d)", in, num)
+		}
+		if f > 0 && num < 1<<f {
+			return 0, 0, fmt.Errorf("boft_n_butterfly_factor %d needs boft_block_num of at least 2^%d (got %d)", factor, f, num)
 		}
 		if f > 0 && num%(1<<f) != 0 {
 			return 0, 0, fmt.Errorf("boft_block_num (%d) must be a multiple of 2 to the power of boft_n_butterfly_factor - 1 (%d)", num, f)
 		}
 		size = in / num
 	default:
-		if in%size != 0 {
+		if size <= 0 || in%size != 0 {
 			return 0, 0, fmt.Errorf("in_features (%d) must be divisible by boft_block_size (%d)", in, size)
 		}
-		if f > 0 && in%(size<<f) != 0 {
+		if f > 0 && (size<<f > in || in%(size<<f) != 0) {
 			return 0, 0, fmt.Errorf("in_features (%d) must be divisible by boft_block_size × 2^(boft_n_butterfly_factor - 1) (%d)", in, size<<f)
 		}
 		num = in / size

@@ -374,3 +374,41 @@ func ExamplePEFTVariants() {
 	fmt.Println(strings.Join(PEFTVariants(), " "))
 	// Output: lora dora lora-fa adalora ia3 loha lokr oft boft vera prefix-tuning prompt-tuning p-tuning
 }
+
+// FuzzPEFTVariant feeds arbitrary method names and options through
+// the estimator: an accepted name is a listed variant that parses to
+// itself, and every job either fails with an error or gives a consistent
+// result that trains something.
+func FuzzPEFTVariant(f *testing.F) {
+	for _, v := range peftVariants {
+		f.Add(v, 8, 4, 0, 0, 0, 1, 0)
+	}
+	f.Add("PREFIX_TUNING", 0, 300, 0, 0, 0, 0, 0)
+	f.Add("oft", 0, 0, 7, 0, 0, 0, 0)
+	f.Add("boft", 0, 0, 0, 0, 3, 2, 0)
+	f.Add("lokr", 3, 0, 0, 0, 0, 0, 1000)
+	f.Add("ia3 ", -1, -1, -1, -1, -1, -1, -2)
+	m, err := model.Lookup("HuggingFaceTB/SmolLM2-135M-Instruct")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, v string, rank, tokens, oftBlock, boftSize, boftNum, factor, decompose int) {
+		if got, ok := parsePEFTVariant(v); ok {
+			if again, ok2 := parsePEFTVariant(got); !ok2 || again != got || !strings.Contains(strings.Join(peftVariants, " "), got) {
+				t.Fatalf("parsePEFTVariant(%q) = %q, which parses to %q", v, got, again)
+			}
+		}
+		clamp := func(n int) int { return max(min(n, 4096), -4) }
+		job := Job{Method: "lora", PEFTVariant: v, LoRARank: clamp(rank), NumVirtualTokens: clamp(tokens), OFTBlockSize: clamp(oftBlock),
+			BOFTBlockSize: clamp(boftSize), BOFTBlockNum: clamp(boftNum), BOFTButterflyFactor: clamp(factor), DecomposeFactor: clamp(decompose),
+			SeqLen: 128, AllowLong: true}
+		r, err := Estimate(m, job)
+		if err != nil {
+			return
+		}
+		if r.TrainableParams <= 0 {
+			t.Fatalf("%+v trains %d parameters", job, r.TrainableParams)
+		}
+		checkParts(t, r)
+	})
+}
