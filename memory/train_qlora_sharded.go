@@ -75,7 +75,6 @@ func (s *setup) resolveShardedQLoRA() error {
 	}
 	switch {
 	case store == "":
-		stored = &s.compute
 		s.warn(fmt.Sprintf("quant_storage not given: assuming bnb_4bit_quant_storage %s, the compute dtype, which %s needs to shard the 4-bit weights (transformers' FSDP-QLoRA and DeepSpeed ZeRO-3 QLoRA guides)", s.compute.Name, s.shardingName()))
 	case stored == nil || stored.Name != s.compute.Name:
 		return FieldErrorf("quant_storage", "{quant_storage=%s} with %s: the packed 4-bit weights are sharded with the model's other parameters only when stored in the model's dtype (%s); set {quant_storage=%s}", j.QuantStorage, s.shardingName(), s.compute.Name, s.compute.Name)
