@@ -35,13 +35,45 @@ var notes = map[string]struct {
 	"tf-docs-bert-large-fp16-bs1-ga4-gc-adafactor": {-5, 8, "Adafactor's factored states from real shapes"},
 }
 
+// devReport is the report on the first-round records, the ones the
+// model was written against: the targets below are in-sample and hold
+// for them. The second-round records are reported in ACCURACY.md beside
+// them, with the leave-one-source-out errors, not asserted.
 func devReport(t *testing.T) Report {
+	t.Helper()
+	return Run(firstRound(t), Options{})
+}
+
+// firstRound returns the development records of the first round.
+func firstRound(t *testing.T) []Record {
 	t.Helper()
 	recs, err := DevRecords()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Run(recs, Options{})
+	var out []Record
+	for _, r := range recs {
+		if r.Round() == 1 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TestDevRounds checks the development set holds both rounds: the 88
+// records the model was written against and the 113 shared later.
+func TestDevRounds(t *testing.T) {
+	recs, err := DevRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n [3]int
+	for _, r := range recs {
+		n[r.Round()]++
+	}
+	if n[1] != 88 || n[2] != 113 {
+		t.Errorf("rounds: %d first-round and %d second-round records, want 88 and 113", n[1], n[2])
+	}
 }
 
 func TestDevTrainingTargets(t *testing.T) {
@@ -124,8 +156,8 @@ func TestTrainingJobMapping(t *testing.T) {
 				if j.Method != memory.MethodQLoRA || j.Framework != memory.FrameworkLitGPT || j.LoRARank != 16 || j.LoRADropout != 0.05 || j.GradAccum != 8 {
 					return "want litgpt qlora r16 dropout 0.05 accum 8"
 				}
-				if j.DoubleQuant == nil || !*j.DoubleQuant || len(j.Software) != 1 || j.Software[0] != "bnb<0.43.2" {
-					return "want double quant and the bnb<0.43.2 era"
+				if j.DoubleQuant == nil || !*j.DoubleQuant || len(j.Stack) != 1 || j.Stack["bitsandbytes"] != "0.41.1" {
+					return "want double quant and bitsandbytes 0.41.1 in the stack"
 				}
 				return ""
 			}},
@@ -145,8 +177,8 @@ func TestTrainingJobMapping(t *testing.T) {
 			}},
 		{"selective checkpoint, torch1", Record{ID: "e", Job: RecordJob{Mode: "train", GradCheckpoint: &yes, CheckpointMode: "selective", FusedLoss: &no, SeqLen: &seq, ReliabilityNote: "2022 software stack: torch 1.x"}},
 			func(j memory.Job) string {
-				if j.GradCheckpoint != "selective" || j.FusedLoss != "" || j.Dtype != "bf16" || len(j.Software) != 1 || j.Software[0] != "torch1" {
-					return "want selective checkpointing, no fused loss, default bf16, torch1"
+				if j.GradCheckpoint != "selective" || j.FusedLoss != "" || j.Dtype != "bf16" || len(j.Stack) != 1 || j.Stack["torch"] != "1.12.1" {
+					return "want selective checkpointing, no fused loss, default bf16, torch 1.12.1"
 				}
 				return ""
 			}},
@@ -286,7 +318,7 @@ func TestServingComponents(t *testing.T) {
 func TestRenderers(t *testing.T) {
 	rep := devReport(t)
 	md, txt := rep.Markdown(), rep.Text()
-	for _, want := range []string{"| id | mode |", "litgpt-rt-llama2-7b-lora-mb1", "| train |"} {
+	for _, want := range []string{"| id | round | mode |", "litgpt-rt-llama2-7b-lora-mb1", "| train |", "## Leave one source out", "## What informed what"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q", want)
 		}

@@ -92,8 +92,10 @@ func configID(j RecordJob) string {
 // generate for inference records, vLLM for serving records (whose KV pool
 // is sized from --max-model-len, not from a prompt); quant_format picks the
 // bitsandbytes kind and compute dtype or the GPTQ/AWQ layout, and the
-// software note selects the transformers < 4.36 tuple cache and the
-// full-sequence logits of transformers < 4.45 (MODEL.md §15.2, §15.16).
+// versions the record states or implies are its stack ([StackOf]): a
+// software note on the tuple KV cache reads as transformers 4.35.2, one
+// on full-sequence logits as 4.44.2, vLLM's V0 engine as 0.7.3 (MODEL.md
+// §15.2, §15.16).
 // It is the mapper registered for the "inference" and "serving" modes.
 func InferenceJob(r Record) (memory.Job, error) {
 	j := r.Job
@@ -120,35 +122,10 @@ func InferenceJob(r Record) (memory.Job, error) {
 		job.PromptLen, job.GenLen, job.SeqLen = 0, 0, 0
 	}
 	applyQuantFormat(&job, j.QuantFormat)
-	sw := strings.ToLower(j.SoftwareNote)
-	if strings.Contains(sw, "tuple kv cache") {
-		job.Software = append(job.Software, "transformers<4.36")
-	}
-	if strings.Contains(sw, "full-sequence logits") {
-		job.Software = append(job.Software, "transformers<4.45")
-	}
-	if serving && isVLLMV0(r.Framework) {
-		job.Software = append(job.Software, "vllm<0.8")
-	}
+	job.Stack = StackOf(r)
 	// The board's facts (CUDA total, compute capability) come from the
 	// GPU catalog, as for every front end; a memory the record states wins.
 	return RecordGPU(job), nil
-}
-
-// isVLLMV0 reports whether a record's framework text names vLLM's V0
-// engine: VLLM_USE_V1=0, a 0.x release before 0.8 (V1 became the default
-// in 0.8.0), or the V0 model_runner/worker startup log.
-func isVLLMV0(fw string) bool {
-	fw = strings.ToLower(fw)
-	if strings.Contains(fw, "vllm_use_v1=0") || strings.Contains(fw, "model_runner/worker log") {
-		return true
-	}
-	for _, v := range []string{"0.1.", "0.2.", "0.3.", "0.4.", "0.5.", "0.6.", "0.7."} {
-		if strings.Contains(fw, "vllm "+v) || strings.Contains(fw, "vllm v"+v) {
-			return true
-		}
-	}
-	return false
 }
 
 // applyQuantFormat refines the dtype from a record's quant_format text:

@@ -95,7 +95,7 @@ func TestLoadInferenceRecordsMapping(t *testing.T) {
 	}
 	g, b, v := recs[0], recs[1], recs[2]
 	if g.Job.Dtype != "int4" || g.Job.Batch != 2 || g.Job.PromptLen != 512 || g.Job.GenLen != 64 ||
-		strings.Join(g.Job.Software, ",") != "transformers<4.36,transformers<4.45" || g.Metric != MetricDevice || !g.Reliable {
+		g.Job.Stack.String() != "transformers=4.35.2" || g.Metric != MetricDevice || !g.Reliable {
 		t.Errorf("gptq record mapped to %+v", g)
 	}
 	if b.Job.Dtype != "fp4" || b.Job.ComputeDtype != "fp32" || b.Job.SeqLen != 80 || b.Reliable || b.ConfigID != "" {

@@ -73,8 +73,8 @@ func RecordGPU(job memory.Job) memory.Job {
 //     the stated dtype;
 //   - the framework (litgpt, torchtune, torchtitan, HF) selects the
 //     activation inventory and loss;
-//   - a 2022-era stack (torch 1.x) and bitsandbytes < 0.43.2 are passed as
-//     software eras (§15.16);
+//   - the versions the record states or implies are its stack ([StackOf]:
+//     torch 1.x, bitsandbytes 0.41 or 0.42, a dated torchtitan, ...);
 //   - fused_loss means torchtune's chunked CE (compiled when the run is)
 //     or, elsewhere, Liger's fused linear cross-entropy.
 func TrainingJob(r Record) (memory.Job, error) {
@@ -119,7 +119,7 @@ func TrainingJob(r Record) (memory.Job, error) {
 	mapMethod(r, &job)
 	mapActivationKnobs(r, &job)
 	mapFloat8(r, &job)
-	job.Software = softwareOf(r)
+	job.Stack = StackOf(r)
 	return RecordGPU(job), nil
 }
 
@@ -276,23 +276,6 @@ func frameworkOf(r Record) string {
 		return memory.FrameworkMegatron
 	}
 	return memory.FrameworkHF
-}
-
-// softwareOf names the software eras a record's notes state (MODEL.md §15.16).
-func softwareOf(r Record) []string {
-	text := strings.ToLower(r.Job.ReliabilityNote + " " + r.Job.SoftwareNote + " " + r.Framework)
-	var sw []string
-	if strings.Contains(text, "torch 1.x") || strings.Contains(text, "torch 1.") {
-		sw = append(sw, "torch1")
-	}
-	if strings.Contains(text, "bitsandbytes 0.41") || strings.Contains(text, "bnb 0.41") {
-		sw = append(sw, "bnb<0.43.2")
-	}
-	if strings.Contains(text, "torchtitan") && strings.Contains(text, "march 2024") {
-		// Before torchtitan freed pred ahead of backward.
-		sw = append(sw, "torchtitan-2024q1")
-	}
-	return sw
 }
 
 // intOr dereferences p or returns def.

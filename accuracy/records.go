@@ -23,6 +23,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 //go:embed testdata/measurements-dev.json
@@ -54,6 +55,20 @@ type Record struct {
 	Job RecordJob `json:"job"`
 	// Other holds other numbers from the same run.
 	Other map[string]any `json:"other_measurements,omitempty"`
+	// TurnNote marks the records held out while the model was first
+	// written ("held out in the first round; ..."): see [Record.Round].
+	TurnNote string `json:"turn_note,omitempty"`
+}
+
+// Round is the round of the development set a record was shared in: 1
+// for the records the memory model was written against, 2 for those held
+// out then and shared later (their turn_note says so). No constant or
+// rule of the model was read off a round-2 record before it was shared.
+func (r Record) Round() int {
+	if strings.Contains(strings.ToLower(r.TurnNote), "held out in the first round") {
+		return 2
+	}
+	return 1
 }
 
 // RecordJob is the normalised job object of a record. Nullable fields are

@@ -12,6 +12,8 @@ import (
 	"sort"
 
 	"github.com/gpumem/gpumem/gpu"
+	"github.com/gpumem/gpumem/internal/fsutil"
+	"github.com/gpumem/gpumem/internal/jsonkeys"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/plan"
 	"github.com/gpumem/gpumem/probe"
@@ -54,9 +56,13 @@ func Default() Profile {
 	return p
 }
 
+// MaxProfileSize is the largest calibration profile read, in bytes: a
+// profile is a few dozen constants with their fits, a few KiB.
+const MaxProfileSize = 1 << 20
+
 // LoadProfile reads and checks a calibration profile file.
 func LoadProfile(path string) (Profile, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsutil.ReadFile(path, MaxProfileSize)
 	if err != nil {
 		return Profile{}, fmt.Errorf("calibration profile: %w", err)
 	}
@@ -69,6 +75,9 @@ func ParseProfile(data []byte, file string) (Profile, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
+		return Profile{}, fmt.Errorf("%s: %w", file, err)
+	}
+	if err := jsonkeys.Check(data); err != nil {
 		return Profile{}, fmt.Errorf("%s: %w", file, err)
 	}
 	if dec.More() {

@@ -18,6 +18,10 @@ import (
 	"github.com/gpumem/gpumem/probe"
 )
 
+// MaxRunsSize is the largest runs file read, in bytes: a record is a
+// few KiB, so this holds tens of thousands of runs.
+const MaxRunsSize = 256 << 20
+
 // maxRunLine bounds one line of a runs file (a run with a long timeline
 // stays far below it: timelines are not part of a run record).
 const maxRunLine = 16 << 20

@@ -78,7 +78,10 @@ func fitScale(obs []runObs, minRuns int) (TermFit, bool) {
 }
 
 // fitFragmentation fits each fragmentation constant the runs used to
-// measured (reserved − allocated)/reserved = f × allocated/reserved.
+// measured (reserved − allocated − derived)/reserved = f ×
+// allocated/reserved, where derived are the reserved rows the estimate
+// derives rather than scales (FSDP's stream pools, the weights' segment
+// slack): its reserved peak less allocated × (1 + f₀).
 func fitFragmentation(obs []runObs, minRuns int) []TermFit {
 	byName := map[string][]runObs{}
 	for _, o := range obs {
@@ -97,8 +100,9 @@ func fitFragmentation(obs []runObs, minRuns int) []TermFit {
 		var y, before []float64
 		for _, o := range byName[name] {
 			w := 1 / o.measRes
+			derived := max(0, o.estRes-o.estAlloc*(1+o.frag0))
 			a = append(a, []float64{o.measAlloc * w})
-			y = append(y, (o.measRes-o.measAlloc)*w)
+			y = append(y, (o.measRes-o.measAlloc-derived)*w)
 			before = append(before, o.frag0)
 		}
 		if t, ok := solveTerm(name, a, y, before, minRuns, 1); ok {

@@ -24,8 +24,11 @@
 // version, counts, typed key/values, tensor infos; ggml-org/ggml:
 // docs/gguf.md), so this package reads it in a few hundred lines over an
 // io.ReaderAt, bounds every length before allocating ([MaxStringLength],
-// counts checked against the bytes left, at most four dimensions) and is
-// fuzzed. The ggml type block sizes come from ggml's type_traits.
+// counts checked against the bytes left, at most four dimensions), bounds
+// the memory the kept metadata takes ([MaxMetadataMemory]; nested arrays
+// keep only their lengths), rejects what ggml's own loader rejects (a
+// metadata key or tensor name given twice, tensors that do not follow
+// one another in the data section) and is fuzzed. The ggml type block sizes come from ggml's type_traits.
 //
 // # What the estimate covers
 //

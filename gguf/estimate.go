@@ -169,7 +169,32 @@ func (m *Memory) kvCache(f *File, opts Options) error {
 	}
 	m.KVCacheBytes = units.Add(m.KCacheBytes, m.VCacheBytes)
 	m.kvNotes(f)
+	m.implausible(f)
 	return nil
+}
+
+// implausibleKV is the KV-cache size past which the figure is flagged: a
+// million-token context on the largest open models needs terabytes, not
+// a pebibyte.
+const implausibleKV = units.PiB
+
+// implausible notes figures that follow from the file but no real model
+// has, so that a corrupt or hand-made header is not taken at its word.
+func (m *Memory) implausible(f *File) {
+	arch := m.Architecture
+	heads, _, err1 := f.Uints(arch+".attention.head_count", m.Layers)
+	kvHeads, found, err2 := f.Uints(arch+".attention.head_count_kv", m.Layers)
+	if err1 == nil && err2 == nil && found {
+		for i := range min(len(heads), len(kvHeads)) {
+			if kvHeads[i] > heads[i] {
+				m.Notes = append(m.Notes, fmt.Sprintf("implausible: layer %d has more KV heads (%s.attention.head_count_kv %d) than attention heads (head_count %d); grouped-query attention shares KV heads among query heads, so real models have at most as many: the file may be corrupt", i, arch, kvHeads[i], heads[i]))
+				break
+			}
+		}
+	}
+	if m.KVCacheBytes >= implausibleKV {
+		m.Notes = append(m.Notes, fmt.Sprintf("implausible: the KV cache comes to %s (%d layers, %d cells); check %s.block_count, context_length and the head counts: the file may be corrupt", units.FormatIEC(m.KVCacheBytes), m.Layers, m.ContextSize, arch))
+	}
 }
 
 // context picks the number of KV cells.

@@ -398,15 +398,24 @@ func FuzzRead(f *testing.F) {
 	f.Add(tinyLlama(f))
 	f.Add(writeGGUF(f, []kv{{"general.architecture", "hyb"}, {"hyb.attention.head_count_kv", []uint32{0, 2}}}, nil))
 	f.Add([]byte("GGUF"))
+	f.Add(tinyLlama(f, kv{"llama.block_count", uint32(100000)}))
+	f.Add(writeGGUF(f, nil, []tensor{{"w", []uint64{32}, 0}, {"w", []uint64{32}, 0}}))
+	f.Add(nestedArrays(3, 5))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := Read(bytes.NewReader(data), int64(len(data)))
 		if err != nil {
 			return
 		}
+		seen := map[string]bool{}
+		var next int64
 		for _, tn := range file.Tensors {
 			if tn.Elements < 0 || tn.Bytes < 0 || file.DataOffset+int64(tn.Offset)+tn.Bytes > file.Size {
 				t.Fatalf("accepted an inconsistent tensor %+v", tn)
 			}
+			if seen[tn.Name] || int64(tn.Offset) != next {
+				t.Fatalf("accepted a repeated or overlapping tensor %+v (next offset %d)", tn, next)
+			}
+			seen[tn.Name], next = true, alignUp(int64(tn.Offset)+tn.Bytes, file.Alignment)
 		}
 		if m, err := Estimate(file, Options{ContextSize: 4096}); err == nil {
 			if m.KVCacheBytes < 0 || m.WeightsBytes < 0 || m.TotalBytes < m.WeightsBytes {

@@ -19,8 +19,17 @@ const (
 	MaxStringLength = 16 << 20
 	// MaxKeptArray is the longest metadata array whose values are kept;
 	// longer arrays (a tokenizer's 150k tokens) are skipped and only
-	// their length is recorded. Per-layer arrays are far shorter.
+	// their length is recorded. Per-layer arrays are far shorter. The
+	// values of arrays nested in arrays are never kept: an estimate reads
+	// per-layer numbers, not nested lists, and a kept element costs about
+	// 30 bytes of heap for one byte of file (a 35 MB header of nested
+	// arrays reached 1 GB).
 	MaxKeptArray = 4096
+	// MaxMetadataMemory bounds the memory the kept metadata may take, in
+	// bytes as counted by keptSize: keys, strings and kept array values.
+	// Real headers keep well under a MiB once the tokenizer's long arrays
+	// are skipped; the largest strings are chat templates of tens of KiB.
+	MaxMetadataMemory = 64 << 20
 	// maxDims is GGML_MAX_DIMS (ggml/include/ggml.h).
 	maxDims = 4
 	// maxNesting bounds arrays of arrays.
@@ -56,7 +65,8 @@ type File struct {
 
 // Array is a metadata array. Values holds the elements (uint64, int64,
 // float64, bool, string or Array) unless the array is longer than
-// [MaxKeptArray], in which case only Len is known.
+// [MaxKeptArray] or is itself an element of an array, in which case only
+// Len is known.
 type Array struct {
 	Type   ValueType `json:"type"`
 	Len    uint64    `json:"len"`
@@ -106,6 +116,26 @@ type reader struct {
 	br   *bufio.Reader
 	off  int64
 	size int64
+	// kept is the memory taken by the metadata kept so far (keptSize).
+	kept int64
+}
+
+// Approximate heap costs of kept metadata, for the MaxMetadataMemory
+// bound: a map entry with its key header, and a boxed value in an any.
+const (
+	keyOverhead   = 64
+	valueOverhead = 24
+)
+
+// metadataMemory is MaxMetadataMemory; tests lower it.
+var metadataMemory int64 = MaxMetadataMemory
+
+// keep counts n more bytes of kept metadata against MaxMetadataMemory.
+func (rd *reader) keep(n int64) error {
+	if rd.kept += n; rd.kept > metadataMemory {
+		return fmt.Errorf("metadata takes more than %d bytes of memory once read", metadataMemory)
+	}
+	return nil
 }
 
 // Read parses the header of a GGUF file of size bytes: the metadata and
@@ -159,11 +189,23 @@ func (f *File) readHeader(rd *reader) error {
 }
 
 func (f *File) readMetadata(rd *reader, n uint64) error {
-	f.Metadata = make(map[string]any, n)
-	for range n {
+	f.Metadata = make(map[string]any, min(n, 1024))
+	for i := range n {
 		key, err := rd.str()
 		if err != nil {
 			return fmt.Errorf("metadata key: %w", err)
+		}
+		// ggml's loader rejects both (gguf_init_from_reader in
+		// ggml-org/llama.cpp ggml/src/gguf.cpp at 067d44f6); accepting a
+		// repeated key would let the last value win silently.
+		if key == "" {
+			return fmt.Errorf("metadata key %d is empty", i)
+		}
+		if _, dup := f.Metadata[key]; dup {
+			return fmt.Errorf("metadata key %q is given twice", key)
+		}
+		if err := rd.keep(keyOverhead + int64(len(key))); err != nil {
+			return err
 		}
 		t, err := rd.u32()
 		if err != nil {
@@ -187,12 +229,19 @@ func (f *File) readMetadata(rd *reader, n uint64) error {
 
 func (f *File) readTensors(rd *reader, n uint64) error {
 	f.Tensors = make([]TensorInfo, 0, n)
-	for range n {
+	seen := make(map[string]int, n)
+	for i := range int(n) {
 		var t TensorInfo
 		var err error
 		if t.Name, err = rd.str(); err != nil {
 			return fmt.Errorf("tensor name: %w", err)
 		}
+		// As ggml's loader does (gguf.cpp, gguf_init_from_reader):
+		// a tensor listed twice would be counted twice.
+		if j, dup := seen[t.Name]; dup {
+			return fmt.Errorf("tensor name %q is given twice (tensors %d and %d)", t.Name, j, i)
+		}
+		seen[t.Name] = i
 		nd, err := rd.u32()
 		if err != nil {
 			return err
@@ -246,9 +295,14 @@ func (t *TensorInfo) size() error {
 	return nil
 }
 
-// checkTensors verifies alignment and that data lies inside the file.
+// checkTensors verifies alignment, that data lies inside the file, and
+// that each tensor starts where the previous one's aligned data ends, as
+// ggml's loader requires ("tensor '%s' has offset %d, expected %d" in
+// gguf_init_from_reader, ggml/src/gguf.cpp at 067d44f6): tensors that
+// overlap would count the same bytes twice.
 func (f *File) checkTensors() error {
 	data := f.Size - f.DataOffset
+	var next int64
 	for _, t := range f.Tensors {
 		if t.Offset%uint64(f.Alignment) != 0 {
 			return fmt.Errorf("tensor %q: offset %d is not a multiple of the alignment %d", t.Name, t.Offset, f.Alignment)
@@ -256,6 +310,10 @@ func (f *File) checkTensors() error {
 		if t.Offset > uint64(maxInt64) || int64(t.Offset) > data || t.Bytes > data-int64(t.Offset) {
 			return fmt.Errorf("tensor %q: data [%d, +%d) lies past the end of the file (truncated or split file?)", t.Name, t.Offset, t.Bytes)
 		}
+		if int64(t.Offset) != next {
+			return fmt.Errorf("tensor %q: offset %d, want %d, where the tensor before it ends", t.Name, t.Offset, next)
+		}
+		next = alignUp(int64(t.Offset)+t.Bytes, f.Alignment)
 	}
 	return nil
 }
@@ -327,13 +385,23 @@ func (rd *reader) skip(n int64) error {
 	return nil
 }
 
-// value reads one metadata value of type t.
+// value reads one metadata value of type t, counting it as kept.
 func (rd *reader) value(t ValueType, depth int) (any, error) {
 	switch t {
 	case TypeString:
-		return rd.str()
+		s, err := rd.str()
+		if err == nil {
+			err = rd.keep(valueOverhead + int64(len(s)))
+		}
+		return s, err
 	case TypeArray:
+		if err := rd.keep(valueOverhead); err != nil {
+			return nil, err
+		}
 		return rd.array(depth)
+	}
+	if err := rd.keep(valueOverhead); err != nil {
+		return nil, err
 	}
 	size, ok := fixedSize[t]
 	if !ok {
@@ -374,7 +442,8 @@ func decodeFixed(t ValueType, b []byte) any {
 	}
 }
 
-// array reads an array, keeping its values only when short.
+// array reads an array, keeping its values only when it is short and
+// not itself inside an array; otherwise only its length.
 func (rd *reader) array(depth int) (Array, error) {
 	if depth >= maxNesting {
 		return Array{}, fmt.Errorf("arrays nested deeper than %d", maxNesting)
@@ -394,20 +463,26 @@ func (rd *reader) array(depth int) (Array, error) {
 	if a.Len, err = rd.count(minSize, "array length"); err != nil {
 		return Array{}, err
 	}
-	if a.Len > MaxKeptArray && fixed {
+	keep := a.Len <= MaxKeptArray && depth == 0
+	switch {
+	case keep:
+		a.Values = make([]any, 0, a.Len)
+		for range a.Len {
+			v, err := rd.value(a.Type, depth+1)
+			if err != nil {
+				return Array{}, err
+			}
+			a.Values = append(a.Values, v)
+		}
+		return a, nil
+	case fixed:
 		return a, rd.skip(int64(a.Len) * minSize)
-	}
-	keep := a.Len <= MaxKeptArray
-	if !keep && a.Type == TypeString {
+	case a.Type == TypeString:
 		return a, rd.skipStrings(a.Len)
 	}
-	for range a.Len {
-		v, err := rd.value(a.Type, depth+1)
-		if err != nil {
+	for range a.Len { // arrays of arrays: walked for their structure, not kept
+		if _, err := rd.array(depth + 1); err != nil {
 			return Array{}, err
-		}
-		if keep {
-			a.Values = append(a.Values, v)
 		}
 	}
 	return a, nil

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"sync"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/gpumem/gpumem/internal/fsutil"
+	"github.com/gpumem/gpumem/internal/jsonkeys"
+	"github.com/gpumem/gpumem/internal/yamldoc"
 	"github.com/gpumem/gpumem/units"
 )
 
@@ -208,10 +208,16 @@ func toJSON(data []byte, file string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: empty file", file)
 	}
 	if t[0] == '[' || t[0] == '{' {
+		if err := jsonkeys.Check(t); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
 		return t, nil
 	}
-	var v any
-	if err := yaml.Unmarshal(t, &v); err != nil {
+	v, err := yamldoc.Decode(t)
+	if yamldoc.IsDuplicate(err) {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%s: not JSON or YAML: %w", file, err)
 	}
 	js, err := json.Marshal(v)

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/gpumem/gpumem/internal/fsutil"
 )
 
 // Cache is a Hub cache folder in huggingface_hub's layout, shared with
@@ -64,9 +66,12 @@ func (c Cache) Commit(repo, rev string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "refs", filepath.FromSlash(rev)))
-	if err != nil {
+	data, err := fsutil.ReadFile(filepath.Join(dir, "refs", filepath.FromSlash(rev)), maxRefFile)
+	if errors.Is(err, fs.ErrNotExist) {
 		return "", err
+	}
+	if err != nil {
+		return "", fmt.Errorf("cache ref %s@%s: %w", repo, rev, err)
 	}
 	commit := strings.TrimSpace(string(data))
 	if !IsCommit(commit) {
@@ -74,6 +79,10 @@ func (c Cache) Commit(repo, rev string) (string, error) {
 	}
 	return commit, nil
 }
+
+// maxRefFile bounds a cache ref file, which holds one commit hash (40
+// hexadecimal digits and perhaps a newline).
+const maxRefFile = 1 << 10
 
 // paths returns the snapshot and .no_exist paths of a file at a commit.
 func (c Cache) paths(repo, commit, file string) (snap, missing string, err error) {

@@ -114,7 +114,10 @@ func (c *Client) send(ctx context.Context, req request) (*response, error) {
 	for attempt := 0; ; attempt++ {
 		resp, again, err := c.once(ctx, req)
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			// The caller's deadline or cancellation, not this request's
+			// timeout: its cause says which (a command's deadline names
+			// the flag that sets it).
+			return nil, fmt.Errorf("%s %s %s: %w", req.op, req.repo, req.file, context.Cause(ctx))
 		}
 		if err == nil && (resp.status < 300 || (!req.follow && resp.status < 400)) {
 			return resp, nil
@@ -275,7 +278,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return context.Cause(ctx)
 	}
 }
 

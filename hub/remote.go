@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+
+	"github.com/gpumem/gpumem/internal/fsutil"
 )
 
 // File is a file opened for random access: a local file in the cache,
@@ -65,7 +67,7 @@ func (c *Client) openCached(cache Cache, repo, rev, file string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
+	f, err := fsutil.Open(path)
 	if err != nil {
 		return nil, err
 	}

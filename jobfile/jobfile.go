@@ -10,10 +10,10 @@ import (
 	"sort"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/gpumem/gpumem/internal/decoded"
 	"github.com/gpumem/gpumem/internal/fsutil"
+	"github.com/gpumem/gpumem/internal/jsonkeys"
+	"github.com/gpumem/gpumem/internal/yamldoc"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
 )
@@ -230,6 +230,9 @@ func decodeJSON(data []byte) (map[string]any, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("not valid JSON: more than one value")
 	}
+	if err := jsonkeys.Check(data); err != nil {
+		return nil, err
+	}
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("want a JSON object of job settings, got %s", decoded.Kind(v))
@@ -238,8 +241,11 @@ func decodeJSON(data []byte) (map[string]any, error) {
 }
 
 func decodeYAML(data []byte) (map[string]any, error) {
-	var v any
-	if err := yaml.Unmarshal(data, &v); err != nil {
+	v, err := yamldoc.Decode(data)
+	if yamldoc.IsDuplicate(err) {
+		return nil, err
+	}
+	if err != nil {
 		return nil, fmt.Errorf("not valid YAML: %w", err)
 	}
 	obj, ok := v.(map[string]any)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -176,6 +177,8 @@ func FuzzParse(f *testing.F) {
 		`{"gpu_memory": "80GiB", "trainable_params": "1.2M", "lora_target_modules": "q,k"}`,
 		`[]`, `{"a": {"b": [1, {"c": null}]}}`,
 		`{"stage3_max_reuse_distance": 0, "stage3_prefetch_bucket_size": -3}`,
+		"constants:\n  fragmentation: .nan\nseq_len: .inf\n",
+		"seq_len: 1\nseq_len: 2\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -187,6 +190,7 @@ func FuzzParse(f *testing.F) {
 				if errors.As(err, &je) && len(je.Problems) == 0 {
 					t.Fatalf("error without problems: %v", err)
 				}
+				checkMessages(t, err)
 				continue
 			}
 			j := jf.Job
@@ -244,4 +248,34 @@ func FuzzParseConstants(f *testing.F) {
 			}
 		}
 	})
+}
+
+// wantGot finds a message saying it wanted what it got ("want a number,
+// got a number"), which tells the user nothing.
+var wantGot = regexp.MustCompile(`want (an? [a-z ]+), got (an? [a-z ]+)$`)
+
+// checkMessages fails on a problem whose message names the same thing as
+// wanted and as found.
+func checkMessages(t *testing.T, err error) {
+	t.Helper()
+	var je *Error
+	if !errors.As(err, &je) {
+		return
+	}
+	for _, p := range je.Problems {
+		if m := wantGot.FindStringSubmatch(p.Message); m != nil && m[1] == m[2] {
+			t.Fatalf("%s: %q says it wanted what it got", p.Key, p.Message)
+		}
+	}
+}
+
+// A NaN or infinite constant is named as such, not as "a number".
+func TestNonFiniteNumbers(t *testing.T) {
+	_, err := Parse([]byte("model: gpt2\nconstants:\n  fragmentation: .nan\n  cuda_context_mib: -.inf\n"), "job.yaml")
+	for _, want := range []string{"constants.fragmentation: want a finite number, got NaN", "constants.cuda_context_mib: want a finite number, got -Inf"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not contain %q", err, want)
+		}
+	}
+	checkMessages(t, err)
 }

@@ -77,8 +77,12 @@ func (r *reader) integer(key string, v any, lo int64) (int64, bool) {
 // float reads a finite number.
 func (r *reader) float(key string, v any) (float64, bool) {
 	f, ok := number(v)
-	if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
+	switch {
+	case !ok:
 		r.add(key, "want a number, got %s", decoded.Kind(v))
+		return 0, false
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		r.add(key, "want a finite number, got %v", f)
 		return 0, false
 	}
 	return f, true

@@ -273,6 +273,15 @@ func decoderLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerAct {
 	return layerAct{lin: lin/tp + norms/ntp, quad: quad / tp, fixed: p.fixed / tp}
 }
 
+// denseFFN is the width of layer lt's dense feed-forward block: its own
+// where the layers differ (Nemotron NAS), else the stack's.
+func denseFFN(st *model.Stack, lt model.LayerType) int {
+	if lt.FFN > 0 {
+		return lt.FFN
+	}
+	return st.Intermediate
+}
+
 // fillSplit adds into p, a zero layerSplit, the parts of [decoderLayer]
 // before tensor parallelism and overrides.
 func fillSplit(st *model.Stack, lt model.LayerType, r *actRegime, p *layerSplit) {
@@ -308,7 +317,8 @@ func fillSplit(st *model.Stack, lt model.LayerType, r *actRegime, p *layerSplit)
 		}
 	}
 	q := float64(st.Heads) * float64(st.HeadDim)
-	f := float64(st.Intermediate)
+	dense := float64(denseFFN(st, lt))
+	f := dense
 	if st.MoE != nil && (lt.MoE || f == 0) {
 		// A trainable expert down projection reads one hidden state per
 		// routed copy.
@@ -329,6 +339,7 @@ func fillSplit(st *model.Stack, lt model.LayerType, r *actRegime, p *layerSplit)
 		p.attn.lin += r.c * q
 	}
 	switch {
+	case lt.NoFFN:
 	case !fl.hid:
 		// Nothing in the MLP requires grad before the down projection,
 		// which keeps its input only when its weight trains.
@@ -338,9 +349,9 @@ func fillSplit(st *model.Stack, lt model.LayerType, r *actRegime, p *layerSplit)
 	case lt.MoE && st.MoE != nil:
 		p.mlp += moeAct(st, r)
 	default:
-		p.mlp += mlpAct(st, r, float64(st.Intermediate))
+		p.mlp += mlpAct(st, r, dense)
 	}
-	if fl.hid && w.downIn > 0 && !r.trainW {
+	if fl.hid && w.downIn > 0 && !r.trainW && !lt.NoFFN {
 		p.mlp += r.c * f // a trainable down projection keeps its input
 	}
 	switch {
@@ -360,7 +371,9 @@ func fillSplit(st *model.Stack, lt model.LayerType, r *actRegime, p *layerSplit)
 		p.attn.lin += attn
 		p.mlp += mlp
 	}
-	if lt.State != "" || lt.NoMLP || lt.Attention == model.NoSelfAttention && !lt.CrossAttention {
+	if lt.State != "" || lt.NoFFN || lt.Attention == model.NoSelfAttention && !lt.CrossAttention {
+		// Recurrent mixers, and blocks without attention or FFN (Mamba
+		// layers, Nemotron-H mixer-only layers, Nemotron NAS no-ops).
 		hybridSplit(st, lt, r, fl, p)
 	}
 }

@@ -1,5 +1,7 @@
 package memory
 
+import "github.com/gpumem/gpumem/units"
+
 // Caching-allocator pools of FSDP's communication streams (MODEL.md §10).
 //
 // PyTorch's caching allocator ties every block to the stream it was
@@ -210,11 +212,12 @@ func (s *setup) trainOverheads(t *trainParts) Overheads {
 		// The job's, alike for every stage: computed once.
 		s.acts.ov, s.acts.haveOv = runtimeOverheads(s.job, &s.c), true
 	}
+	o := s.acts.ov
+	o.SegmentSlack = units.FromFloat(t.alloc.slack)
 	if s.dist.single || s.dist.zero < 2 {
 		// No FSDP (sharding level 2 or 3) or ZeRO-3 stream pools.
-		return s.acts.ov
+		return o
 	}
-	o := s.acts.ov
 	if cache, p, ok := s.streamCache(t); ok {
 		o.setStreamCache(cache, p.gather, p.reduce, &s.c)
 	}

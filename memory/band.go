@@ -340,6 +340,20 @@ func (p PerGPU) BandAt(level string) (low, high units.Bytes, ok bool) {
 
 func sat(b units.Bytes) units.Bytes { return max(b, 0) }
 
+// roundCount rounds a parameter count computed in floating point to the
+// nearest integer, saturating at math.MaxInt64 and mapping NaN or
+// negative values to 0. A sum of counts near the int64 limit rounds up
+// to 2⁶³ in a float64, which a plain conversion turns negative.
+func roundCount(f float64) int64 {
+	if f > 0 && f < math.MaxInt64 {
+		return int64(f + 0.5)
+	}
+	if f >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return 0
+}
+
 func frac(b units.Bytes, f float64) units.Bytes { return units.FromFloat(float64(b) * f) }
 
 // bandIn is what the band terms read of an estimate: its job, its

@@ -60,8 +60,9 @@ func FuzzFold(f *testing.F) {
 // TestUniformLayersSeesEveryField guards the field-by-field comparison
 // of uniformLayers: a new field of model.LayerType must be compared too.
 func TestUniformLayersSeesEveryField(t *testing.T) {
-	if n := reflect.TypeFor[model.LayerType]().NumField(); n != 8 {
-		t.Fatalf("model.LayerType has %d fields; uniformLayers compares 8 (Attention, CrossAttention, MoE, KVHeads, HeadDim, SharedKV, State, NoMLP): update it", n)
+	// NoPE changes no size and is not compared.
+	if n := reflect.TypeFor[model.LayerType]().NumField(); n != 10 {
+		t.Fatalf("model.LayerType has %d fields; uniformLayers compares 9 (Attention, CrossAttention, MoE, KVHeads, HeadDim, SharedKV, State, FFN, NoFFN) and ignores NoPE: update it", n)
 	}
 	full, sliding := model.FullAttention, model.AttnKind(strings.Clone(string(model.SlidingAttention)))
 	for _, tt := range []struct {

@@ -28,7 +28,40 @@ type ConstantInfo struct {
 	// model computes the quantity itself (from its per-tensor inventory),
 	// and a value replaces the derived one.
 	Derived bool `json:"derived,omitempty"`
+	// Records are the ids of the development-set measurements (package
+	// accuracy) the default was read off or chosen against; empty when it
+	// comes from source code, documentation or a paper alone. The
+	// accuracy report refits such a constant without each source's
+	// records (leave one source out).
+	Records []string `json:"records,omitempty"`
+	// Prior is the value the model has without those records, and
+	// PriorSource where it comes from: a refit with no record left falls
+	// back to it. Unset when Records is empty.
+	Prior       float64 `json:"prior,omitempty"`
+	PriorSource string  `json:"prior_source,omitempty"`
 }
+
+// The development records the empirical constants were read off (see
+// ConstantInfo.Records), all of the first round: the records held out
+// then informed nothing.
+var (
+	recsLlamaReserved = []string{"peft-mmqa-llama32-3b-lora-r32-qv", "peft-mmqa-llama32-3b-lora-r64-qv", "peft-mmqa-llama32-3b-dora-r32-qv"}
+	recsHFInference   = []string{"optimum-gptq-llama2-13b-fp16-bs4-gen", "optimum-gptq-llama2-13b-int4-exllama-bs1-gen",
+		"optimum-gptq-llama2-13b-fp16-bs16-prefill", "optimum-gptq-llama2-13b-int4-exllama-bs16-prefill"}
+	recsTorch1BERT = []string{"tf-docs-bert-large-fp32-bs4", "tf-docs-bert-large-fp16-bs1-ga4-gc", "tf-docs-bert-large-fp16-bs1-ga4-gc-adafactor"}
+	recsZeRO3      = []string{"peft-docs-llama2-70b-lora-zero3-8xh100"}
+	recsEagerCtx   = []string{"tf-docs-bert-large-weights-only"}
+	recsCompile    = []string{"torchtune-flags-llama32-3b-full-optbwd-actoffload", "torchtune-readme-llama31-8b-full-4090",
+		"torchtune-readme-llama31-8b-lora-4090", "torchtune-readme-llama31-70b-full-8xa100", "torchtune-readme-llama31-70b-lora-8xa100",
+		"torchtune-oldreadme-llama2-7b-qlora-4090"}
+)
+
+// The documented training fraction, the prior of the other
+// fragmentation constants: without their records nothing sets them apart.
+const (
+	fragPrior       = 0.06
+	fragPriorSource = "the training fraction: MODEL.md §10's 2-10 % range, midpoint (nothing else sets this regime apart)"
+)
 
 // constID indexes the constant table; the resolved values of a job are an
 // array so that the hot path needs no map lookups or allocations.
@@ -64,22 +97,26 @@ var constantTable = [numConstants]ConstantInfo{
 	},
 	cFragmentation: {
 		Name: "fragmentation", Default: 0.06, Unit: "fraction", Min: 0, Max: 2,
-		Source:      "MODEL.md §10 (2-10 % in steady training), §15.5 (5-8 % consistent with Llama training records)",
+		Source:  "MODEL.md §10 (2-10 % in steady training), §15.5 (5-8 % consistent with Llama training records)",
+		Records: recsLlamaReserved, Prior: fragPrior, PriorSource: "MODEL.md §10 (PyTorch's notes: 2-10 % in steady training), midpoint",
 		Description: "training: reserved = allocated peak × (1 + fragmentation) (caching-allocator rounding and split blocks)",
 	},
 	cFragmentationInference: {
 		Name: "fragmentation_inference", Default: 0.02, Unit: "fraction", Min: 0, Max: 2,
-		Source:      "MODEL.md §15.5 (≈ 0-2 % for HF inference records)",
+		Source:  "MODEL.md §15.5 (≈ 0-2 % for HF inference records)",
+		Records: recsHFInference, Prior: fragPrior, PriorSource: fragPriorSource,
 		Description: "inference: reserved = allocated peak × (1 + fragmentation_inference)",
 	},
 	cFragmentationLegacy: {
 		Name: "fragmentation_torch1", Default: 0.15, Unit: "fraction", Min: 0, Max: 2,
-		Source:      "MODEL.md §15.5 (torch-1.x eager-attention BERT runs show ≈ 15 %)",
+		Source:  "MODEL.md §15.5 (torch-1.x eager-attention BERT runs show ≈ 15 %)",
+		Records: recsTorch1BERT, Prior: fragPrior, PriorSource: fragPriorSource,
 		Description: "training on a torch 1.x stack (Software contains \"torch1\")",
 	},
 	cFragmentationSharded: {
 		Name: "fragmentation_sharded", Default: 0.15, Unit: "fraction", Min: 0, Max: 2,
-		Source:      "MODEL.md §15.11 (the ZeRO-3 record sits 13-22 % above an allocated-based estimate); FSDP/ZeRO-3 all-gather and reduce-scatter run on their own CUDA streams, whose blocks the caching allocator pools per stream",
+		Source:  "MODEL.md §15.11 (the ZeRO-3 record sits 13-22 % above an allocated-based estimate); FSDP/ZeRO-3 all-gather and reduce-scatter run on their own CUDA streams, whose blocks the caching allocator pools per stream",
+		Records: recsZeRO3, Prior: fragPrior, PriorSource: fragPriorSource,
 		Description: "training with sharded parameters whose stream pools are not modelled (FSDP and ZeRO-3 through RuntimeOverheads, which has no model; ZeRO-3 without overlap_comm): reserved = allocated × (1 + fragmentation_sharded); FSDP training and ZeRO-3 training with overlap_comm count their pools as the stream_cache row and use fragmentation",
 	},
 	cCUDAContextMiB: {
@@ -89,7 +126,8 @@ var constantTable = [numConstants]ConstantInfo{
 	},
 	cCUDAContextEagerMiB: {
 		Name: "cuda_context_eager_mib", Default: 1343, Unit: "MiB", Min: 0, Max: 8192,
-		Source:      "MODEL.md §15.5: 1343 MiB measured on V100 with torch 1.x (transformers model_memory_anatomy)",
+		Source:  "MODEL.md §15.5: 1343 MiB measured on V100 with torch 1.x (transformers model_memory_anatomy)",
+		Records: recsEagerCtx, Prior: 666632192.0 / (1 << 20), PriorSource: "pytorch/pytorch PR #86509: 666,632,192 B with eager module loading",
 		Description: "CUDA context with eager module loading (Software contains \"torch1\")",
 	},
 	cWorkspaceMiB: {
@@ -109,7 +147,8 @@ var constantTable = [numConstants]ConstantInfo{
 	},
 	cCompileActivationFactor: {
 		Name: "compile_activation_factor", Default: 0.7, Unit: "factor", Min: 0.1, Max: 1,
-		Source:      "MODEL.md §15.14 (torch.compile fuses norms and SwiGLU: about 30 % fewer saved bytes per layer in the torchtune rows)",
+		Source:  "MODEL.md §15.14 (torch.compile fuses norms and SwiGLU: about 30 % fewer saved bytes per layer in the torchtune rows)",
+		Records: recsCompile, Prior: 1, PriorSource: "no effect of compile on the saved activations assumed without measurements",
 		Description: "multiplies per-layer saved activations when Compile is set",
 	},
 	cDequantWorkspaceFactor: {

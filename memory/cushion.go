@@ -52,7 +52,8 @@ func fragmentationOf(m *model.Model, job Job) (string, Result, error) {
 // ([FragmentationConstant]) set so that the reserved peak on m is the
 // allocated peak plus cushion, the way calculators take an allocator
 // cushion in GiB. The allocated peak does not depend on the constant, so
-// one estimate gives it and the fraction is cushion / allocated. A
+// one estimate gives it and the weights' segment slack, and the fraction
+// is (cushion − segment slack) / allocated. A
 // serving job has no fragmentation term, and a job that sets the
 // constant itself cannot take a cushion too.
 func SetReservedCushion(m *model.Model, job Job, cushion units.Bytes) (Job, error) {
@@ -67,9 +68,19 @@ func SetReservedCushion(m *model.Model, job Job, cushion units.Bytes) (Job, erro
 		return job, FieldErrorf("constants", "{constants=%s} and a reserved cushion disagree; give one", name)
 	}
 	alloc := first.PerGPU.AllocatedPeakBytes
+	// The weights' segment slack, which the estimate derives, is part of
+	// what a calculator's cushion stands for: the fraction is the rest
+	// (none when the slack alone is larger). Stream pools stay besides
+	// the cushion, as before.
+	var derived units.Bytes
+	for _, c := range first.PerGPU.Components {
+		if c.Name == "segment_slack" && c.Level == "reserved" {
+			derived += c.Bytes
+		}
+	}
 	out := job
 	out.Constants = make(map[string]float64, len(job.Constants)+1)
 	maps.Copy(out.Constants, job.Constants)
-	out.Constants[name] = float64(cushion) / float64(alloc)
+	out.Constants[name] = float64(max(0, cushion-derived)) / float64(alloc)
 	return out, nil
 }

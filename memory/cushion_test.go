@@ -7,7 +7,8 @@ import (
 )
 
 // TestSetReservedCushion checks that the cushion becomes the gap between
-// the reserved and the allocated peak (besides stream pools), through the
+// the reserved and the allocated peak (besides stream pools; the weights'
+// segment slack counts in it), through the
 // fragmentation constant of each kind of job, and leaves the allocated
 // peak alone.
 func TestSetReservedCushion(t *testing.T) {

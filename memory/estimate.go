@@ -25,6 +25,8 @@ func Estimate(m *model.Model, job Job) (r Result, err error) {
 		if err := estimateTraining(m, &job, &r); err != nil {
 			return Result{}, err
 		}
+		var twin *Estimator
+		noteExceptions(m, &job, &r, &twin)
 	case Inference, Serving:
 		if r, err = estimateInference(m, job); err != nil {
 			return r, err

@@ -19,6 +19,11 @@ type Estimator struct {
 	tab *modTab // m's inventory table, made on first use
 	res Result
 	buf trainBuf
+	// twin estimates the jobs a result is compared with
+	// (noteExceptions), without touching res; scratch holds such a job
+	// when this Estimator is a twin.
+	twin    *Estimator
+	scratch Job
 }
 
 // NewEstimator returns an Estimator of model m.
@@ -45,6 +50,7 @@ func (e *Estimator) Estimate(job *Job) (*Result, error) {
 		if err := estimateTrainingBuf(e.m, job, &e.res, &e.buf, e.tab); err != nil {
 			return nil, err
 		}
+		noteExceptions(e.m, job, &e.res, &e.twin)
 	case Inference, Serving:
 		r, err := estimateInference(e.m, *job)
 		if err != nil {
@@ -150,6 +156,7 @@ type sweepStage struct {
 	engine  [numPhases]float64
 	pools   fsdpPools
 	poolsOK bool
+	alloc   allocFoot
 	// rows is the lean row table of the stage's static rows.
 	rows rowPrefix
 }
@@ -239,8 +246,8 @@ type outBuf struct {
 
 // maxTrainRows bounds the breakdown of a training estimate: the
 // allocated-level rows and the rows assemble appends (extraRows: up to
-// five overhead rows, paged optimizer states and NCCL).
-const maxTrainRows = numRows + 7
+// six overhead rows, paged optimizer states and NCCL).
+const maxTrainRows = numRows + 8
 
 // Clone returns a deep copy of r: its slices and pointers are copied, so
 // the copy outlives an [Estimator]'s next call.

@@ -28,6 +28,9 @@ type actShape struct {
 	lo, hi int
 	// quiet computes the bytes only, leaving the formulas empty.
 	quiet bool
+	// hf is true for transformers' forward (inference), false for vLLM's
+	// kernels (serving), where the implementations of a block differ.
+	hf bool
 }
 
 // transient is one activation term with the formula that produced it.
@@ -89,6 +92,12 @@ func (a actShape) attention(b, s, skv int64) (float64, string) {
 	if !a.quiet {
 		f = fmt.Sprintf("attention q,k,v,out %s", units.FormatIEC(units.FromFloat(bytes)))
 	}
+	if idx, idxF := a.indexerScores(b, s, skv); idx > 0 {
+		bytes += idx
+		if !a.quiet {
+			f += idxF
+		}
+	}
 	if a.attn == inferEager {
 		perElem := 2*a.act + fp32Bytes
 		scores := float64(b) * heads * float64(s) * float64(skv) * perElem
@@ -99,6 +108,25 @@ func (a actShape) attention(b, s, skv int64) (float64, string) {
 		f += fmt.Sprintf(" + eager scores b·a·s·s_kv·(%g+4+%g)B = %s", a.act, a.act, units.FormatIEC(units.FromFloat(scores)))
 	}
 	return bytes, f
+}
+
+// indexerScores is the transient of transformers' DSA lightning indexer
+// (DeepSeek-V3.2, GLM-5), which scores every query against every cached
+// key with all its heads in fp32 before picking the top-k:
+// scores = relu(q.float() @ k.float()) holds [b, s, index_n_heads, s_kv]
+// fp32 twice while relu runs, then index_scores [b, s, s_kv] fp32
+// (huggingface/transformers@01f8fa55d98fbd77fb6461c47ae14fc6206f2f87:
+// src/transformers/models/deepseek_v32/modeling_deepseek_v32.py,
+// DeepseekV32Indexer.forward). vLLM's indexer kernels score in fp8
+// blocks and keep no such tensor; they are not counted here.
+func (a actShape) indexerScores(b, s, skv int64) (float64, string) {
+	mla := a.st.MLA
+	if !a.hf || mla == nil || mla.IndexerHeads <= 0 {
+		return 0, ""
+	}
+	rows := float64(b) * float64(s) * float64(skv)
+	bytes := rows * (2*float64(mla.IndexerHeads) + 1) * fp32Bytes
+	return bytes, fmt.Sprintf(" + DSA indexer scores b·s·s_kv·(2·%d heads + 1)·4B = %s", mla.IndexerHeads, units.FormatIEC(units.FromFloat(bytes)))
 }
 
 // feedForward is the feed-forward block's intermediates for n tokens,
@@ -113,29 +141,31 @@ func (a actShape) feedForward(n int64) (float64, string) {
 	st := a.st
 	tp := float64(max(a.tp, 1))
 	hasDense, moe := false, false
+	dense := 0 // the widest dense FFN the GPU runs (per layer in Nemotron NAS models)
 	for i := a.lo; i < a.hi && i < st.Layers; i++ {
 		switch lt := layerType(st, i); {
-		case lt.NoMLP:
+		case lt.NoFFN:
 		case lt.MoE && st.MoE != nil:
 			moe = true
 		default:
 			hasDense = true
+			dense = max(dense, denseFFN(st, lt))
 		}
 	}
 	if a.hi <= a.lo {
-		hasDense = true
+		hasDense, dense = true, st.Intermediate
 	}
 	var best float64
 	f := "feed-forward 0"
-	if hasDense && st.Intermediate > 0 {
+	if hasDense && dense > 0 {
 		width, name := 2.0, "plain MLP 2·N·f"
 		if st.MLP == model.GatedMLP {
 			width, name = 3, "gated MLP 3·N·f"
 		}
-		best = width * float64(n) * float64(st.Intermediate) / tp * a.act
+		best = width * float64(n) * float64(dense) / tp * a.act
 		f = ""
 		if !a.quiet {
-			f = fmt.Sprintf("%s·%gB (f/tp = %g) = %s", name, a.act, float64(st.Intermediate)/tp, units.FormatIEC(units.FromFloat(best)))
+			f = fmt.Sprintf("%s·%gB (f/tp = %g) = %s", name, a.act, float64(dense)/tp, units.FormatIEC(units.FromFloat(best)))
 		}
 	}
 	if moe {

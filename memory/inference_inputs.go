@@ -82,6 +82,13 @@ func resolveInference(m *model.Model, job Job) (*inferenceInputs, error) {
 		return nil, err
 	}
 	in.warnings = append(in.warnings, sw...)
+	if job.AllocConf != "" {
+		if _, err := resolveAllocConf(&job, rs, false); err != nil {
+			return nil, err
+		}
+		in.warnings = append(in.warnings, "alloc_conf: gpumem derives the caching allocator's share for training jobs; "+
+			"inference and serving estimates keep the fragmentation_inference fraction")
+	}
 	in.legacyCache = rs.has(ruleTransformersTupleCache)
 	in.fullLogits = in.legacyCache || rs.has(ruleTransformersFullLogits)
 	plan, err := planWeights(m, job)
@@ -202,6 +209,9 @@ func (in *inferenceInputs) resolveTokens(m *model.Model, job Job) error {
 	}
 	if in.encoderOnly && in.gen > 0 {
 		return FieldErrorf("gen_len", "{gen_len=%d}: %s is an encoder-only model and does not generate", in.gen, m.ID)
+	}
+	if m.NoLMHead && in.gen > 0 {
+		return fmt.Errorf("--gen-len %d: %s (%s) has no language-model head, so it encodes prompts but generates no tokens", in.gen, m.ID, m.Architecture)
 	}
 	if err := checkImages(m, &job); err != nil {
 		return err

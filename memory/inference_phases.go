@@ -9,7 +9,7 @@ import (
 // textShape is the forward of the decoder layers this stage runs.
 func (c phaseContext) textShape() actShape {
 	in := c.in
-	return actShape{st: &c.m.Text, tp: in.tp, ep: in.ep, attn: in.attn, act: in.act.BytesPerElement(), lo: c.r.lo, hi: c.r.hi, quiet: in.quiet}
+	return actShape{st: &c.m.Text, tp: in.tp, ep: in.ep, attn: in.attn, act: in.act.BytesPerElement(), lo: c.r.lo, hi: c.r.hi, quiet: in.quiet, hf: true}
 }
 
 // prefill is the first forward pass: the prompt (with its image tokens)
@@ -110,12 +110,20 @@ func (c phaseContext) forwardActivations(phase string, s, skv int64) Component {
 // logits is the output projection's result with the final hidden states
 // of the step: every position's logits before transformers 4.45 (and when
 // nothing is generated, as a plain forward returns them all), else only
-// the last position's, upcast to fp32 by generate.
+// the last position's, upcast to fp32 by generate. A model without an LM
+// head (an embedding model) ends at its final hidden states.
 func (c phaseContext) logits(s, skv int64) (units.Bytes, string) {
 	in := c.in
 	st := &c.m.Text
 	if st.Vocab <= 0 {
 		return 0, ""
+	}
+	if c.m.NoLMHead {
+		hidden := units.FromFloat(float64(units.MulInt(in.batch, s)) * float64(st.Hidden) * in.act.BytesPerElement())
+		if in.quiet {
+			return hidden, ""
+		}
+		return hidden, fmt.Sprintf("no LM head (%s): final hidden states %d rows × %d = %s", c.m.Architecture, units.MulInt(in.batch, s), st.Hidden, units.FormatIEC(hidden))
 	}
 	rows, upcast := in.batch, true
 	switch {
@@ -190,9 +198,9 @@ func (c phaseContext) quantBuffers() Component {
 	dq := units.MulInt(c.w.maxLinear, 2)
 	state := units.MulInt(int64(exllamaMaxInputLen)*int64(max(c.w.maxLinearIn, c.w.maxLinearOut)), 2)
 	if c.in.quiet {
-		return Component{Name: "quant_buffers", Bytes: units.Bytes(dq + state), Level: "allocated", Phase: "persistent"}
+		return Component{Name: "quant_buffers", Bytes: units.Add(units.Bytes(dq), units.Bytes(state)), Level: "allocated", Phase: "persistent"}
 	}
-	return Component{Name: "quant_buffers", Bytes: units.Bytes(dq + state), Level: "allocated", Phase: "persistent",
+	return Component{Name: "quant_buffers", Bytes: units.Add(units.Bytes(dq), units.Bytes(state)), Level: "allocated", Phase: "persistent",
 		Formula: fmt.Sprintf("exllama temp_dq %d×%d × 2B + temp_state %d × %d × 2B", c.w.maxLinearOut, c.w.maxLinearIn, exllamaMaxInputLen, max(c.w.maxLinearIn, c.w.maxLinearOut)),
 		Source:  "AutoGPTQ/AutoGPTQ:auto_gptq/modeling/_utils.py autogptq_post_init (exllama scratch buffers)"}
 }

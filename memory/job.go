@@ -230,6 +230,14 @@ type Job struct {
 	// through backward, before torchtitan freed them with del pred).
 	Software []string `json:"software,omitempty"`
 
+	// AllocConf is the CUDA caching allocator's configuration, written as
+	// PYTORCH_CUDA_ALLOC_CONF takes it (--alloc-conf; the CLI reads the
+	// environment variable): "expandable_segments:True",
+	// "max_split_size_mb:512,roundup_power2_divisions:16". Empty means
+	// PyTorch's defaults, or what the framework sets (torchtitan's launch
+	// script turns expandable segments on). See [ParseAllocConf].
+	AllocConf string `json:"alloc_conf,omitempty"`
+
 	// Constants overrides named empirical constants of the memory model
 	// (--set name=value, calibration profiles). Names and defaults are
 	// listed by [Constants]; an unknown name is an error.

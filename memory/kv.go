@@ -136,14 +136,18 @@ func layerKVBytes(st *model.Stack, bytes float64, tp int, engine string) (int64,
 // self-attention keep none; cross-attention layers cache the attended
 // tokens with the same per-token width.
 func buildKVSpec(st *model.Stack, lo, hi int, kvDtype DType, tp int, engine string) (kvSpec, error) {
-	per, formula, err := layerKVBytes(st, kvDtype.BytesPerElement(), tp, engine)
+	base, formula, err := layerKVBytes(st, kvDtype.BytesPerElement(), tp, engine)
 	if err != nil {
 		return kvSpec{}, err
+	}
+	idx, idxFormula := indexerKVBytes(st.MLA, kvDtype.BytesPerElement(), engine)
+	if idx > 0 {
+		formula += " + indexer keys " + idxFormula
 	}
 	spec := kvSpec{window: st.SlidingWindow, chunk: st.AttentionChunk, formula: formula}
 	for i := lo; i < hi && i < st.Layers; i++ {
 		lt := layerType(st, i)
-		per := per
+		per := base
 		if lt.KVHeads > 0 || lt.HeadDim > 0 {
 			// A layer with its own KV width (Gemma 4 global layers).
 			ls := *st
@@ -151,6 +155,9 @@ func buildKVSpec(st *model.Stack, lo, hi int, kvDtype DType, tp int, engine stri
 			if per, _, err = layerKVBytes(&ls, kvDtype.BytesPerElement(), tp, engine); err != nil {
 				return kvSpec{}, err
 			}
+		}
+		if idx > 0 && st.MLA.HasIndexer(i) {
+			per += idx
 		}
 		kept := true
 		switch {
@@ -184,6 +191,38 @@ func buildKVSpec(st *model.Stack, lo, hi int, kvDtype DType, tp int, engine stri
 		}
 	}
 	return spec, nil
+}
+
+// Indexer key cache of DeepSeek sparse attention (DeepSeek-V3.2, GLM-5):
+// every layer that runs its own lightning indexer also caches one key of
+// index_head_dim per token, for all tokens (the indexer scores each query
+// against the whole context).
+//   - vLLM stores it as fp8 values with one fp32 scale per 128 of them,
+//     whatever --kv-cache-dtype says: index_head_dim + index_head_dim/128·4
+//     bytes (132 for DeepSeek-V3.2), replicated on every tensor-parallel
+//     rank (vllm-project/vllm@002d6073aa034d4f5545d45021b0e56d1f3c3593:
+//     vllm/model_executor/models/deepseek_v2.py, Indexer.__init__:
+//     DeepseekV32IndexerCache(head_dim=head_dim + head_dim //
+//     quant_block_size * 4, dtype=torch.uint8), quant_block_size 128).
+//   - transformers keeps the key in the cache's dtype
+//     (huggingface/transformers@01f8fa55d98fbd77fb6461c47ae14fc6206f2f87:
+//     src/transformers/models/deepseek_v32/modeling_deepseek_v32.py,
+//     DeepseekV32Indexer.forward: past_key_values.update_indexer(k) with k
+//     of shape [B, S, index_head_dim]).
+const indexerQuantBlock = 128
+
+// indexerKVBytes is the per-token indexer key cache of one indexer layer
+// and a description of it; 0 for attention without an indexer.
+func indexerKVBytes(mla *model.MLA, bytes float64, engine string) (int64, string) {
+	if mla == nil || mla.IndexerHeadDim <= 0 {
+		return 0, ""
+	}
+	d := mla.IndexerHeadDim
+	if engine == engineVLLM {
+		n := int64(d + d/indexerQuantBlock*4)
+		return n, fmt.Sprintf("(index_head_dim %d fp8 + fp32 scale per %d) = %d B", d, indexerQuantBlock, n)
+	}
+	return int64(float64(d) * bytes), fmt.Sprintf("index_head_dim %d × %g B", d, bytes)
 }
 
 // layerType is the structure of layer i; stacks without a per-layer list

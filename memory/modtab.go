@@ -40,6 +40,11 @@ type modTab struct {
 	frac     [inlineRows]float64
 	fracMore []float64
 	fracOnes bool
+	// The weights' allocator footprint (setup.weightFootprint) for
+	// allocKey, once allocOK.
+	allocKey                  allocKey
+	allocAbsorbed, allocSlack float64
+	allocOK                   bool
 }
 
 // fracs returns the scratch slice for per-module rank fractions.
@@ -193,7 +198,7 @@ func oneLayerType(st *model.Stack) bool {
 	lts := st.LayerTypes[:min(len(st.LayerTypes), st.Layers)]
 	for _, l := range lts {
 		if l.CrossAttention != lts[0].CrossAttention || l.MoE != lts[0].MoE || !sameAttn(l.Attention, lts[0].Attention) || !sameKV(l, lts[0]) ||
-			l.State != lts[0].State || l.NoMLP != lts[0].NoMLP {
+			l.State != lts[0].State || l.FFN != lts[0].FFN || l.NoFFN != lts[0].NoFFN {
 			return false
 		}
 	}

@@ -168,7 +168,7 @@ func hybridSplit(st *model.Stack, lt model.LayerType, r *actRegime, fl *gradFlow
 	if lt.State != "" && fl.attn {
 		p.attn.lin += recurrentAct(st, r)
 	}
-	if lt.NoMLP {
+	if lt.NoFFN {
 		p.mlp, p.mlpNorm = 0, 0
 	}
 }

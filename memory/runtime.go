@@ -79,6 +79,10 @@ type Overheads struct {
 	// gradients, in bytes.
 	GatherPool units.Bytes `json:"gather_pool_bytes,omitempty"`
 	ReducePool units.Bytes `json:"reduce_pool_bytes,omitempty"`
+	// SegmentSlack is the memory of the weights' segments that no block
+	// holds: remainders split off when each weight took a fresh segment,
+	// too small for the next (alloc_model.go). Zero when not derived.
+	SegmentSlack units.Bytes `json:"segment_slack_bytes,omitempty"`
 }
 
 // RuntimeOverheads returns the overheads of job's process, honouring
@@ -129,11 +133,11 @@ func runtimeOverheads(job *Job, c *constants) Overheads {
 }
 
 // Reserved returns the reserved peak for an allocated peak:
-// allocated × (1 + Fragmentation) + StreamCache (MODEL.md §10 estimator
-// rule). Reserved, Device and the row methods take a pointer: an inlined
+// allocated × (1 + Fragmentation) + StreamCache + SegmentSlack (MODEL.md
+// §10 estimator rule, with the parts the allocator's arithmetic derives). Reserved, Device and the row methods take a pointer: an inlined
 // call on an Overheads value would still copy its eighteen words.
 func (o *Overheads) Reserved(allocated units.Bytes) units.Bytes {
-	return units.Add(units.Add(allocated, o.fragmentation(allocated)), o.StreamCache)
+	return units.Add(units.Add(units.Add(allocated, o.fragmentation(allocated)), o.StreamCache), o.SegmentSlack)
 }
 
 // fragmentation is the fragmentation row of an allocated peak.
@@ -159,6 +163,9 @@ func (o *Overheads) setStreamCache(cache, gather, reduce float64, c *constants) 
 func (o Overheads) rowCount() int {
 	n := 3 // fragmentation, cuda_context, workspace
 	if o.StreamCache > 0 {
+		n++
+	}
+	if o.SegmentSlack > 0 {
 		n++
 	}
 	if o.Misc > 0 {
@@ -195,8 +202,8 @@ func (o *Overheads) Device(reserved units.Bytes) units.Bytes {
 
 // Components returns the reserved- and device-level rows of the breakdown
 // for an allocated peak, in the order fragmentation, stream_cache,
-// cuda_context, workspace, misc (stream_cache and misc only when
-// non-zero).
+// segment_slack, cuda_context, workspace, misc (stream_cache,
+// segment_slack and misc only when non-zero).
 func (o Overheads) Components(allocated units.Bytes) []Component {
 	out := make([]Component, 0, o.rowCount())
 	return o.appendComponents(out, allocated)
@@ -211,15 +218,16 @@ func (o Overheads) appendComponents(dst []Component, allocated units.Bytes) []Co
 // overheadTexts are the formulas and the CUDA context source of the
 // overhead rows.
 type overheadTexts struct {
-	frag, stream, ctx, ctxSource, workspace, misc string
+	frag, stream, slack, ctx, ctxSource, workspace, misc string
 }
 
 // Formulas without the job's inputs, for a lazy-loading and a torch 1.x
 // (eager module loading) stack.
 var (
 	overheadTemplates = overheadTexts{
-		frag:      "allocated peak × fragmentation",
+		frag:      "allocated peak × fragmentation (what the allocator leaves cached as the step's tensors come and go, not derived)",
 		stream:    streamCacheFormula,
+		slack:     segmentSlackFormula,
 		ctx:       "cuda_context_mib",
 		ctxSource: "MODEL.md §10: pytorch/pytorch PR #86509 (lazy module loading); constant cuda_context_mib",
 		workspace: "one cuBLAS workspace for the compute stream (workspace_mib, workspace_sm90_mib)",
@@ -237,7 +245,11 @@ var (
 // written into the formulas (--explain).
 func (o *Overheads) explained(t *overheadTexts, allocated units.Bytes) overheadTexts {
 	e := *t
-	e.frag = fmt.Sprintf("allocated peak %s × fragmentation %.3g", units.FormatIEC(allocated), o.Fragmentation)
+	e.frag = fmt.Sprintf("allocated peak %s × fragmentation %.3g (%s; what the allocator leaves cached as the step's tensors come and go, not derived)",
+		units.FormatIEC(allocated), o.Fragmentation, o.FragmentationName)
+	if o.SegmentSlack > 0 {
+		e.slack = segmentSlackFormula + " = " + units.FormatIEC(o.SegmentSlack)
+	}
 	if o.StreamCache > 0 {
 		e.stream = fmt.Sprintf("all-gather pool %s + reduce-scatter pool %s − the part the allocated peak holds = %s",
 			units.FormatIEC(o.GatherPool), units.FormatIEC(o.ReducePool), units.FormatIEC(o.StreamCache))
@@ -253,16 +265,18 @@ func (o *Overheads) explained(t *overheadTexts, allocated units.Bytes) overheadT
 // overheadRows are the overhead rows with their texts; appendRows fills
 // in the bytes.
 type overheadRows struct {
-	frag, stream, ctx, workspace, misc Component
+	frag, stream, slack, ctx, workspace, misc Component
 }
 
 // rows returns the overhead rows with the texts t.
 func (t *overheadTexts) rows() overheadRows {
 	return overheadRows{
 		frag: Component{Name: "fragmentation", Level: "reserved", Phase: "persistent",
-			Formula: t.frag, Source: "MODEL.md §10 (caching allocator, PYTORCH_CUDA_ALLOC_CONF notes), §15.5"},
+			Formula: t.frag, Source: "constants fragmentation* (MODEL.md §10 PYTORCH_CUDA_ALLOC_CONF notes, §15.5); the allocator's arithmetic is the allocator_rounding, segment_slack and stream_cache rows"},
 		stream: Component{Name: "stream_cache", Level: "reserved", Phase: "persistent",
 			Formula: t.stream, Source: streamCacheSource},
+		slack: Component{Name: "segment_slack", Level: "reserved", Phase: "persistent",
+			Formula: t.slack, Source: segmentSlackSource},
 		ctx: Component{Name: "cuda_context", Level: "device", Phase: "persistent",
 			Formula: t.ctx, Source: t.ctxSource},
 		workspace: Component{Name: "workspace", Level: "device", Phase: "persistent",
@@ -298,6 +312,9 @@ func (o *Overheads) appendRows(dst []Component, allocated units.Bytes, explain b
 	dst = appendRow(dst, &rows.frag, o.fragmentation(allocated))
 	if o.StreamCache > 0 {
 		dst = appendRow(dst, &rows.stream, o.StreamCache)
+	}
+	if o.SegmentSlack > 0 {
+		dst = appendRow(dst, &rows.slack, o.SegmentSlack)
 	}
 	dst = appendRow(dst, &rows.ctx, o.CUDAContext)
 	dst = appendRow(dst, &rows.workspace, o.Workspace)

@@ -170,6 +170,8 @@ func TestOverheadRowTexts(t *testing.T) {
 	const (
 		lazySrc   = "MODEL.md §10: pytorch/pytorch PR #86509 (lazy module loading); constant cuda_context_mib"
 		legacySrc = "MODEL.md §15.5/§15.16: torch 1.x eager module loading; constant cuda_context_eager_mib"
+		fragSrc   = "constants fragmentation* (MODEL.md §10 PYTORCH_CUDA_ALLOC_CONF notes, §15.5); the allocator's arithmetic is the allocator_rounding, segment_slack and stream_cache rows"
+		fragWhat  = "what the allocator leaves cached as the step's tensors come and go, not derived"
 	)
 	tests := []struct {
 		name    string
@@ -178,29 +180,33 @@ func TestOverheadRowTexts(t *testing.T) {
 		want    []string // name: formula | source, in row order
 	}{
 		{"templates", Job{}, false, []string{
-			"fragmentation: allocated peak × fragmentation | MODEL.md §10 (caching allocator, PYTORCH_CUDA_ALLOC_CONF notes), §15.5",
+			"fragmentation: allocated peak × fragmentation (" + fragWhat + ") | " + fragSrc,
 			"stream_cache: " + streamCacheFormula + " | " + streamCacheSource,
+			"segment_slack: " + segmentSlackFormula + " | " + segmentSlackSource,
 			"cuda_context: cuda_context_mib | " + lazySrc,
 			"workspace: one cuBLAS workspace for the compute stream (workspace_mib, workspace_sm90_mib) | pytorch/pytorch:aten/src/ATen/cuda/CublasHandlePool.cpp (MODEL.md §10)",
 			"misc: misc_overhead_mib | constant misc_overhead_mib (calibration)",
 		}},
 		{"torch1 templates", Job{Software: []string{"torch1"}}, false, []string{
-			"fragmentation: allocated peak × fragmentation | MODEL.md §10 (caching allocator, PYTORCH_CUDA_ALLOC_CONF notes), §15.5",
+			"fragmentation: allocated peak × fragmentation (" + fragWhat + ") | " + fragSrc,
 			"stream_cache: " + streamCacheFormula + " | " + streamCacheSource,
+			"segment_slack: " + segmentSlackFormula + " | " + segmentSlackSource,
 			"cuda_context: cuda_context_eager_mib | " + legacySrc,
 			"workspace: one cuBLAS workspace for the compute stream (workspace_mib, workspace_sm90_mib) | pytorch/pytorch:aten/src/ATen/cuda/CublasHandlePool.cpp (MODEL.md §10)",
 			"misc: misc_overhead_mib | constant misc_overhead_mib (calibration)",
 		}},
 		{"explained", Job{}, true, []string{
-			"fragmentation: allocated peak 10.00 GiB × fragmentation 0.06 | MODEL.md §10 (caching allocator, PYTORCH_CUDA_ALLOC_CONF notes), §15.5",
+			"fragmentation: allocated peak 10.00 GiB × fragmentation 0.06 (fragmentation; " + fragWhat + ") | " + fragSrc,
 			"stream_cache: all-gather pool 1.00 GiB + reduce-scatter pool 4.00 GiB − the part the allocated peak holds = 3.00 GiB | " + streamCacheSource,
+			"segment_slack: " + segmentSlackFormula + " = 128.00 MiB | " + segmentSlackSource,
 			"cuda_context: cuda_context_mib = 500.00 MiB | " + lazySrc,
 			"workspace: one cuBLAS workspace for the compute stream = 8.12 MiB | pytorch/pytorch:aten/src/ATen/cuda/CublasHandlePool.cpp (MODEL.md §10)",
 			"misc: misc_overhead_mib = 100.00 MiB | constant misc_overhead_mib (calibration)",
 		}},
 		{"torch1 explained", Job{Software: []string{"torch1"}}, true, []string{
-			"fragmentation: allocated peak 10.00 GiB × fragmentation 0.15 | MODEL.md §10 (caching allocator, PYTORCH_CUDA_ALLOC_CONF notes), §15.5",
+			"fragmentation: allocated peak 10.00 GiB × fragmentation 0.15 (fragmentation_torch1; " + fragWhat + ") | " + fragSrc,
 			"stream_cache: all-gather pool 1.00 GiB + reduce-scatter pool 4.00 GiB − the part the allocated peak holds = 3.00 GiB | " + streamCacheSource,
+			"segment_slack: " + segmentSlackFormula + " = 128.00 MiB | " + segmentSlackSource,
 			"cuda_context: cuda_context_eager_mib = 1.31 GiB | " + legacySrc,
 			"workspace: one cuBLAS workspace for the compute stream = 8.12 MiB | pytorch/pytorch:aten/src/ATen/cuda/CublasHandlePool.cpp (MODEL.md §10)",
 			"misc: misc_overhead_mib = 100.00 MiB | constant misc_overhead_mib (calibration)",
@@ -210,6 +216,7 @@ func TestOverheadRowTexts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			o := runtimeOverheads(&tt.job, &c)
 			o.setStreamCache(3*float64(units.GiB), float64(units.GiB), 4*float64(units.GiB), &c)
+			o.SegmentSlack = 128 * units.MiB
 			var got []string
 			for _, r := range o.appendRows(nil, 10*units.GiB, tt.explain) {
 				got = append(got, r.Name+": "+r.Formula+" | "+r.Source)

@@ -105,7 +105,7 @@ func (in *inferenceInputs) profileRun(m *model.Model, setup servingSetup, r stag
 			best = transient{bytes: vt.bytes, formula: "multimodal encoder profile: " + vt.formula}
 		}
 	}
-	if last && m.Text.Vocab > 0 {
+	if last && m.Text.Vocab > 0 && !m.NoLMHead { // an embedding model samples nothing
 		hidden := 2 * float64(n) * float64(m.Text.Hidden) * in.act.BytesPerElement()
 		sampler := float64(setup.maxSeqs) * float64(m.Text.Vocab) * setup.samplerBytes
 		if b := units.FromFloat(hidden + sampler); b > best.bytes {

@@ -20,6 +20,10 @@ type Rule struct {
 	Effect string `json:"effect"`
 	// Source is where the behaviour and its boundary come from.
 	Source string `json:"source"`
+	// Records are the ids of the development-set measurements the rule
+	// was read off (package accuracy); empty for a rule taken from the
+	// framework's source, which stands whatever the measurements say.
+	Records []string `json:"records,omitempty"`
 }
 
 // ruleID is a rule's index in rules.
@@ -72,6 +76,8 @@ const (
 	ruleBnb4bitSavesInput
 	ruleVLLMV0Sampler
 	ruleTitanLogitsThroughBackward
+	ruleTorchNoExpandableSegments
+	ruleTitanDefaultSegments
 	ruleTitanFSDP1
 	ruleTitanNoCP
 	ruleTitanCPUnsharded
@@ -100,8 +106,9 @@ var rules = [numRules]Rule{
 	},
 	ruleTorchFragmentation1x: {
 		Name: "torch-1x-fragmentation", Package: "torch", Before: "2.0",
-		Effect: "the caching allocator of torch 1.x leaves more reserved than allocated in training (constant fragmentation_torch1)",
-		Source: "MODEL.md §15.5 (reserved/allocated of the torch 1.x BERT records)",
+		Effect:  "the caching allocator of torch 1.x leaves more reserved than allocated in training (constant fragmentation_torch1)",
+		Source:  "MODEL.md §15.5 (reserved/allocated of the torch 1.x BERT records)",
+		Records: recsTorch1BERT,
 	},
 	ruleTransformersTupleCache: {
 		Name: "transformers-tuple-kv-cache", Package: "transformers", Before: "4.36",
@@ -127,6 +134,16 @@ var rules = [numRules]Rule{
 		Name: "torchtitan-logits-through-backward", Package: "torchtitan", Before: "2024-04",
 		Effect: "the training loop keeps the model's fp32 logits (pred) through backward",
 		Source: "pytorch/torchtitan train.py (\"del pred\" before backward, added in April 2024)",
+	},
+	ruleTorchNoExpandableSegments: {
+		Name: "torch-no-expandable-segments", Package: "torch", Before: "2.1",
+		Effect: "the caching allocator has no expandable segments: PYTORCH_CUDA_ALLOC_CONF's expandable_segments key is refused as unknown",
+		Source: "pytorch/pytorch PR #96995 (expandable blocks in the allocator, first released in 2.1); c10/cuda/CUDACachingAllocator.cpp Note [Expandable Segments]",
+	},
+	ruleTitanDefaultSegments: {
+		Name: "torchtitan-default-allocator", Package: "torchtitan", Before: "2024-10",
+		Effect: "torchtitan's launch script leaves the allocator at its defaults; from 2024-10-22 it sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PYTORCH_ALLOC_CONF later), which gpumem assumes for torchtitan jobs that state no configuration",
+		Source: "pytorch/torchtitan commit a5e57e4a9 (2024-10-22, run_llama_train.sh; run_train.sh at 0168bd51 keeps it)",
 	},
 	ruleTitanFSDP1: {
 		Name: "torchtitan-fsdp1", Package: "torchtitan", Before: "2024-03-28",

@@ -110,16 +110,19 @@ func TestResolveStackDefaults(t *testing.T) {
 }
 
 func TestResolveStackEras(t *testing.T) {
-	// Each era activates exactly the rules it stood for before versions.
+	// Each era activates exactly the rules it stood for before versions,
+	// and the allocator rules added since that hold for its version (torch
+	// 1.12 has no expandable segments; torchtitan's launch script did not
+	// set them in early 2024).
 	cases := map[string][]string{
-		"torch1":            {"torch-zero-grad-keeps-grads", "torch-eager-module-loading", "torch-1x-fragmentation"},
+		"torch1":            {"torch-zero-grad-keeps-grads", "torch-eager-module-loading", "torch-1x-fragmentation", "torch-no-expandable-segments"},
 		"transformers<4.36": {"transformers-tuple-kv-cache", "transformers-full-prompt-logits"},
 		"transformers<4.45": {"transformers-full-prompt-logits"},
 		"bnb<0.43.2":        {"bnb-4bit-saves-input"},
 		"vllm<0.8":          {"vllm-v0-sampler-warmup"},
 		// torchtitan 2024-03 also predates per-parameter FSDP (PR #165,
 		// 2024-03-28) and context parallelism (PR #592).
-		"torchtitan-2024q1": {"torchtitan-logits-through-backward", "torchtitan-fsdp1", "torchtitan-no-context-parallel"},
+		"torchtitan-2024q1": {"torchtitan-logits-through-backward", "torchtitan-default-allocator", "torchtitan-fsdp1", "torchtitan-no-context-parallel"},
 	}
 	for era, want := range cases {
 		r, err := ResolveStack(nil, []string{era})

@@ -48,6 +48,9 @@ type trainParts struct {
 	engine  [numPhases]float64
 	pools   fsdpPools
 	poolsOK bool
+	// alloc is the caching allocator's share of the model states
+	// (alloc_model.go), set with them.
+	alloc allocFoot
 	// rows is the row table of the parts above, built once they are set
 	// (ov, which the stream pools read it for, aside).
 	rows rowTable
@@ -123,6 +126,7 @@ func (s *setup) stageParts(t *trainParts) {
 func (s *setup) staticParts(t *trainParts) {
 	t.p = s.countParams()
 	t.st = s.modelStates(&t.p)
+	t.alloc = s.allocFootprint(&t.st)
 	t.engine = s.engineBuffers(&t.st, &t.p)
 	t.pools, t.poolsOK = s.commPools(t)
 }
@@ -297,7 +301,7 @@ func (s *setup) cachedParts(t *trainParts, c *sweepStage, fracs bool) {
 		if fracs {
 			s.fracs, s.unitFracs = c.fracs, c.unit
 		}
-		t.p, t.st, t.engine, t.pools, t.poolsOK = c.p, c.st, c.engine, c.pools, c.poolsOK
+		t.p, t.st, t.engine, t.pools, t.poolsOK, t.alloc = c.p, c.st, c.engine, c.pools, c.poolsOK, c.alloc
 		s.batchParts(t, &c.rows)
 		return
 	}
@@ -308,7 +312,7 @@ func (s *setup) cachedParts(t *trainParts, c *sweepStage, fracs bool) {
 	c.rows.ok = false
 	s.batchParts(t, &c.rows)
 	c.ok, c.fracs, c.unit, c.p, c.st = true, append(c.fracs[:0], s.fracs...), s.unitFracs, t.p, t.st
-	c.engine, c.pools, c.poolsOK = t.engine, t.pools, t.poolsOK
+	c.engine, c.pools, c.poolsOK, c.alloc = t.engine, t.pools, t.poolsOK, t.alloc
 }
 
 // peaksOf is assemble without the breakdown: the current stage's peaks,
@@ -695,7 +699,8 @@ func (p *rowPrefix) restore(tab *rowTable) {
 
 // staticRows adds the rows that do not depend on the micro-batch, the
 // first in row order: weights, adapters, master weights, gradients,
-// optimizer states and the AMP weight copies.
+// optimizer states, the AMP weight copies and the allocator's rounding
+// of them.
 func (s *setup) staticRows(t *trainParts, tab *rowTable) {
 	st := &t.st
 	tab.always = 1<<rowWeights | 1<<rowGrads | 1<<rowActs
@@ -712,6 +717,10 @@ func (s *setup) staticRows(t *trainParts, tab *rowTable) {
 	if st.castCache != 0 {
 		c := s.castPhases(t)
 		tab.phases(rowCast, &c)
+	}
+	if f := &t.alloc; f.absorbed != 0 || f.states != 0 || f.grads != 0 {
+		r := s.allocRows(t)
+		tab.phases(rowRounding, &r)
 	}
 }
 
@@ -766,6 +775,7 @@ const (
 	rowGrads
 	rowOptim
 	rowCast
+	rowRounding
 	rowActs
 	rowVision
 	rowEncoder
@@ -897,7 +907,12 @@ func (s *setup) assemble(t *trainParts, res *Result) *bandBox {
 		// The whole model's count, the same for every pipeline stage.
 		s.trained, s.haveTrained = s.modelTrainable(&t.p), true
 	}
-	res.TrainableParams = int64(s.trained + 0.5)
+	res.TrainableParams = roundCount(s.trained)
+	if s.trainable.all {
+		// The float sum is exact below 2⁵³ parameters only; beyond, it
+		// may round past the integer total it equals.
+		res.TrainableParams = t.p.total
+	}
 	res.ActiveParams = s.tab.active
 	res.Job = *s.job
 	res.PerGPU = PerGPU{AllocatedPeakBytes: alloc, ReservedPeakBytes: reserved, DevicePeakBytes: device,

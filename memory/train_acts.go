@@ -2,6 +2,7 @@ package memory
 
 import (
 	"math"
+	"strings"
 	"unsafe"
 
 	"github.com/gpumem/gpumem/model"
@@ -422,7 +423,7 @@ func (s *setup) uniformLayers(from, to int) bool {
 	a := lts[0]
 	for _, l := range lts[1:] {
 		if l.CrossAttention != a.CrossAttention || l.MoE != a.MoE || !sameAttn(l.Attention, a.Attention) || !sameKV(l, a) ||
-			l.State != a.State || l.NoMLP != a.NoMLP {
+			l.State != a.State || l.FFN != a.FFN || l.NoFFN != a.NoFFN {
 			return false
 		}
 	}
@@ -646,6 +647,12 @@ func extraNormsOf(m *model.Model) float64 {
 	for i := range m.Modules {
 		mod := &m.Modules[i]
 		if mod.Stack != stackText || mod.Layer < 0 || mod.Component != "norm" || mod.In > 0 {
+			continue
+		}
+		if strings.Contains(mod.Name, ".self_attn.") {
+			// Query/key norms inside attention (OLMoE's and OLMo 2's span
+			// the whole projection, as wide as the hidden state) are
+			// counted with the attention block (selfAttnAct, st.QKNorm).
 			continue
 		}
 		if mod.Each == int64(st.Hidden) || mod.Each == 2*int64(st.Hidden) {

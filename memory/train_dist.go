@@ -643,10 +643,10 @@ func (s *setup) parallelInfo(t *trainParts) (Parallel, bool) {
 		ZeRO: d.zero, ShardGroup: int(d.nd)}
 	switch {
 	case d.engine == EngineDeepSpeed && d.zero == 3:
-		p.LargestUnitParams = int64(s.largestModule(false) + 0.5)
+		p.LargestUnitParams = roundCount(s.largestModule(false))
 	case s.isFSDP() && d.zero >= 2:
 		unit, root := s.fsdpUnits(false)
-		p.LargestUnitParams = int64(max(unit, root) + 0.5)
+		p.LargestUnitParams = roundCount(max(unit, root))
 	}
 	if t != nil {
 		p.PeakStage = d.stage

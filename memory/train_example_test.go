@@ -61,9 +61,9 @@ func ExampleEstimator() {
 		fmt.Printf("%6d tokens: %5.1f GiB\n", seq, r.PerGPU.DevicePeakBytes.GiBf())
 	}
 	// Output:
-	//   2048 tokens:  20.1 GiB
-	//   8192 tokens:  31.1 GiB
-	//  32768 tokens:  75.2 GiB
+	//   2048 tokens:  20.2 GiB
+	//   8192 tokens:  31.3 GiB
+	//  32768 tokens:  75.4 GiB
 }
 
 // ExampleSweep finds the largest micro-batch of a full fine-tune that
@@ -94,9 +94,9 @@ func ExampleSweep() {
 	}
 	fmt.Println("largest that fits:", best)
 	// Output:
-	// micro-batch  1:  14.4 GiB at loss
-	// micro-batch  2:  20.9 GiB at loss
-	// micro-batch  4:  34.0 GiB at loss
+	// micro-batch  1:  14.5 GiB at loss
+	// micro-batch  2:  21.0 GiB at loss
+	// micro-batch  4:  34.1 GiB at loss
 	// micro-batch  8:  60.3 GiB at loss
 	// largest that fits: 8
 }

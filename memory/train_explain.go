@@ -22,6 +22,8 @@ var rowInfo = [numRows]struct{ name, phase, formula, source string }{
 		"torch.optim state init; bitsandbytes Optimizer2State; MODEL.md §2.4"},
 	rowCast: {"autocast_weight_cache", "forward", "2 B × Linear weight params (autocast weight-cast cache)",
 		"MODEL.md §2.2, §15.9 [measured]"},
+	rowRounding: {"allocator_rounding", "persistent", "weights' blocks beyond their bytes (512 B rounding, segment remainders of 1 MiB or less kept unsplit) + roundup_power2_divisions rounding of gradients, optimizer states and master weights",
+		"pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp round_size, get_allocation_size, should_split, alloc_found_block (MODEL.md §10)"},
 	rowActs: {"activations", "forward", "recording layers × per-token inventory × tokens (or checkpoints + one recomputed layer)",
 		"MODEL.md §4.3 (HF inventories), §5.1 (checkpointing), §8 (MoE), §15.12 (post-LN encoders)"},
 	rowVision: {"vision_activations", "forward", "vision layers × inventory × images × patches (+ projector input)",
@@ -102,6 +104,10 @@ func (s *setup) formulaFor(t *trainParts, name string) (string, bool) {
 		return fmt.Sprintf("%s (%s): %s", s.opt.info.Name, s.opt.info.Impl, gib(st.optim.transient)), true
 	case "comm_buffers":
 		return fmt.Sprintf("engine %s, zero %d over %.0f ranks, tp %d pp %d cp %d ep %d", cond(s.dist.engine == "", "none", s.dist.engine), s.dist.zero, s.dist.nd, s.dist.tp, s.dist.pp, s.dist.cp, s.dist.ep), true
+	case "allocator_rounding":
+		f := &t.alloc
+		return fmt.Sprintf("weights' blocks %s beyond their bytes%s; divisions rounding: states and master %s, all gradients %s (allocator %s)",
+			gib(f.absorbed), cond(f.derived, "", " (not derived: sharded or split weights)"), gib(f.states), gib(f.grads), allocConfText(&s.alloc)), true
 	case "dequant_workspace":
 		return fmt.Sprintf("%.3g × %.0f elements × %v B", s.c[cDequantWorkspaceFactor], p.maxLinear, s.compute.BytesPerElement()), true
 	}

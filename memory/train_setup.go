@@ -74,13 +74,14 @@ type setup struct {
 	compute   DType // matmul/activation dtype (autocast dtype under AMP)
 	adapter   DType // LoRA adapter dtype
 	residual  float64
-	amp       bool // fp32 weights + autocast (MODEL.md §2.1 AMP row)
-	master    bool // separate fp32 master copy of trainable params
-	gradFP32  bool // fp32 gradient accumulation buffers (Megatron main_grad)
-	kbitFP32  bool // prepare_model_for_kbit_training: non-quantized params fp32
-	quantHead bool // the output head is quantized too (litgpt bitsandbytes precision)
-	double    bool // bnb double quantisation
-	shardedQ  bool // sharded QLoRA: 4-bit weights sharded by FSDP or ZeRO-3 (resolveShardedQLoRA)
+	amp       bool      // fp32 weights + autocast (MODEL.md §2.1 AMP row)
+	master    bool      // separate fp32 master copy of trainable params
+	gradFP32  bool      // fp32 gradient accumulation buffers (Megatron main_grad)
+	kbitFP32  bool      // prepare_model_for_kbit_training: non-quantized params fp32
+	quantHead bool      // the output head is quantized too (litgpt bitsandbytes precision)
+	double    bool      // bnb double quantisation
+	alloc     AllocConf // the caching allocator's configuration (Job.AllocConf, or the framework's)
+	shardedQ  bool      // sharded QLoRA: 4-bit weights sharded by FSDP or ZeRO-3 (resolveShardedQLoRA)
 	// float8 is the torchao float8 recipe ("" none); float8Gather is
 	// FSDP2's float8 all-gather of the Linear weights (resolveFloat8).
 	float8       string
@@ -242,6 +243,21 @@ func (s *setup) resolveFramework() error {
 	s.torch1 = rs.has(ruleTorchZeroGradKeeps)
 	s.bnbOld = rs.has(ruleBnb4bitSavesInput)
 	s.titanLogits = rs.has(ruleTitanLogitsThroughBackward)
+	return s.resolveAlloc(rs)
+}
+
+// resolveAlloc reads the allocator configuration (Job.AllocConf), or the
+// one the framework sets, and checks it against the stack's torch.
+func (s *setup) resolveAlloc(rs ruleSet) error {
+	c, err := resolveAllocConf(s.job, rs, s.framework == FrameworkTorchtitan)
+	if err != nil {
+		return err
+	}
+	s.alloc = c.conf
+	if c.assumed != "" {
+		s.warn(c.assumed)
+	}
+	s.allocNotes()
 	return nil
 }
 
@@ -495,8 +511,13 @@ func (s *setup) titanOpSupported() error {
 	return nil
 }
 
-// hasVocabHead reports whether the loss runs over vocabulary logits.
+// hasVocabHead reports whether the loss runs over vocabulary logits: not
+// for a checkpoint without an LM head (model.Model.NoLMHead: an embedding
+// model saved as its base class), nor for a task head other than the LM.
 func (s *setup) hasVocabHead() bool {
+	if s.m.NoLMHead {
+		return false
+	}
 	if h := s.job.TaskHead; h != "" {
 		switch strings.ToLower(h) {
 		case "sequence_classification", "seq_cls", "classification", "token_classification", "none", "regression":

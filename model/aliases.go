@@ -112,4 +112,14 @@ var aliases = map[string]string{
 	"mistral-small-3.1-24b": "mistralai/Mistral-Small-3.1-24B-Instruct-2503",
 	"gemma4-26b-a4b":        "google/gemma-4-26B-A4B",
 	"internvl3-1b":          "OpenGVLab/InternVL3-1B",
+	// families of 2025–26
+	"deepseek-v3.2": "deepseek-ai/DeepSeek-V3.2",
+	"glm-5":         "zai-org/GLM-5",
+	"glm-4.7":       "zai-org/GLM-4.7",
+	"minimax-m2.5":  "MiniMaxAI/MiniMax-M2.5",
+	"smollm3-3b":    "HuggingFaceTB/SmolLM3-3B",
+	"olmo2-7b":      "allenai/OLMo-2-1124-7B",
+	"starcoder2-7b": "bigcode/starcoder2-7b",
+	"aya-23-8b":     "CohereLabs/aya-23-8B",
+	"hunyuan-a13b":  "tencent/Hunyuan-A13B-Instruct",
 }

@@ -15,19 +15,30 @@ import "strings"
 // bias); *ForSequenceClassification adds the pooler and a classifier.
 func readBERT(c *config, m *Model, b *builder) {
 	s := readStack(c, dims{hidden: 768, layers: 12, heads: 12, inter: 3072, vocab: 30522, maxPos: 512, act: "gelu"})
+	m.Text = s
+	top := buildBERTEncoder(c, m, b, "bert", 2)
+	bertHead(c, m, top)
+}
+
+// buildBERTEncoder adds a BERT-style post-LN encoder under prefix ("bert",
+// "roberta"): word, position and token-type embeddings with a LayerNorm,
+// then layers of query/key/value and attention.output dense + LayerNorm,
+// intermediate and output dense + LayerNorm, all with bias. It sets the
+// stack's encoder flags and returns the group for the head's modules.
+func buildBERTEncoder(c *config, m *Model, b *builder, prefix string, typeDefault int) group {
+	s := &m.Text
 	s.Norm, s.MLP, s.Causal = LayerNorm, PlainMLP, false
 	s.AttnBias, s.OutBias, s.MLPBias = true, true, true
 	s.TiedEmbeddings = true // no separate output matrix in any BERT head
 	s.LayerTypes = uniformLayers(s.Layers, FullAttention)
-	types := c.dim("type_vocab_size", 2)
-	m.Text = s
+	types := c.dim("type_vocab_size", typeDefault)
 	h := s.Hidden
 	top := b.top(StackText)
-	top.embedding(CompEmbedding, "bert.embeddings.word_embeddings", s.Vocab, h)
-	top.embedding(CompEmbedding, "bert.embeddings.position_embeddings", s.MaxPositions, h)
-	top.embedding(CompEmbedding, "bert.embeddings.token_type_embeddings", types, h)
-	top.norm(CompNorm, "bert.embeddings.LayerNorm", h, true)
-	g := b.layers(StackText, "bert.encoder.layer", 0, s.Layers)
+	top.embedding(CompEmbedding, prefix+".embeddings.word_embeddings", s.Vocab, h)
+	top.embedding(CompEmbedding, prefix+".embeddings.position_embeddings", s.MaxPositions, h)
+	top.embedding(CompEmbedding, prefix+".embeddings.token_type_embeddings", types, h)
+	top.norm(CompNorm, prefix+".embeddings.LayerNorm", h, true)
+	g := b.layers(StackText, prefix+".encoder.layer", 0, s.Layers)
 	for _, n := range []string{"query", "key", "value"} {
 		g.linear(CompAttention, "attention.self."+n, n, h, h, true)
 	}
@@ -36,7 +47,7 @@ func readBERT(c *config, m *Model, b *builder) {
 	g.linear(CompMLP, "intermediate.dense", "dense", h, s.Intermediate, true)
 	g.linear(CompMLP, "output.dense", "dense", s.Intermediate, h, true)
 	g.norm(CompNorm, "output.LayerNorm", h, true)
-	bertHead(c, m, top)
+	return top
 }
 
 // bertHead adds the modules of the head architectures[0] names.
@@ -59,13 +70,7 @@ func bertHead(c *config, m *Model, top group) {
 		if strings.HasSuffix(arch, "ForSequenceClassification") {
 			pooler()
 		}
-		// PretrainedConfig: num_labels = len(id2label), 2 by default.
-		labels := 0
-		if id2 := c.sub("id2label"); id2 != nil {
-			labels = len(id2.m)
-		}
-		labels = c.dim("num_labels", max(labels, 2))
-		top.linear(CompLMHead, "classifier", "classifier", h, labels, true)
+		top.linear(CompLMHead, "classifier", "classifier", h, numLabels(c), true)
 	default: // BertModel
 		pooler()
 	}

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/gpumem/gpumem/internal/fsutil"
 )
 
 // catalogFS holds the real config.json of every catalog model, named
@@ -36,15 +38,21 @@ type CatalogEntry struct {
 	ActiveParams int64 `json:"active_params"`
 }
 
-// catalogIndex maps a lower-case id to its file name, built once.
+// catalogIndex maps a lower-case id to its file name, built once from the
+// embedded folder's listing, so a config added to model/catalog is found
+// with no other change. fs.ReadDir on an embed.FS returns the stored,
+// sorted entries; fs.Glob would match a pattern against each name, which
+// cost ten times the lookup itself at the start of every command.
 var catalogIndex = sync.OnceValues(func() (map[string]string, error) {
-	files, err := fs.Glob(catalogFS, "catalog/*.json")
+	entries, err := fs.ReadDir(catalogFS, "catalog")
 	if err != nil {
 		return nil, err
 	}
-	idx := make(map[string]string, len(files))
-	for _, f := range files {
-		idx[strings.ToLower(fileID(f))] = f
+	idx := make(map[string]string, len(entries))
+	for _, e := range entries {
+		if name := e.Name(); !e.IsDir() && strings.HasSuffix(name, ".json") {
+			idx[strings.ToLower(fileID(name))] = "catalog/" + name
+		}
 	}
 	return idx, nil
 })
@@ -122,11 +130,36 @@ func CatalogConfig(name string) ([]byte, error) {
 	return catalogFS.ReadFile(file)
 }
 
+// InCatalog reports whether name is a catalog id (in any case) or alias.
+// Unlike [Lookup] it parses nothing and builds no suggestions, so it is
+// cheap for telling model names from other words.
+func InCatalog(name string) bool {
+	key := strings.ToLower(strings.TrimSpace(name))
+	if _, ok := aliases[key]; ok {
+		return true
+	}
+	if _, ok := exactCatalogFile(strings.TrimSpace(name)); ok {
+		return true
+	}
+	idx, err := catalogIndex()
+	if err != nil {
+		return false
+	}
+	_, ok := idx[key]
+	return ok
+}
+
 // catalogFile resolves an id or alias to its embedded file.
 func catalogFile(name string) (string, error) {
 	key := strings.ToLower(strings.TrimSpace(name))
 	if id, ok := aliases[key]; ok {
+		// An alias names the id as the catalog spells it, so its file opens
+		// directly, without the index (and so do ids spelled that way).
+		name = id
 		key = strings.ToLower(id)
+	}
+	if file, ok := exactCatalogFile(strings.TrimSpace(name)); ok {
+		return file, nil
 	}
 	idx, err := catalogIndex()
 	if err != nil {
@@ -140,6 +173,24 @@ func catalogFile(name string) (string, error) {
 		return "", fmt.Errorf("%q is not in the built-in catalog (see the catalog list for ids and aliases): %w", name, ErrNotFound)
 	}
 	return file, nil
+}
+
+// exactCatalogFile returns the file of a Hub id spelled as in the catalog
+// ("meta-llama/Llama-2-7b-hf"), found by name: building the index of every
+// file costs more than the rest of a catalog lookup.
+func exactCatalogFile(id string) (string, bool) {
+	org, name, ok := strings.Cut(id, "/")
+	if !ok || org == "" || name == "" || strings.ContainsAny(name, "/\\") || strings.Contains(org, "__") {
+		return "", false
+	}
+	file := "catalog/" + org + "__" + name + ".json"
+	if !fs.ValidPath(file) {
+		return "", false
+	}
+	if st, err := fs.Stat(catalogFS, file); err != nil || st.IsDir() {
+		return "", false
+	}
+	return file, true
 }
 
 // Load resolves ref to a model: a catalog id or alias, a path to a
@@ -159,14 +210,14 @@ func Load(ref string) (*Model, error) {
 	switch {
 	case statErr == nil && st.IsDir():
 		abs, _ := filepath.Abs(ref)
-		m, err := ParseFS(os.DirFS(abs), ".")
+		m, err := ParseFS(fsutil.DirFS(abs), ".")
 		if err != nil {
 			return nil, fmt.Errorf("load %s: %w", ref, err)
 		}
 		m.ID = ref
 		return m, nil
 	case statErr == nil:
-		data, err := os.ReadFile(ref)
+		data, err := fsutil.ReadFile(ref, MaxConfigSize)
 		if err != nil {
 			return nil, fmt.Errorf("load %s: %w", ref, err)
 		}

@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"strings"
 	"testing"
 )
@@ -137,6 +138,69 @@ func TestCatalogEntries(t *testing.T) {
 		if e.TotalParams <= 0 || e.ActiveParams <= 0 || e.ActiveParams > e.TotalParams || e.ModelType == "" || e.Architecture == "" {
 			t.Errorf("bad entry %+v", e)
 		}
+	}
+}
+
+func TestInCatalog(t *testing.T) {
+	for _, e := range Catalog() {
+		for _, name := range append([]string{e.ID, strings.ToUpper(e.ID)}, e.Aliases...) {
+			if !InCatalog(name) {
+				t.Errorf("InCatalog(%q) = false", name)
+			}
+		}
+	}
+	for _, name := range []string{"", "all-linear", "q_proj", "meta-llama/Llama-2-7b", "org/name", "llama3-8b-instruct"} {
+		_, err := Lookup(name)
+		if got := InCatalog(name); got != (err == nil) {
+			t.Errorf("InCatalog(%q) = %v, Lookup error %v", name, got, err)
+		}
+	}
+}
+
+func TestExactCatalogFileRefuses(t *testing.T) {
+	for _, id := range []string{"", "meta-llama", "/Llama-2-7b-hf", "meta-llama/", "meta-llama/Llama-2-7b-hf/x",
+		"../catalog/meta-llama__Llama-2-7b-hf", "meta-llama/../x", "meta-llama/Llama-2-7b-hf.json", "meta__llama/x", "meta-llama/llama-2-7b-hf"} {
+		if got, ok := exactCatalogFile(id); ok {
+			t.Errorf("exactCatalogFile(%q) = %q", id, got)
+		}
+	}
+}
+
+// TestCatalogIndexListsEveryFile checks that the index holds every config
+// in the catalog folder on disk, so a file added there needs no other step.
+func TestCatalogIndexListsEveryFile(t *testing.T) {
+	idx, err := catalogIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.ReadDir("catalog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range dir {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		n++
+		want := "catalog/" + e.Name()
+		if got := idx[strings.ToLower(fileID(e.Name()))]; got != want {
+			t.Errorf("index entry for %s = %q, want %q", e.Name(), got, want)
+		}
+		// The id as spelled opens its file without the index; other
+		// spellings go through it.
+		id := fileID(e.Name())
+		for _, ref := range []string{id, strings.ToUpper(id), " " + strings.ToLower(id) + " "} {
+			if got, err := catalogFile(ref); err != nil || got != want {
+				t.Errorf("catalogFile(%q) = %q, %v; want %q", ref, got, err, want)
+			}
+		}
+		if got, ok := exactCatalogFile(id); !ok || got != want {
+			t.Errorf("exactCatalogFile(%q) = %q, %v; want %q", id, got, ok, want)
+		}
+	}
+	if n == 0 || len(idx) != n {
+		t.Errorf("index has %d entries for %d files in catalog/", len(idx), n)
 	}
 }
 

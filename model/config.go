@@ -3,9 +3,12 @@ package model
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/gpumem/gpumem/internal/jsonkeys"
 )
 
 // Bounds on values read from a config. They reject absurd sizes before any
@@ -66,6 +69,11 @@ func decodeConfig(file string, data []byte) (*config, error) {
 	}
 	if dec.More() {
 		return nil, &ConfigError{File: file, Want: "a single JSON object", Got: "trailing data"}
+	}
+	if err := jsonkeys.Check(data); err != nil {
+		var de *jsonkeys.DuplicateError
+		errors.As(err, &de)
+		return nil, &ConfigError{File: file, Key: de.Path, Err: fmt.Errorf("given twice (lines %d and %d); each key once", de.First, de.Line)}
 	}
 	if python {
 		restorePythonFloats(m)
@@ -225,8 +233,20 @@ func (c *config) str(key, def string) string {
 		c.fail(k, "a string", v)
 		return def
 	}
+	if len(s) > maxString {
+		c.fail(k, wantName, v)
+		return def
+	}
 	return s
 }
+
+// maxString bounds the strings read from a config: names such as
+// model_type, an architecture, a dtype or a module name, all far shorter.
+// A longer one is refused rather than echoed in every message and report.
+const maxString = 256
+
+// wantName is what a string longer than maxString was expected to be.
+var wantName = fmt.Sprintf("a name of at most %d characters", maxString)
 
 // number reads key as a finite number, def when absent.
 func (c *config) number(key string, def float64) float64 {
@@ -274,6 +294,10 @@ func (c *config) strs(key string) []string {
 		return nil
 	}
 	if s, isStr := v.(string); isStr {
+		if len(s) > maxString {
+			c.fail(k, wantName, v)
+			return nil
+		}
 		return []string{s}
 	}
 	arr, isArr := v.([]any)
@@ -286,6 +310,10 @@ func (c *config) strs(key string) []string {
 		s, isStr := e.(string)
 		if !isStr {
 			c.fail(fmt.Sprintf("%s[%d]", k, i), "a string", e)
+			return nil
+		}
+		if len(s) > maxString {
+			c.fail(fmt.Sprintf("%s[%d]", k, i), wantName, e)
 			return nil
 		}
 		out = append(out, s)

@@ -23,20 +23,7 @@ func readDeepSeek(c *config, m *Model, b *builder) {
 		md = moeDefaults{experts: 256, perToken: 8, expertFFN: 2048}
 	}
 	s := readStack(c, d)
-	mla := &MLA{
-		QLoRARank:  c.count("q_lora_rank", 1536),
-		KVLoRARank: c.dim("kv_lora_rank", 512),
-		QKNopeDim:  c.dim("qk_nope_head_dim", 128),
-		QKRopeDim:  c.dim("qk_rope_head_dim", 64),
-		VHeadDim:   c.dim("v_head_dim", 128),
-	}
-	if !c.has("q_lora_rank") && c.lookupNull("q_lora_rank") {
-		mla.QLoRARank = 0 // explicit null: q is projected directly
-	}
-	s.MLA = mla
-	s.HeadDim = mla.QKNopeDim + mla.QKRopeDim
-	s.KVHeads = s.Heads // MLA expands the latent to every head
-	s.AttnBias = c.boolean("attention_bias", false)
+	readMLA(c, &s, 1536) // an explicit null q_lora_rank: q is projected directly
 	if c.has("n_routed_experts") || md.experts > 0 {
 		if md.perToken == 0 && !c.has("num_experts_per_tok") {
 			c.fail("num_experts_per_tok", "a positive integer", nil)

@@ -44,6 +44,10 @@ func TestParseErrors(t *testing.T) {
 			"layer_types[0]", `got "local"`},
 		{"cross layer out of range", `{"model_type": "mllama", "text_config": {"num_hidden_layers": 4, "cross_attention_layers": [9]}}`,
 			"text_config.cross_attention_layers[0]", "want an integer in [0, 3]"},
+		{"key given twice", "{\"model_type\": \"llama\",\n \"hidden_size\": 64,\n \"hidden_size\": 128}", "hidden_size", "config.json: hidden_size: given twice (lines 2 and 3)"},
+		{"nested key given twice", `{"model_type": "llava", "text_config": {"vocab_size": 1, "vocab_size": 2}}`, "text_config.vocab_size", "given twice"},
+		{"model_type too long", `{"model_type": "` + strings.Repeat("x", 100000) + `"}`, "model_type", "want a name of at most 256 characters, got \"xxxxxxxx"},
+		{"architecture too long", `{"architectures": ["` + strings.Repeat("A", 300) + `"]}`, "architectures[0]", "want a name of at most 256 characters"},
 		{"odd qwen v1 ffn", `{"model_type": "qwen", "intermediate_size": 11}`, "intermediate_size", "an even integer"},
 	}
 	for _, tt := range tests {
@@ -118,5 +122,28 @@ func TestArchitectureFallback(t *testing.T) {
 	}
 	if !m.Text.AttnBias || len(m.Warnings) != 0 {
 		t.Errorf("AttnBias %v, warnings %q: want the Qwen2 reader", m.Text.AttnBias, m.Warnings)
+	}
+}
+
+// Each module's count fits in an int64, but their sum does not: the
+// config is refused instead of printing a wrapped, negative total.
+func TestParseTotalOverflow(t *testing.T) {
+	const config = `{"model_type":"gpt_oss","hidden_size":16000000,"n_layers":4077,"num_experts":16370}`
+	m, err := Parse([]byte(config))
+	if err == nil {
+		t.Fatalf("Parse succeeded with a total of %d parameters", m.TotalParams())
+	}
+	for _, want := range []string{"config.json", "parameter total overflows int64"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+}
+
+// A long model_type is refused, and the message quotes only its start.
+func TestLongModelTypeNotEchoed(t *testing.T) {
+	_, err := Parse([]byte(`{"model_type": "` + strings.Repeat("x", 100000) + `"}`))
+	if err == nil || len(err.Error()) > 200 {
+		t.Fatalf("error of %d bytes: %.200s", len(err.Error()), err)
 	}
 }

@@ -23,11 +23,16 @@ func FuzzParse(f *testing.F) {
 		}
 		f.Add(data)
 	}
-	hybrid, err := filepath.Glob("testdata/hybrid/*.json")
-	if err != nil || len(hybrid) == 0 {
-		f.Fatalf("no hybrid release configs: %v", err)
+	// The release configs of the hybrid and newer families.
+	var more []string
+	for _, dir := range []string{"testdata/hybrid", "testdata/families"} {
+		files, err := filepath.Glob(dir + "/*.json")
+		if err != nil || len(files) == 0 {
+			f.Fatalf("no release configs in %s: %v", dir, err)
+		}
+		more = append(more, files...)
 	}
-	for _, file := range hybrid {
+	for _, file := range more {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			f.Fatal(err)
@@ -38,6 +43,24 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"model_type": "qwen3_next", "num_hidden_layers": 4, "full_attention_interval": 2, "num_experts": 0}`))
 	f.Add([]byte(`{"model_type": "minimax_m1", "num_hidden_layers": 2, "attn_type_list": [0, 1], "shared_intermediate_size": 64}`))
 	f.Add([]byte(`{"model_type": "frobnet", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100, "x": NaN}`))
+	for _, seed := range []string{
+		`{"model_type": "nemotron-nas", "num_hidden_layers": 2, "block_configs": [{}, {"attention": {"no_op": true}, "ffn": {"no_op": true}}]}`,
+		`{"model_type": "nemotron-nas", "num_hidden_layers": 1, "block_configs": [{"attention": {"n_heads_in_group": 8}, "ffn": {"ffn_mult": 1e300}}]}`,
+		`{"model_type": "glm_moe_dsa", "num_hidden_layers": 2, "index_topk_pattern": "FS"}`,
+		`{"model_type": "glm_moe_dsa", "num_hidden_layers": 3, "indexer_types": ["full", "shared", "full"], "mlp_layer_types": ["dense", "sparse", "dense"]}`,
+		`{"model_type": "exaone4", "num_hidden_layers": 3, "sliding_window_pattern": "LG"}`,
+		`{"model_type": "exaone4", "sliding_window": null}`,
+		`{"model_type": "hunyuan", "architectures": ["HunYuanMoEV1ForCausalLM"], "num_hidden_layers": 2, "num_experts": 4, "moe_topk": [1, 1], "num_shared_expert": [0, 0]}`,
+		`{"model_type": "ernie4_5_moe", "moe_layer_end_index": -1, "moe_layer_interval": 2}`,
+		`{"model_type": "smollm3", "num_hidden_layers": 2, "no_rope_layers": [1, 0]}`,
+		`{"model_type": "minimax_m2", "num_hidden_layers": 1, "attn_type_list": [1]}`,
+		`{"model_type": "qwen3", "architectures": ["Qwen3Model"]}`,
+		`{"model_type": "qwen2", "architectures": ["Qwen2ForSequenceClassification"], "id2label": {"0": "a"}}`,
+		`{"model_type": "xlm-roberta", "architectures": ["XLMRobertaForSequenceClassification"], "num_labels": 1}`,
+		`{"model_type": "modernbert", "architectures": ["ModernBertForMaskedLM"], "num_hidden_layers": 1}`,
+	} {
+		f.Add([]byte(seed))
+	}
 	f.Add([]byte(`{"model_type": "llava", "text_config": {"model_type": "llava"}}`))
 	f.Add([]byte(`{"model_type": "deepseek_v3", "q_lora_rank": null, "n_routed_experts": 1, "num_experts_per_tok": 1}`))
 	// multimodal wrappers (tower.go): real release configs and edge cases
@@ -86,6 +109,7 @@ func FuzzParse(f *testing.F) {
 		if a := m.ActiveParams(); a <= 0 || a > total {
 			t.Fatalf("active %d, total %d", a, total)
 		}
+		checkPartialSums(t, m, total)
 		if len(m.Text.LayerTypes) != m.Text.Layers {
 			t.Fatalf("%d layer types for %d layers", len(m.Text.LayerTypes), m.Text.Layers)
 		}
@@ -109,4 +133,44 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("recurrent state %+v", r)
 		}
 	})
+}
+
+// checkPartialSums asserts that the per-component and per-stack totals
+// are non-negative and add up to the model's total, and that every
+// per-layer count is non-negative and at most the total: sums over
+// modules never wrap.
+func checkPartialSums(t *testing.T, m *Model, total int64) {
+	t.Helper()
+	var byComp int64
+	for _, c := range m.ByComponent() {
+		if c.Params < 0 || c.Params > total {
+			t.Fatalf("component %s: %d parameters of %d", c.Component, c.Params, total)
+		}
+		byComp += c.Params
+	}
+	if byComp != total {
+		t.Fatalf("components sum to %d, total %d", byComp, total)
+	}
+	var byStack int64
+	for _, st := range []string{StackText, StackEncoder, StackVision, StackProjector} {
+		n := m.StackParams(st)
+		if n < 0 || n > total {
+			t.Fatalf("stack %s: %d parameters of %d", st, n, total)
+		}
+		byStack += n
+	}
+	if byStack != total {
+		t.Fatalf("stacks sum to %d, total %d", byStack, total)
+	}
+	if l := m.LinearParams(); l < 0 || l > total {
+		t.Fatalf("linear %d, total %d", l, total)
+	}
+	for i := range min(m.Text.Layers, 64) {
+		if n := m.LayerParams(StackText, i); n < 0 || n > total {
+			t.Fatalf("layer %d: %d parameters of %d", i, n, total)
+		}
+	}
+	if n := m.OutsideLayerParams(StackText); n < 0 || n > total {
+		t.Fatalf("outside the layers: %d parameters of %d", n, total)
+	}
 }

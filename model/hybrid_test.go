@@ -169,7 +169,7 @@ func TestHybridLayerKinds(t *testing.T) {
 				if lt.MoE {
 					moe++
 				}
-				if lt.NoMLP {
+				if lt.NoFFN {
 					noMLP++
 				}
 			}

@@ -81,6 +81,13 @@ type Model struct {
 	// Quant describes a pre-quantized checkpoint (quantization_config); nil if none.
 	Quant *Quantization `json:"quantization,omitempty"`
 
+	// NoLMHead is true for a checkpoint without an output head over the
+	// vocabulary: a base model saved as such (architectures[0]
+	// "Qwen3Model", "LlamaModel", "BertModel", ...), as embedding models
+	// are. Such a model computes no vocabulary logits and no language-model
+	// loss; Text.Vocab is still the size of its input embedding.
+	NoLMHead bool `json:"no_lm_head,omitempty"`
+
 	// Warnings are non-fatal notes made while reading the config (defaults
 	// filled in, generic reading of an unknown model_type, ...).
 	Warnings []string `json:"warnings,omitempty"`
@@ -154,6 +161,18 @@ type LayerType struct {
 	CrossAttention bool `json:"cross_attention,omitempty"`
 	// MoE is true when the layer's FFN is a mixture of experts.
 	MoE bool `json:"moe,omitempty"`
+	// NoPE is true when the layer applies no rotary position embedding
+	// (SmolLM3's no_rope_layers, the global layers of Cohere2 and
+	// EXAONE 4). It changes no size; it is reported as the layer reads.
+	NoPE bool `json:"nope,omitempty"`
+	// FFN is the width of this layer's dense feed-forward block (one
+	// branch when gated) when the layers of a stack differ (the Nemotron
+	// NAS models' per-layer ffn_mult); 0 means Stack.Intermediate.
+	FFN int `json:"ffn_width,omitempty"`
+	// NoFFN is true when the layer has no feed-forward block at all (a
+	// Mamba block, a Nemotron-H mixer-only layer, a Nemotron NAS "no_op"
+	// FFN).
+	NoFFN bool `json:"no_ffn,omitempty"`
 	// KVHeads and HeadDim override the stack's num_key_value_heads and
 	// head_dim for this layer's attention (Gemma 4's full-attention
 	// layers); 0 keeps the stack's.
@@ -168,9 +187,6 @@ type LayerType struct {
 	// Stack.State; "" for none. A Mamba layer has Attention
 	// NoSelfAttention; a Falcon-H1 layer runs both.
 	State StateKind `json:"state,omitempty"`
-	// NoMLP is true when the layer has no feed-forward block (a Mamba
-	// block, a Nemotron-H mixer-only layer).
-	NoMLP bool `json:"no_mlp,omitempty"`
 }
 
 // RecurrentState is the fixed-size state one sequence keeps in each
@@ -245,6 +261,27 @@ type MLA struct {
 	QKRopeDim int `json:"qk_rope_head_dim"`
 	// VHeadDim is the per-head value width.
 	VHeadDim int `json:"v_head_dim"`
+	// IndexerHeads, IndexerHeadDim and IndexerTopK describe the lightning
+	// indexer of DeepSeek sparse attention (DeepSeek-V3.2, GLM-5): it
+	// scores every cached token with IndexerHeads query heads against one
+	// cached key of IndexerHeadDim per token, and the layer attends to the
+	// IndexerTopK best. All 0 for dense MLA.
+	IndexerHeads   int `json:"index_n_heads,omitempty"`
+	IndexerHeadDim int `json:"index_head_dim,omitempty"`
+	IndexerTopK    int `json:"index_topk,omitempty"`
+	// IndexerLayers marks the layers that run their own indexer (and cache
+	// its keys); nil means every layer does. GLM-5's "shared" layers reuse
+	// the previous layer's selection.
+	IndexerLayers []bool `json:"indexer_layers,omitempty"`
+}
+
+// HasIndexer reports whether layer i runs its own DSA indexer (and caches
+// its keys).
+func (m *MLA) HasIndexer(i int) bool {
+	if m == nil || m.IndexerHeads == 0 {
+		return false
+	}
+	return m.IndexerLayers == nil || (i < len(m.IndexerLayers) && m.IndexerLayers[i])
 }
 
 // Vision is the vision tower of a VLM and how images become LLM tokens.

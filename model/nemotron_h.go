@@ -11,8 +11,8 @@ package model
 // nemotronHKinds name Nemotron-H's blocks in hybrid_override_pattern and in
 // layers_block_type (old and new spellings).
 var nemotronHKinds = kindNames{
-	"M": {State: Mamba2, NoMLP: true}, "mamba": {State: Mamba2, NoMLP: true}, "linear_attention": {State: Mamba2, NoMLP: true},
-	"*": {Attention: FullAttention, NoMLP: true}, "attention": {Attention: FullAttention, NoMLP: true}, "full_attention": {Attention: FullAttention, NoMLP: true},
+	"M": {State: Mamba2, NoFFN: true}, "mamba": {State: Mamba2, NoFFN: true}, "linear_attention": {State: Mamba2, NoFFN: true},
+	"*": {Attention: FullAttention, NoFFN: true}, "attention": {Attention: FullAttention, NoFFN: true}, "full_attention": {Attention: FullAttention, NoFFN: true},
 	"-": {}, "mlp": {},
 	"E": {MoE: true}, "moe": {MoE: true},
 }

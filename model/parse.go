@@ -4,11 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path"
+
+	"github.com/gpumem/gpumem/internal/fsutil"
 )
 
 // ConfigFile is the name of a Hugging Face model configuration.
 const ConfigFile = "config.json"
+
+// MaxConfigSize is the largest config.json (or preprocessor_config.json)
+// read, in bytes. Real configs are a few KiB; the largest, classifiers
+// with tens of thousands of labels in id2label, are about a MiB.
+const MaxConfigSize = 16 << 20
 
 // PreprocessorFile is the image processor configuration of a VLM, read
 // for the image size when present next to config.json.
@@ -58,9 +66,15 @@ func build(c *config) (*Model, error) {
 	}
 	b := &builder{}
 	r(c, m, b)
+	if headless(m) {
+		dropLMHead(c, m, b)
+	}
 	m.Quant = readQuant(c)
 	if err := c.err(); err != nil {
 		return nil, err
+	}
+	if b.err == nil {
+		b.err = checkTotal(b.mods)
 	}
 	if b.err != nil {
 		return nil, fmt.Errorf("%s: %w", c.st.file, b.err)
@@ -70,10 +84,29 @@ func build(c *config) (*Model, error) {
 	return m, nil
 }
 
+// checkTotal checks that the parameter total fits in an int64. Each
+// module's count is checked as it is built; their sum is checked here,
+// once, so that every sum over modules (the total, a stack, a component,
+// a layer, the active parameters) is a sum of non-negative counts below
+// a total that fits, and none can wrap.
+func checkTotal(mods []Module) error {
+	var total int64
+	for _, mod := range mods {
+		if mod.Params > math.MaxInt64-total {
+			return fmt.Errorf("the parameter total overflows int64 (more than %d parameters) at %s: check the sizes, layer and expert counts", int64(math.MaxInt64), mod.Name)
+		}
+		total += mod.Params
+	}
+	return nil
+}
+
 // pickReader finds the reader for model_type, then for architectures[0],
 // then falls back to a generic dense decoder when the config holds only
 // what that reading understands (see genericReading).
 func pickReader(c *config, mt, arch string) (reader, error) {
+	if err := refusal(c.st.file, mt, arch); err != nil {
+		return nil, err
+	}
 	t, ok := mt, true
 	if _, known := readers[mt]; !known {
 		t, ok = archTypes[arch]
@@ -142,7 +175,7 @@ func readQuant(c *config) *Quantization {
 // when present (for a VLM's image size). Model.ID is dir.
 func ParseFS(fsys fs.FS, dir string) (*Model, error) {
 	name := path.Join(dir, ConfigFile)
-	data, err := fs.ReadFile(fsys, name)
+	data, err := fsutil.ReadFS(fsys, name, MaxConfigSize)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
@@ -151,7 +184,7 @@ func ParseFS(fsys fs.FS, dir string) (*Model, error) {
 		return nil, err
 	}
 	pre := path.Join(dir, PreprocessorFile)
-	if data, err := fs.ReadFile(fsys, pre); err == nil {
+	if data, err := fsutil.ReadFS(fsys, pre, MaxConfigSize); err == nil {
 		if err := applyPreprocessor(m, pre, data); err != nil {
 			return nil, err
 		}

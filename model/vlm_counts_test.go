@@ -40,7 +40,7 @@ var vlmReleases = []vlmRelease{
 		llmfit + " of Qwen/Qwen3-VL-30B-A3B-Thinking (the same architecture and config dimensions as -Instruct)", hubTotal, nil},
 	{"Qwen__Qwen3-VL-235B-A22B-Instruct.json", 235_670_022_896, llmfit + " of Qwen/Qwen3-VL-235B-A22B-Instruct", hubTotal, nil},
 	{"mistralai/Mistral-Small-3.1-24B-Instruct-2503", 24_011_361_280,
-		"keras-hub's Mistral 3 presets (mistral_small_3.1_24b_*_2503_en \"params\"; search-index file id 61107991196)",
+		"keras-hub's Mistral 3 presets (mistral_small_3.1_24b_*_2503_en \"params\")",
 		"keras-hub counts its port's weights, which hold each tensor of the checkpoint once (lm_head untied)", nil},
 	{"OpenGVLab/InternVL3-1B", 938_193_024, llmfit + " of OpenGVLab/InternVL3-1B", hubTotal, nil},
 	{"google/gemma-4-26B-A4B", 26_544_131_376, llmfit + " of google/gemma-4-26B-A4B",

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -14,6 +15,19 @@ import (
 // EstimateFunc estimates one job. Searches call it many times with
 // variations of a base job; it must be a pure function of the job.
 type EstimateFunc func(memory.Job) (memory.Result, error)
+
+// WithContext returns est bound to ctx: once ctx is done, each call
+// returns ctx's error without estimating, so any search running on it
+// ends at its next estimate (a few microseconds) instead of finishing.
+// Callers check ctx after a search: its answer is then not the job's.
+func WithContext(ctx context.Context, est EstimateFunc) EstimateFunc {
+	return func(j memory.Job) (memory.Result, error) {
+		if err := ctx.Err(); err != nil {
+			return memory.Result{}, err
+		}
+		return est(j)
+	}
+}
 
 // For returns the estimator of model m: [memory.Estimate] bound to m. It
 // is safe for concurrent use, and its results are the caller's. It keeps

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strings"
@@ -247,5 +248,24 @@ func TestShards(t *testing.T) {
 		if got := Shards(tc.job); got != tc.want {
 			t.Errorf("Shards(%s zero %d %s) = %v", tc.job.Engine, tc.job.ZeRO, tc.job.FSDPStrategy, got)
 		}
+	}
+}
+
+// TestWithContext checks an estimator bound to an ended context estimates
+// nothing and makes the searches on it fail with the context's error.
+func TestWithContext(t *testing.T) {
+	calls := 0
+	est := func(j memory.Job) (memory.Result, error) {
+		calls++
+		return memory.Result{}, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	bound := WithContext(ctx, est)
+	if _, err := bound(memory.Job{}); err != nil || calls != 1 {
+		t.Fatalf("live context: err %v, %d calls", err, calls)
+	}
+	cancel()
+	if _, err := bound(memory.Job{}); !errors.Is(err, context.Canceled) || calls != 1 {
+		t.Errorf("ended context: err %v, %d calls; want context.Canceled and no estimate", err, calls)
 	}
 }

@@ -77,7 +77,7 @@ func TestMemoryVsBatchPNG(t *testing.T) {
 	if err != nil {
 		t.Fatalf("not a PNG: %v", err)
 	}
-	// 16 x 10 cm at gonum's default 96 dpi.
+	// 16 x 10 cm at 96 dpi.
 	if b := img.Bounds(); b.Dx() != 605 || b.Dy() != 378 {
 		t.Errorf("PNG is %dx%d, want 605x378", b.Dx(), b.Dy())
 	}
@@ -133,7 +133,7 @@ func TestParseFormat(t *testing.T) {
 }
 
 func TestPow2Ticks(t *testing.T) {
-	ts := pow2Ticks{}.Ticks(512, 131072)
+	ts := pow2Ticks(512, 131072)
 	var labels []string
 	for _, tk := range ts {
 		if tk.Label != "" {
@@ -143,7 +143,7 @@ func TestPow2Ticks(t *testing.T) {
 	if got := strings.Join(labels, " "); got != "512 1k 2k 4k 8k 16k 32k 64k 128k" {
 		t.Errorf("labels %q", got)
 	}
-	if n := len(pow2Ticks{}.Ticks(1, 1<<30)); n != 31 {
+	if n := len(pow2Ticks(1, 1<<30)); n != 31 {
 		t.Errorf("%d ticks for 1..2^30, want 31", n)
 	}
 }

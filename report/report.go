@@ -4,9 +4,7 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/gpumem/gpumem/units"
@@ -73,11 +71,4 @@ func (o Options) Bytes(b units.Bytes) string {
 		return units.FormatSI(b)
 	}
 	return units.FormatIEC(b)
-}
-
-// WriteJSON writes v as indented JSON followed by a newline.
-func WriteJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

@@ -21,8 +21,10 @@
 // # Safety
 //
 // Header lengths are bounded by [MaxHeaderSize] before any allocation,
-// shapes are multiplied with overflow checks, offsets must lie inside the
-// file, and shard names from an index must be plain file names.
+// shapes are multiplied with overflow checks, the tensors' data must tile
+// the data section exactly as the reference implementation requires (so
+// no byte is counted twice), a tensor name may appear once, and shard
+// names from an index must be plain file names.
 //
 // Usage:
 //

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/gpumem/gpumem/internal/jsonkeys"
 )
 
 // MaxHeaderSize is the largest JSON header the reader accepts, in bytes.
@@ -66,8 +68,9 @@ type Header struct {
 // ReadHeader reads the header of a safetensors file of size bytes from r,
 // reading only the length prefix and the JSON header, never the tensor
 // data. It checks every entry: a known dtype, non-negative dimensions
-// whose product fits in int64, and data offsets that match the dtype and
-// shape and lie inside the file.
+// whose product fits in int64, data offsets that match the dtype and
+// shape, tensors that tile the data section exactly (no overlap, no gap,
+// none past the end), and each tensor name once.
 func ReadHeader(r io.ReaderAt, size int64) (*Header, error) {
 	if size < prefixLen {
 		return nil, fmt.Errorf("%w: file is %d bytes, shorter than the %d-byte header length", ErrFormat, size, prefixLen)
@@ -142,6 +145,13 @@ func parseJSON(raw []byte) (*Header, error) {
 	if err := dec.Decode(&fields); err != nil {
 		return nil, fmt.Errorf("%w: header JSON: %w", ErrFormat, err)
 	}
+	if err := jsonkeys.Check(raw[:dec.InputOffset()]); err != nil {
+		var de *jsonkeys.DuplicateError
+		if errors.As(err, &de) && de.Depth == 0 {
+			return nil, fmt.Errorf("%w: tensor %q is listed twice", ErrFormat, de.Key)
+		}
+		return nil, fmt.Errorf("%w: header JSON: %w", ErrFormat, err)
+	}
 	// Writers pad the header with spaces to an 8-byte boundary; anything
 	// else after the object is corruption.
 	if rest := raw[dec.InputOffset():]; len(bytes.TrimRight(rest, " \t\r\n")) != 0 {
@@ -212,14 +222,39 @@ func product(shape []int64) (int64, error) {
 	return n, nil
 }
 
-// checkOffsets verifies that every tensor lies inside the data section.
-// Like the reference implementation, it does not require the tensors to
-// tile the data section exactly; it only rejects data outside the file.
+// checkOffsets verifies that the tensors tile the data section exactly,
+// as the reference implementation requires (huggingface/safetensors
+// safetensors/src/tensor.rs at 000a16f4: Metadata::validate takes the
+// tensors in order of their offsets and fails with InvalidOffset unless
+// each begins where the previous one ended, the first at 0, and
+// SafeTensors::read_metadata fails with MetadataIncompleteBuffer unless
+// the last ends where the file does). Overlapping tensors would count
+// the same bytes twice: a 4 MiB file listing many tensors over one range
+// would claim gigabytes of weights.
 func (h *Header) checkOffsets(data int64) error {
-	for _, t := range h.Tensors {
-		if t.End > data {
-			return fmt.Errorf("%w: tensor %q: data ends at byte %d, past the %d-byte data section (truncated file?)", ErrFormat, t.Name, t.End, data)
+	order := make([]*Tensor, len(h.Tensors))
+	for i := range h.Tensors {
+		order[i] = &h.Tensors[i]
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := order[i], order[j]
+		return a.Begin < b.Begin || (a.Begin == b.Begin && a.End < b.End)
+	})
+	var end int64
+	for _, t := range order {
+		switch {
+		case t.Begin < end:
+			return fmt.Errorf("%w: tensor %q: data [%d, %d) overlaps the tensor before it, which ends at %d", ErrFormat, t.Name, t.Begin, t.End, end)
+		case t.Begin > end:
+			return fmt.Errorf("%w: tensor %q: data starts at %d, leaving bytes [%d, %d) that no tensor holds", ErrFormat, t.Name, t.Begin, end, t.Begin)
 		}
+		end = t.End
+	}
+	switch {
+	case end > data:
+		return fmt.Errorf("%w: tensor data ends at byte %d, past the %d-byte data section (truncated file?)", ErrFormat, end, data)
+	case end < data:
+		return fmt.Errorf("%w: the tensors hold %d bytes of the %d-byte data section; the rest belongs to no tensor", ErrFormat, end, data)
 	}
 	return nil
 }

@@ -160,6 +160,16 @@ func TestReadHeaderErrors(t *testing.T) {
 		{"reversed offsets", raw(`{"w":{"dtype":"F16","shape":[1],"data_offsets":[4,2]}}`, 6), 0, "0 <= begin <= end"},
 		{"three offsets", raw(`{"w":{"dtype":"F16","shape":[1],"data_offsets":[0,2,4]}}`, 6), 0, "want [begin, end]"},
 		{"data past the end", raw(`{"w":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}}`, 4), 0, "past the 4-byte data section"},
+		// The reference implementation's Metadata::validate and
+		// MetadataIncompleteBuffer: the tensors tile the data exactly.
+		{"overlapping tensors", raw(`{"a":{"dtype":"F16","shape":[4],"data_offsets":[0,8]},"b":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}}`, 8), 0,
+			`tensor "b": data [0, 8) overlaps the tensor before it, which ends at 8`},
+		{"partly overlapping", raw(`{"a":{"dtype":"F16","shape":[4],"data_offsets":[0,8]},"b":{"dtype":"F16","shape":[4],"data_offsets":[4,12]}}`, 12), 0, "overlaps"},
+		{"gap before a tensor", raw(`{"w":{"dtype":"F16","shape":[2],"data_offsets":[4,8]}}`, 8), 0, `tensor "w": data starts at 4, leaving bytes [0, 4) that no tensor holds`},
+		{"gap between tensors", raw(`{"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"b":{"dtype":"F16","shape":[2],"data_offsets":[6,10]}}`, 10), 0, "leaving bytes [4, 6)"},
+		{"data after the last tensor", raw(`{"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}`, 8), 0, "the tensors hold 4 bytes of the 8-byte data section"},
+		{"duplicate tensor name", raw(`{"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"w":{"dtype":"F16","shape":[2],"data_offsets":[4,8]}}`, 8), 0, `tensor "w" is listed twice`},
+		{"duplicate key inside an entry", raw(`{"w":{"dtype":"F16","dtype":"F32","shape":[2],"data_offsets":[0,4]}}`, 4), 0, `key "w.dtype" is given twice`},
 		{"half-byte F4", raw(`{"w":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}}`, 2), 0, "do not fill whole bytes"},
 		{"metadata not strings", raw(`{"__metadata__":{"a":1}}`, 0), 0, "__metadata__"},
 		{"size larger than the data", good, int64(len(good)) + 100, "unexpected EOF"},
@@ -221,10 +231,17 @@ func FuzzHeader(f *testing.F) {
 			return
 		}
 		dataLen := int64(len(data)) - prefixLen - h.HeaderBytes
+		var sum int64
 		for _, tn := range h.Tensors {
 			if tn.Elements < 0 || tn.Bytes < 0 || tn.Begin < 0 || tn.End > dataLen || tn.End-tn.Begin != tn.Bytes {
 				t.Fatalf("accepted an inconsistent tensor: %+v (data section %d)", tn, dataLen)
 			}
+			sum += tn.Bytes
+		}
+		// The tensors tile the data section: their sizes add up to it, so
+		// no byte is counted twice.
+		if sum != dataLen {
+			t.Fatalf("tensors hold %d bytes of a %d-byte data section", sum, dataLen)
 		}
 		s := Summarize(h.Tensors, true)
 		if s.Elements < 0 || s.Bytes < 0 || s.Params > s.Elements {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/gpumem/gpumem/internal/jsonkeys"
 )
 
 // IndexName is the file that maps tensor names to shards in a sharded
@@ -36,6 +38,9 @@ func ParseIndex(data []byte) (*Index, error) {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, fmt.Errorf("%s: %w", IndexName, err)
 	}
+	if err := jsonkeys.Check(data); err != nil {
+		return nil, fmt.Errorf("%s: %w", IndexName, err)
+	}
 	if len(raw.WeightMap) == 0 {
 		return nil, fmt.Errorf("%s: missing or empty weight_map", IndexName)
 	}
@@ -48,13 +53,22 @@ func ParseIndex(data []byte) (*Index, error) {
 		}
 		idx.TotalSize = int64(f)
 	}
+	shards := map[string]bool{}
 	for tensor, shard := range idx.WeightMap {
 		if err := CheckFileName(shard); err != nil {
 			return nil, fmt.Errorf("%s: weight_map[%q]: %w", IndexName, tensor, err)
 		}
+		if shards[shard] = true; len(shards) > MaxShards {
+			return nil, fmt.Errorf("%s: weight_map names more than %d shard files", IndexName, MaxShards)
+		}
 	}
 	return idx, nil
 }
+
+// MaxShards bounds the shard files an index may name: each is one header
+// read (a Range request on the Hub). The largest published checkpoints
+// have a few hundred shards (DeepSeek-V3: 163).
+const MaxShards = 10000
 
 // Shards returns the distinct shard file names, sorted.
 func (idx *Index) Shards() []string {

@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -251,6 +253,8 @@ func TestParseIndex(t *testing.T) {
 		{"backslash shard", `{"weight_map":{"a":"..\\x"}}`, "path separator"},
 		{"dot-dot shard", `{"weight_map":{"a":".."}}`, "plain file name"},
 		{"control character", "{\"weight_map\":{\"a\":\"x\\u0000y\"}}", "control character"},
+		{"tensor listed twice", `{"weight_map":{"a":"s1","a":"s2"}}`, `key "weight_map.a" is given twice`},
+		{"too many shards", shardIndex(MaxShards + 1), "names more than 10000 shard files"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -307,3 +311,42 @@ func TestLayersFrom(t *testing.T) {
 		t.Errorf("LayersFrom(12) counted %d tensors, want 4 (layers 60, 61 ×2 and h.12)", got.Tensors)
 	}
 }
+
+// shardIndex is an index naming n shard files, one tensor each.
+func shardIndex(n int) string {
+	m := make(map[string]string, n)
+	for i := range n {
+		m[fmt.Sprintf("t%d", i)] = fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, n)
+	}
+	b, _ := json.Marshal(map[string]any{"weight_map": m})
+	return string(b)
+}
+
+// A missing shard stops the reading: no shard is opened after the first
+// failure, and the error is that one failure, not one per shard.
+func TestReadCheckpointStopsAtFirstError(t *testing.T) {
+	const shards = 3000
+	var opened atomic.Int64
+	open := func(ctx context.Context, name string) (File, error) {
+		if name == IndexName {
+			return memFile{strings.NewReader(shardIndex(shards))}, nil
+		}
+		opened.Add(1)
+		return nil, fmt.Errorf("open %s: %w", name, fs.ErrNotExist)
+	}
+	_, err := ReadCheckpoint(context.Background(), open, Options{Concurrency: 4})
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("err = %v, want a missing shard", err)
+	}
+	if n := opened.Load(); n > 8 {
+		t.Errorf("%d shards opened after the first was missing", n)
+	}
+	if len(err.Error()) > 300 {
+		t.Errorf("error of %d bytes: %.300s...", len(err.Error()), err)
+	}
+}
+
+// memFile is an in-memory File.
+type memFile struct{ *strings.Reader }
+
+func (memFile) Close() error { return nil }

@@ -8,9 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/gpumem/gpumem/internal/decoded"
+	"github.com/gpumem/gpumem/internal/yamldoc"
 	"github.com/gpumem/gpumem/memory"
 )
 
@@ -176,8 +175,8 @@ func decode(data []byte, name string) (obj map[string]any, err error) {
 			obj, err = nil, fmt.Errorf("%s: unreadable YAML/JSON: %v", name, p)
 		}
 	}()
-	var v any
-	if err := yaml.Unmarshal(data, &v); err != nil {
+	v, err := yamldoc.Decode(data)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if v == nil {

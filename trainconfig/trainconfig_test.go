@@ -294,7 +294,7 @@ func TestParseErrors(t *testing.T) {
 		{"scalar", "3", "want a mapping"},
 		{"broken json", `{"zero_optimization": {`, "broken"},
 		{"unknown", `{"hello": "world"}`, "not a recognised training config"},
-		{"duplicate", "a: 1\na: 2\n", "already defined"},
+		{"duplicate", "a: 1\na: 2\n", `key "a" is given twice`},
 	}
 	for _, tt := range tests {
 		_, err := Parse([]byte(tt.in), tt.name)

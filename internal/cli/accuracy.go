@@ -3,11 +3,11 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpumem/gpumem/accuracy"
+	"github.com/gpumem/gpumem/internal/fsutil"
 	"github.com/gpumem/gpumem/report"
 )
 
@@ -73,11 +73,15 @@ its measured value.`,
 	return cmd
 }
 
+// maxMeasurementsFile bounds a measurements file: the published set of
+// about 200 records is under 1 MiB.
+const maxMeasurementsFile = 64 << 20
+
 func loadAccuracyRecords(f *Factory, args []string) ([]accuracy.Record, error) {
 	if len(args) == 0 {
 		return accuracy.DevRecords()
 	}
-	data, err := os.ReadFile(args[0])
+	data, err := fsutil.ReadFile(args[0], maxMeasurementsFile)
 	if err != nil {
 		return nil, fmt.Errorf("read measurements: %w", err)
 	}

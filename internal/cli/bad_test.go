@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -54,7 +55,12 @@ func readBadCase(t *testing.T, name, dir string) badCase {
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
+	fifo := ""
 	for _, line := range strings.Split(strings.TrimRight(string(args), "\n"), "\n") {
+		if strings.Contains(line, "{fifo}") && fifo == "" {
+			fifo = makeFIFO(t)
+		}
+		line = strings.ReplaceAll(line, "{fifo}", fifo)
 		c.Args = append(c.Args, strings.ReplaceAll(line, "{dir}", dir))
 	}
 	expect, err := os.ReadFile(filepath.Join(dir, "expect"))
@@ -86,6 +92,18 @@ func readBadCase(t *testing.T, name, dir string) badCase {
 		t.Fatalf("%s/expect: no stderr line", name)
 	}
 	return c
+}
+
+// makeFIFO makes a named pipe that no process writes to, for the {fifo}
+// of a case: opening it for reading would wait forever. (A FIFO cannot
+// be committed to the corpus as a file.)
+func makeFIFO(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatalf("mkfifo: %v", err)
+	}
+	return p
 }
 
 // TestBadInputCorpus runs every case of testdata/bad through the CLI: the

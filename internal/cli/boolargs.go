@@ -89,7 +89,7 @@ func listWords(words []string) int {
 		if w == "" || strings.HasPrefix(w, "-") || strings.ContainsAny(w, "/\\") || strings.HasSuffix(w, ".json") {
 			break
 		}
-		if _, err := model.Lookup(w); err == nil {
+		if model.InCatalog(w) {
 			break
 		}
 		n++

@@ -13,6 +13,7 @@ import (
 
 func newCalculateCmd(f *Factory, g *globalOptions) *cobra.Command {
 	opts := &estimateOptions{}
+	opts.withEnv(f)
 	cmd := &cobra.Command{
 		Use:     "calculate --config FILE",
 		GroupID: "estimate",

@@ -1,11 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpumem/gpumem/calibrate"
+	"github.com/gpumem/gpumem/internal/fsutil"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/report"
@@ -104,12 +105,11 @@ func runEstimator(ctx context.Context, f *Factory) calibrate.Estimator {
 }
 
 func calibrateRun(ctx context.Context, f *Factory, g *globalOptions, o *calibrateOptions) error {
-	file, err := os.Open(o.Runs)
+	data, err := fsutil.ReadFile(o.Runs, calibrate.MaxRunsSize)
 	if err != nil {
 		return err
 	}
-	defer file.Close()
-	runs, err := calibrate.ReadRuns(file, o.Runs)
+	runs, err := calibrate.ReadRuns(bytes.NewReader(data), o.Runs)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpumem/gpumem/gpu"
+	"github.com/gpumem/gpumem/internal/fsutil"
+	"github.com/gpumem/gpumem/internal/jsonkeys"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/report"
@@ -316,11 +318,14 @@ func fileExists(p string) bool {
 	return err == nil && !st.IsDir()
 }
 
+// maxDisplaySettings bounds display_settings.json, an object of two keys.
+const maxDisplaySettings = 64 << 10
+
 // loadDisplaySettings reads display_settings.json; unknown keys and
 // values the renderers do not know are errors naming the file and key.
 func loadDisplaySettings(path string) (displaySettings, error) {
 	var d displaySettings
-	data, err := os.ReadFile(path)
+	data, err := fsutil.ReadFile(path, maxDisplaySettings)
 	if err != nil {
 		return d, fmt.Errorf("--config-dir: %w", err)
 	}
@@ -328,6 +333,9 @@ func loadDisplaySettings(path string) (displaySettings, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&d); err != nil {
 		return d, fmt.Errorf("--config-dir: %s: %w (want an object with \"format\" and/or \"units\")", path, err)
+	}
+	if err := jsonkeys.Check(data); err != nil {
+		return d, fmt.Errorf("--config-dir: %s: %w", path, err)
 	}
 	if _, err := report.ParseFormat(cmpOr(d.Format, "table")); err != nil {
 		return d, fmt.Errorf("--config-dir: %s: format: %w", path, err)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -50,10 +51,47 @@ type estimateOptions struct {
 	profile       map[string]float64
 	// copyKeys are job-file keys without a flag, copied after finish.
 	copyKeys []string
+	// env reads the environment (Factory.Getenv) and notes receives what
+	// finish took from it (Factory.IO.ErrOut); nil for neither.
+	env   func(string) string
+	notes io.Writer
+}
+
+// withEnv gives o the Factory's environment and notes stream.
+func (o *estimateOptions) withEnv(f *Factory) {
+	o.env = f.Getenv
+	if f.IO != nil {
+		o.notes = f.IO.ErrOut
+	}
+}
+
+// allocConfEnv are the environment variables PyTorch reads its allocator
+// configuration from, first match wins: PYTORCH_ALLOC_CONF, then the
+// older names (c10/core/AllocatorConfig.cpp
+// AcceleratorAllocatorConfig::instance).
+var allocConfEnv = []string{"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF"}
+
+// allocConfFromEnv sets the job's allocator configuration from the
+// environment when neither --alloc-conf nor the job file gave one, and
+// says so.
+func (o *estimateOptions) allocConfFromEnv() {
+	if o.Job.AllocConf != "" || o.env == nil {
+		return
+	}
+	for _, name := range allocConfEnv {
+		if v := strings.TrimSpace(o.env(name)); v != "" {
+			o.Job.AllocConf = v
+			if o.notes != nil {
+				fmt.Fprintf(o.notes, "note: --alloc-conf %q from %s in the environment\n", v, name)
+			}
+			return
+		}
+	}
 }
 
 func newEstimateCmd(f *Factory, g *globalOptions) *cobra.Command {
 	opts := &estimateOptions{}
+	opts.withEnv(f)
 	cmd := &cobra.Command{
 		Use:     "estimate [MODEL]",
 		GroupID: "estimate",
@@ -110,7 +148,7 @@ once; flags on the command line override it. Other calculators' spellings are ac
 // memory. An unknown or ambiguous name is a usage error.
 func (opts *estimateOptions) applyGPU(cfg *configDir) error {
 	if opts.Job.GPU == "" {
-		return nil
+		return gpusFileWithoutGPU(opts.GPUsFile)
 	}
 	cat := cfg.GPUs
 	if opts.GPUsFile != "" || cat == nil {
@@ -126,6 +164,15 @@ func (opts *estimateOptions) applyGPU(cfg *configDir) error {
 	}
 	opts.Job = job
 	return nil
+}
+
+// gpusFileWithoutGPU refuses --gpus-file without --gpu: the file only
+// adds boards for --gpu to name, so it would be ignored silently.
+func gpusFileWithoutGPU(path string) error {
+	if path == "" {
+		return nil
+	}
+	return usageErrorf("--gpus-file %s: the file adds boards for --gpu to name, and no --gpu is given; add --gpu (or drop --gpus-file)", path)
 }
 
 // estimateRun resolves the model, estimates the job and renders it.
@@ -294,6 +341,7 @@ func addEstimateFlags(fs *pflag.FlagSet, o *estimateOptions) {
 	fs.StringVar(&j.Framework, "framework", "", "training framework whose activation layout to model: hf, torchtune, litgpt, megatron, torchtitan (default hf)")
 	fs.Var(stackValue{&j.Stack}, "stack", "software versions the job runs, e.g. transformers=4.48.1,torch=2.4.1 (unstated packages: their newest release; 'gpumem constants --rules')")
 	fs.StringSliceVar(&j.Software, "software", nil, "older software stack: torch1, transformers<4.36, bnb<0.43.2 (deprecated: use --stack)")
+	fs.StringVar(&j.AllocConf, "alloc-conf", "", "CUDA caching allocator configuration as PYTORCH_CUDA_ALLOC_CONF takes it, e.g. expandable_segments:True (default: the PYTORCH_ALLOC_CONF or PYTORCH_CUDA_ALLOC_CONF environment variable)")
 
 	// Fine-tuning.
 	fs.StringVar(&j.Method, "method", "", "fine-tuning method: full, lora, qlora or frozen (default full)")
@@ -466,6 +514,7 @@ func (o *estimateOptions) finish(fs *pflag.FlagSet) error {
 	if err := o.finishSet(); err != nil {
 		return err
 	}
+	o.allocConfFromEnv()
 	return o.Compat.finishCompat(fs, j)
 }
 

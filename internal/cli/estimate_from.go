@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/gpumem/gpumem/internal/fsutil"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/trainconfig"
 )
@@ -193,14 +194,11 @@ func readTrainConfig(flag, path string, formats []trainconfig.Format) (*traincon
 // readConfigFile reads a config file, refusing anything larger than the
 // readers accept.
 func readConfigFile(path string) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
+	data, err := fsutil.ReadFile(path, trainconfig.MaxSize)
+	if tl, ok := errors.AsType[*fsutil.TooLargeError](err); ok {
+		return nil, fmt.Errorf("%s: %d bytes is larger than the %d a config may have", path, tl.Size, tl.Limit)
 	}
-	if st.Size() > trainconfig.MaxSize {
-		return nil, fmt.Errorf("%s: %d bytes is larger than the %d a config may have", path, st.Size(), trainconfig.MaxSize)
-	}
-	return os.ReadFile(path)
+	return data, err
 }
 
 // referencedDeepSpeed reads the DeepSpeed config a LLaMA-Factory/axolotl/

@@ -32,6 +32,7 @@ type fitOptions struct {
 
 func newFitCmd(f *Factory, g *globalOptions) *cobra.Command {
 	opts := &fitOptions{}
+	opts.Est.withEnv(f)
 	cmd := &cobra.Command{
 		Use:     "fit [MODEL]",
 		GroupID: "estimate",

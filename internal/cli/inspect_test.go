@@ -617,3 +617,19 @@ func TestInspectExtraLayersNote(t *testing.T) {
 		t.Errorf("exit %d:\n%s%s", code, out, errOut)
 	}
 }
+
+// A checkpoint whose tensors overlap is refused over HTTP Range as it is
+// locally: 64 tensors listed over the same 64 KiB came out as 4 MiB of
+// weights.
+func TestInspectHubOverlappingTensors(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/bad/safetensors-overlapping-offsets/model.safetensors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := fakeHub(t, data)
+	env := map[string]string{"HF_ENDPOINT": srv.URL, "HF_HOME": t.TempDir()}
+	_, errOut, code := runWithEnv(t, env, "inspect", "org/tiny")
+	if code != ExitError || !strings.Contains(errOut, "model.safetensors") || !strings.Contains(errOut, "overlaps the tensor before it") {
+		t.Errorf("exit %d, stderr %s", code, errOut)
+	}
+}

@@ -17,7 +17,8 @@ import (
 )
 
 // simulatedGPU behaves like the estimator with other constants: its
-// activations are 1.3× gpumem's, its allocator keeps 10 % on top, and
+// activations are 1.3× gpumem's, its allocator keeps 10 % on top of what
+// gpumem derives, and
 // the process has 700 MiB outside the allocator.
 var simulatedGPU = struct {
 	scale, frag float64
@@ -28,13 +29,14 @@ var simulatedGPU = struct {
 // simulated GPU.
 func simulatedResult(t *testing.T, m *model.Model, job memory.Job) []byte {
 	t.Helper()
-	job.Constants = map[string]float64{"activation_scale": simulatedGPU.scale}
+	// The simulated allocator holds what gpumem derives (the weights'
+	// segment slack) and a fraction frag of the allocated peak on top.
+	job.Constants = map[string]float64{"activation_scale": simulatedGPU.scale, "fragmentation": simulatedGPU.frag}
 	truth, err := memory.Estimate(m, job)
 	if err != nil {
 		t.Fatal(err)
 	}
-	alloc := truth.PerGPU.AllocatedPeakBytes
-	res := units.FromFloat(float64(alloc) * (1 + simulatedGPU.frag))
+	alloc, res := truth.PerGPU.AllocatedPeakBytes, truth.PerGPU.ReservedPeakBytes
 	r := probe.SyntheticResult{
 		Schema: probe.SyntheticSchema, OK: true, Model: "LlamaForCausalLM",
 		Device:             probe.DeviceInfo{Name: "NVIDIA H100 80GB HBM3", Capability: "9.0", TotalBytes: 85520809984},

@@ -39,6 +39,7 @@ type planOptions struct {
 
 func newPlanCmd(f *Factory, g *globalOptions) *cobra.Command {
 	opts := &planOptions{}
+	opts.Est.withEnv(f)
 	cmd := &cobra.Command{
 		Use:     "plan [MODEL]",
 		GroupID: "estimate",

@@ -22,6 +22,9 @@ import (
 	"github.com/gpumem/gpumem/accuracy"
 	"github.com/gpumem/gpumem/calibrate"
 	"github.com/gpumem/gpumem/gpu"
+	"github.com/gpumem/gpumem/internal/fsutil"
+	"github.com/gpumem/gpumem/internal/jsonkeys"
+	"github.com/gpumem/gpumem/jobfile"
 	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/modelref"
@@ -68,6 +71,7 @@ var probeSignals = func() (<-chan os.Signal, func()) {
 
 func newProbeCmd(f *Factory, g *globalOptions) *cobra.Command {
 	o := &probeOptions{}
+	o.est.withEnv(f)
 	cmd := &cobra.Command{
 		Use:     "probe [flags] -- COMMAND [ARGS...]",
 		GroupID: "estimate",
@@ -224,7 +228,7 @@ func (o *probeOptions) checkCampaign(cmd *cobra.Command) error {
 
 // readJobFile reads a memory.Job from a JSON file; unknown keys are errors.
 func readJobFile(path string) (memory.Job, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsutil.ReadFile(path, jobfile.MaxSize)
 	if err != nil {
 		return memory.Job{}, fmt.Errorf("--job: %w", err)
 	}
@@ -232,6 +236,9 @@ func readJobFile(path string) (memory.Job, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&job); err != nil {
+		return memory.Job{}, fmt.Errorf("--job %s: %w", path, err)
+	}
+	if err := jsonkeys.Check(data); err != nil {
 		return memory.Job{}, fmt.Errorf("--job %s: %w", path, err)
 	}
 	return job, nil
@@ -376,7 +383,7 @@ func (o *probeOptions) writeScript(ctx context.Context, f *Factory) error {
 
 // fromResult compares a saved synthetic result line with the estimate.
 func (o *probeOptions) fromResult(f *Factory, g *globalOptions, m *model.Model) error {
-	data, err := os.ReadFile(o.FromResult)
+	data, err := fsutil.ReadFile(o.FromResult, jobfile.MaxSize)
 	if err != nil {
 		return fmt.Errorf("--from-result: %w", err)
 	}
@@ -414,12 +421,11 @@ type campaignOutcome struct {
 // fromCampaign compares a probe campaign's results with today's estimates
 // and, with --output, writes the measured runs as records.
 func (o *probeOptions) fromCampaign(f *Factory, g *globalOptions) error {
-	file, err := os.Open(o.FromCampaign)
+	data, err := fsutil.ReadFile(o.FromCampaign, calibrate.MaxRunsSize)
 	if err != nil {
 		return fmt.Errorf("--from-campaign: %w", err)
 	}
-	defer file.Close()
-	runs, left, err := accuracy.ParseCampaign(file, o.FromCampaign)
+	runs, left, err := accuracy.ParseCampaign(bytes.NewReader(data), o.FromCampaign)
 	if err != nil {
 		return err
 	}

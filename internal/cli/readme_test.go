@@ -91,3 +91,20 @@ func TestReadmeCommands(t *testing.T) {
 		t.Errorf("ran only %d README commands", ran)
 	}
 }
+
+// TestReadmeFamilyTable checks that the README's table of supported
+// families is what `gpumem models --families --format markdown` prints,
+// so a family added to model/families.go appears in both.
+func TestReadmeFamilyTable(t *testing.T) {
+	out, stderr, code := runCommand(t, "models", "--families", "--format", "markdown")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), strings.TrimSpace(out)) {
+		t.Errorf("README.md's family table differs from `gpumem models --families --format markdown`; replace it with:\n%s", out)
+	}
+}

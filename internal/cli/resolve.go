@@ -171,7 +171,7 @@ func hubConfig(getenv func(string) string) (hub.Config, error) {
 	}
 	if v := getenv("HF_HUB_DOWNLOAD_TIMEOUT"); v != "" {
 		secs, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil || secs <= 0 || secs > 3600 {
+		if err != nil || !(secs > 0 && secs <= 3600) { // false for NaN too
 			return cfg, fmt.Errorf("HF_HUB_DOWNLOAD_TIMEOUT=%q: want a number of seconds between 0 and 3600", v)
 		}
 		cfg.Timeout = time.Duration(secs * float64(time.Second))

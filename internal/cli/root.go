@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +21,11 @@ import (
 type globalOptions struct {
 	Format string
 	Units  string
+	// Timeout is --timeout: the command's deadline (see applyDeadline).
+	Timeout time.Duration
+	// cancelDeadline releases the deadline's context (Main's cancel
+	// releases it too).
+	cancelDeadline context.CancelFunc
 }
 
 // Main runs the gpumem command line with args (without the program name)
@@ -27,6 +33,8 @@ type globalOptions struct {
 // one line, "gpumem: <message>", never as a stack trace; the job settings
 // an error names are written as the flags that set them.
 func Main(ctx context.Context, args []string, f *Factory) int {
+	ctx, cancel := context.WithCancel(ctx) // ends the command's deadline too
+	defer cancel()
 	root := rootFor(f, args)
 	root.SetArgs(rewriteBoolArgs(root, args))
 	err := classifyCobraError(root.ExecuteContext(ctx))
@@ -149,7 +157,7 @@ and what nvidia-smi shows.`,
 			if _, err := report.ParseUnits(g.Units); err != nil {
 				return &UsageError{Err: fmt.Errorf("--units: %w", err)}
 			}
-			return nil
+			return applyDeadline(cmd, f, g)
 		},
 	}
 	root.SetOut(f.IO.Out)
@@ -157,6 +165,7 @@ and what nvidia-smi shows.`,
 	root.SetVersionTemplate("gpumem {{.Version}}\n")
 	root.PersistentFlags().StringVarP(&g.Format, "format", "f", "table", "output format: table, json or markdown")
 	root.PersistentFlags().StringVar(&g.Units, "units", "iec", "byte units in tables: iec (GiB) or si (GB)")
+	addTimeoutFlag(root.PersistentFlags(), g)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &UsageError{Err: err}
 	})

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,6 +22,9 @@ type serveOptions struct {
 	Offline    bool
 	LogFormat  string
 	GPUsFile   string
+	// RequestTimeout is --request-timeout: each request's deadline.
+	RequestTimeout time.Duration
+	AccessLog  int
 }
 
 func newServeCmd(f *Factory, g *globalOptions) *cobra.Command {
@@ -43,8 +47,11 @@ page works offline.
 
 Models are catalog ids or aliases, and Hub ids resolved as 'gpumem estimate' does
 (HF_TOKEN, HF_HOME, HF_HUB_OFFLINE). Paths on this machine are refused unless
---allow-local-paths is given. Access logs go to stderr. The server stops gracefully
-on SIGINT or SIGTERM.`,
+--allow-local-paths is given. Each request has a deadline (--request-timeout); one
+that passes it, waiting on a slow Hub, gets a 504 with a JSON error. Answers are compact
+JSON; add ?pretty to any request for the indented JSON the commands print. Errors are
+logged to stderr, and requests too with --access-log. The server stops gracefully on
+SIGINT or SIGTERM.`,
 		Example: `  gpumem serve
   gpumem serve --addr 127.0.0.1:9000
   curl -s 'http://127.0.0.1:8080/api/estimate?model=llama3-8b&seq_len=4096&method=lora'`,
@@ -57,7 +64,9 @@ on SIGINT or SIGTERM.`,
 	fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8080", "address to listen on, host:port (port 0 picks a free one)")
 	fs.BoolVar(&opts.AllowPaths, "allow-local-paths", false, "let requests name config files and model folders on this machine")
 	fs.BoolVar(&opts.Offline, "offline", false, "resolve Hub ids from the local Hugging Face cache only")
-	fs.StringVar(&opts.LogFormat, "log-format", "text", "access log format on stderr: text or json")
+	fs.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text or json")
+	fs.IntVar(&opts.AccessLog, "access-log", 0, "log one request in N to stderr (0: none, 1: every request)")
+	fs.DurationVar(&opts.RequestTimeout, "request-timeout", web.DefaultRequestTimeout, "the longest one request may take (resolving a Hub model included); it must be below the server's "+web.WriteTimeout.String()+" write timeout")
 	addGPUsFileFlag(fs, &opts.GPUsFile)
 	return cmd
 }
@@ -72,6 +81,9 @@ func serveRun(ctx context.Context, f *Factory, o *serveOptions) error {
 	default:
 		return usageErrorf("--log-format: unknown format %q (want text or json)", o.LogFormat)
 	}
+	if o.RequestTimeout <= 0 || o.RequestTimeout >= web.WriteTimeout {
+		return usageErrorf("--request-timeout %s: want a duration above 0 and below the %s write timeout, so that a request past it still gets its error", o.RequestTimeout, web.WriteTimeout)
+	}
 	cat, err := loadGPUCatalog(o.GPUsFile)
 	if err != nil {
 		return err
@@ -81,7 +93,10 @@ func serveRun(ctx context.Context, f *Factory, o *serveOptions) error {
 	if err != nil {
 		return &UsageError{Err: fmt.Errorf("--addr: %w", err)}
 	}
-	opts := web.Options{Resolve: serveResolver(f, o), GPUs: cat, Logger: logger}
+	if o.AccessLog < 0 {
+		return usageErrorf("--access-log %d: want 0 (no access log), 1 (every request) or N (one request in N)", o.AccessLog)
+	}
+	opts := web.Options{Resolve: serveResolver(f, o), GPUs: cat, Logger: logger, RequestTimeout: o.RequestTimeout, AccessLog: o.AccessLog}
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
 		opts.AllowedHosts = web.LoopbackHosts
 	} else {

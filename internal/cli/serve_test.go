@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,23 +97,23 @@ func httpGet(t *testing.T, target string) (int, []byte) {
 func TestServeResolvesHubModelsLikeTheCLI(t *testing.T) {
 	srv, _ := fakeHub(t, nil)
 	env := map[string]string{"HF_ENDPOINT": srv.URL, "HF_HOME": t.TempDir()}
-	base, logs := startServe(t, env)
+	base, logs := startServe(t, env, "--access-log", "1")
 
 	want, errOut, code := runWithEnv(t, env, "params", "org/tiny", "--format", "json")
 	if code != 0 {
 		t.Fatalf("params: exit %d: %s", code, errOut)
 	}
-	status, got := httpGet(t, base+"/api/params?model=org/tiny")
+	status, got := httpGet(t, base+"/api/params?model=org/tiny&pretty")
 	if status != http.StatusOK || string(got) != want {
 		t.Errorf("GET /api/params?model=org/tiny: %d\n%s\nwant the CLI's\n%s", status, got, want)
 	}
 	want, _, _ = runWithEnv(t, env, "estimate", "org/tiny", "--seq-len", "256", "--format", "json")
-	status, got = httpGet(t, base+"/api/estimate?model=org/tiny&seq_len=256")
+	status, got = httpGet(t, base+"/api/estimate?model=org/tiny&seq_len=256&pretty")
 	if status != http.StatusOK || string(got) != want {
 		t.Errorf("GET /api/estimate for a Hub model: %d\n%s\nwant the CLI's\n%s", status, got, want)
 	}
 	status, got = httpGet(t, base+"/api/params?model=org/missing")
-	if status != http.StatusBadRequest || !strings.Contains(string(got), `"field": "model"`) {
+	if status != http.StatusBadRequest || !strings.Contains(string(got), `"field":"model"`) {
 		t.Errorf("missing Hub model: %d %s", status, got)
 	}
 	if !strings.Contains(logs.String(), "path=/api/params status=200") {
@@ -158,13 +159,13 @@ func TestServeLocalPaths(t *testing.T) {
 		t.Errorf("release of a catalog model: %d %s", status, body)
 	}
 	if status, body := httpGet(t, base+"/api/estimate?model=llama3.1-8b-instruct"); status != http.StatusOK ||
-		!strings.Contains(string(body), `"warnings": [`+"\n"+`    "\"llama3.1-8b-instruct\" is not a catalog id or alias; read as the catalog's meta-llama/Llama-3.1-8B`) {
+		!strings.Contains(string(body), `"warnings":["\"llama3.1-8b-instruct\" is not a catalog id or alias; read as the catalog's meta-llama/Llama-3.1-8B`) {
 		t.Errorf("estimate of a release of a catalog model, without the note first in its warnings: %d %s", status, body)
 	}
 
 	base, _ = startServe(t, env, "--allow-local-paths")
 	want, _, _ := runWithEnv(t, env, "params", path, "--format", "json")
-	status, body = httpGet(t, base+target)
+	status, body = httpGet(t, base+target+"&pretty")
 	if status != http.StatusOK || string(body) != want {
 		t.Errorf("local path with --allow-local-paths: %d %s", status, body)
 	}
@@ -203,7 +204,7 @@ func TestServeNamesNeverReadLocal(t *testing.T) {
 			if strings.Contains(string(present), "--allow-local-paths") {
 				t.Errorf("a name answered as a path: %s", present)
 			}
-			if status, body := httpGet(t, allowed+target); status != http.StatusOK || !strings.Contains(string(body), `"total_params": 8030261248`) {
+			if status, body := httpGet(t, allowed+target); status != http.StatusOK || !strings.Contains(string(body), `"total_params":8030261248`) {
 				t.Errorf("with --allow-local-paths: %d %s", status, body)
 			}
 		})
@@ -218,10 +219,42 @@ func TestServeFlagErrors(t *testing.T) {
 		{[]string{"serve", "--log-format", "xml"}, "--log-format"},
 		{[]string{"serve", "--addr", "nonsense"}, "--addr"},
 		{[]string{"serve", "extra"}, "unknown command"},
+		{[]string{"serve", "--access-log", "-1"}, "--access-log"},
 	} {
 		_, errOut, code := runWithEnv(t, nil, tc.args...)
 		if code != ExitUsage || !strings.Contains(errOut, tc.want) {
 			t.Errorf("gpumem %s: exit %d, stderr %q; want %d mentioning %s", strings.Join(tc.args, " "), code, errOut, ExitUsage, tc.want)
 		}
+	}
+}
+
+// With --allow-local-paths, a request naming a device or a FIFO gets a
+// JSON error naming it, at once, and the server goes on answering: the
+// file is neither read without bound nor opened in a way that blocks.
+func TestServeLocalSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "model")
+	if err := os.Mkdir(link, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(link, "config.json")); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"HF_HOME": t.TempDir(), "HF_HUB_OFFLINE": "1"}
+	base, _ := startServe(t, env, "--allow-local-paths")
+	for _, ref := range []string{"/dev/zero", fifo, link} {
+		status, body := httpGet(t, base+"/api/estimate?model="+url.QueryEscape(ref))
+		var e struct{ Error, Field string }
+		if err := json.Unmarshal(body, &e); err != nil || status != http.StatusBadRequest || e.Field != "model" ||
+			!strings.Contains(e.Error, "not a regular file") {
+			t.Errorf("model=%s: %d %s", ref, status, body)
+		}
+	}
+	if status, body := httpGet(t, base+"/api/params?model=gpt2"); status != http.StatusOK {
+		t.Errorf("after the special files: %d %s", status, body)
 	}
 }

@@ -136,6 +136,11 @@ func (o *servePlanOptions) finish(fs *pflag.FlagSet) error {
 		}
 		j.GPUMemory = b
 	}
+	if j.GPU == "" {
+		if err := gpusFileWithoutGPU(o.GPUsFile); err != nil {
+			return err
+		}
+	}
 	if j.GPU != "" {
 		cat := gpu.Default()
 		if o.GPUsFile != "" {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"github.com/gpumem/gpumem/internal/yamldoc"
 )
 
 func TestKind(t *testing.T) {
@@ -35,10 +35,11 @@ func TestKindOfDecoded(t *testing.T) {
 	if err := d.Decode(&fromJSON); err != nil {
 		t.Fatal(err)
 	}
-	var fromYAML map[string]any
-	if err := yaml.Unmarshal([]byte(doc), &fromYAML); err != nil {
+	v, err := yamldoc.Decode([]byte(doc))
+	if err != nil {
 		t.Fatal(err)
 	}
+	fromYAML, _ := v.(map[string]any)
 	for name, obj := range map[string]map[string]any{"json": fromJSON, "yaml": fromYAML} {
 		for k, w := range want {
 			if got := Kind(obj[k]); got != w {

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/gpumem/gpumem/internal/web"
@@ -82,7 +83,10 @@ func readBadRequest(t *testing.T, name, dir, api string) badRequest {
 	} else {
 		r.Target = target
 	}
-	r.Local = strings.Contains(r.Target, "{dir}")
+	r.Local = strings.Contains(r.Target, "{dir}") || strings.Contains(r.Target, "{fifo}")
+	if strings.Contains(r.Target, "{fifo}") {
+		r.Target = strings.ReplaceAll(r.Target, "{fifo}", url.QueryEscape(makeFIFO(t)))
+	}
 	r.Target = strings.ReplaceAll(r.Target, "{dir}", url.QueryEscape(dir))
 	expect, err := os.ReadFile(filepath.Join(dir, "expect"))
 	if err != nil {
@@ -105,6 +109,17 @@ func readBadRequest(t *testing.T, name, dir, api string) badRequest {
 		t.Fatalf("%s/expect: an API case needs status: 400 and at least one error line", name)
 	}
 	return r
+}
+
+// makeFIFO makes a named pipe that no process writes to, for the {fifo}
+// of a case: opening it for reading would wait forever.
+func makeFIFO(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatalf("mkfifo: %v", err)
+	}
+	return p
 }
 
 // TestBadInputCorpus sends every API case of testdata/bad to the handler:

@@ -60,6 +60,37 @@ func do(t *testing.T, h http.Handler, method, target, body string) *httptest.Res
 	return rec
 }
 
+// matchesCLI sends a request twice: with ?pretty, whose answer must be the
+// CLI's bytes (cli), and without, whose answer must be those bytes made
+// compact. It returns the compact answer.
+func matchesCLI(t *testing.T, h http.Handler, method, target, body string, cli []byte) *httptest.ResponseRecorder {
+	t.Helper()
+	pretty := target + "?pretty"
+	if strings.Contains(target, "?") {
+		pretty = target + "&pretty"
+	}
+	rec := do(t, h, method, pretty, body)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("%s %s: status %d, body %s", method, pretty, rec.Code, rec.Body)
+	}
+	if got := rec.Body.Bytes(); !bytes.Equal(got, cli) {
+		t.Errorf("%s %s %s differs from the CLI:\nAPI: %s\nCLI: %s", method, pretty, body, got, cli)
+	}
+	var want bytes.Buffer
+	if err := json.Compact(&want, cli); err != nil {
+		t.Fatal(err)
+	}
+	want.WriteByte('\n')
+	rec = do(t, h, method, target, body)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("%s %s: status %d, body %s", method, target, rec.Code, rec.Body)
+	}
+	if got := rec.Body.Bytes(); !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("%s %s %s is not the CLI's JSON made compact:\nAPI: %s\nCLI: %s", method, target, body, got, want.Bytes())
+	}
+	return rec
+}
+
 // estimateCases are jobs given three ways: CLI flags, API query and API
 // JSON body. All three must print the same bytes.
 var estimateCases = []struct {
@@ -105,20 +136,8 @@ func TestEstimateMatchesCLI(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			model := "llama3-8b"
 			want := runCLI(t, append([]string{"estimate", "--model", model, "--format", "json"}, tc.args...)...)
-			get := do(t, h, "GET", "/api/estimate?"+tc.query, "")
-			if get.Code != http.StatusOK {
-				t.Fatalf("GET: status %d, body %s", get.Code, get.Body)
-			}
-			if got := get.Body.Bytes(); !bytes.Equal(got, want) {
-				t.Errorf("GET /api/estimate?%s differs from the CLI:\nAPI: %s\nCLI: %s", tc.query, got, want)
-			}
-			post := do(t, h, "POST", "/api/estimate", tc.body)
-			if post.Code != http.StatusOK {
-				t.Fatalf("POST: status %d, body %s", post.Code, post.Body)
-			}
-			if got := post.Body.Bytes(); !bytes.Equal(got, want) {
-				t.Errorf("POST %s differs from the CLI:\nAPI: %s\nCLI: %s", tc.body, got, want)
-			}
+			get := matchesCLI(t, h, "GET", "/api/estimate?"+tc.query, "", want)
+			matchesCLI(t, h, "POST", "/api/estimate", tc.body, want)
 			if ct := get.Header().Get("Content-Type"); ct != "application/json; charset=utf-8" {
 				t.Errorf("Content-Type = %q", ct)
 			}
@@ -145,13 +164,7 @@ func TestListsAndParamsMatchCLI(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := runCLI(t, append(tc.args, "--format", "json")...)
-			rec := do(t, h, "GET", tc.target, "")
-			if rec.Code != http.StatusOK {
-				t.Fatalf("status %d, body %s", rec.Code, rec.Body)
-			}
-			if got := rec.Body.Bytes(); !bytes.Equal(got, want) {
-				t.Errorf("GET %s differs from the CLI:\nAPI: %s\nCLI: %s", tc.target, got, want)
-			}
+			matchesCLI(t, h, "GET", tc.target, "", want)
 		})
 	}
 }

@@ -13,6 +13,10 @@
 //	GET  /api/plan, POST /api/plan                    [PlanReport]: fit, largest batch and sequence per GPU
 //	GET  /                                            the page
 //
+// Answers are compact JSON followed by a newline. The query key pretty
+// (?pretty, ?pretty=1) asks for the indented JSON instead, which is byte
+// for byte what the command prints with --format json.
+//
 // Query keys are the JSON names of [memory.Job] fields (seq_len,
 // per_device_batch, method, ...); dashes are accepted for underscores, so
 // seq-len works too. A POST body is a job file in JSON, read by
@@ -46,7 +50,12 @@
 // # Speed
 //
 // An estimate takes microseconds; the server answers more than 10,000
-// estimates a second on two cores over loopback (see the load test). Catalog
-// models are parsed once and kept, and responses are indented by a plain
-// pass over json.Marshal's output that yields report.WriteJSON's bytes.
+// estimates a second on two cores over loopback (see the load test).
+// Catalog models are parsed once and kept; results are encoded without
+// reflection by report's generated encoder into pooled buffers; the
+// access log is off unless [Options].AccessLog asks for every request or
+// a sample. /api/plan answers for catalog models are kept in a bounded
+// LRU ([DefaultPlanCacheSize]) keyed by model, job and GPUs, and a plan
+// whose request ends (the client left, a deadline passed) stops at its
+// next estimate ([plan.WithContext]) with a 503, and is not kept.
 package web

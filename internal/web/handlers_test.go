@@ -214,7 +214,7 @@ func TestPanicBecomes500(t *testing.T) {
 		var layers []int
 		return nil, fmt.Errorf("layer %d", layers[len(ref)]) // an index out of range: a real runtime panic
 	}
-	h := web.New(web.Options{Resolve: resolve, Logger: slog.New(slog.NewTextHandler(&logs, nil))}).Handler()
+	h := web.New(web.Options{Resolve: resolve, Logger: slog.New(slog.NewTextHandler(&logs, nil)), AccessLog: 1}).Handler()
 	rec := do(t, h, "GET", "/api/estimate?model=org/not-in-catalog", "")
 	if rec.Code != http.StatusInternalServerError {
 		t.Fatalf("status %d, want 500; body %s", rec.Code, rec.Body)
@@ -252,7 +252,7 @@ func TestResolverErrorsNameModel(t *testing.T) {
 
 func TestAccessLog(t *testing.T) {
 	var logs bytes.Buffer
-	h := web.New(web.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}).Handler()
+	h := web.New(web.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil)), AccessLog: 1}).Handler()
 	do(t, h, "GET", "/api/estimate?model=llama3-8b&seq_len=512", "")
 	var line struct {
 		Msg    string `json:"msg"`
@@ -297,5 +297,62 @@ func TestAllowedHosts(t *testing.T) {
 	req.Host = "gpumem.internal:80"
 	if rec := serve(web.New(web.Options{}).Handler(), req); rec.Code != http.StatusOK {
 		t.Errorf("no host list: status %d", rec.Code)
+	}
+}
+
+// TestAccessLogOffAndSampled checks the access log is off by default and
+// logs one request in n when sampled.
+func TestAccessLogOffAndSampled(t *testing.T) {
+	for _, tc := range []struct{ every, requests, lines int }{{0, 6, 0}, {1, 4, 4}, {3, 9, 3}} {
+		var logs bytes.Buffer
+		h := web.New(web.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil)), AccessLog: tc.every}).Handler()
+		for range tc.requests {
+			do(t, h, "GET", "/api/optimizers", "")
+		}
+		if got := strings.Count(logs.String(), `"msg":"request"`); got != tc.lines {
+			t.Errorf("AccessLog %d: %d lines for %d requests, want %d", tc.every, got, tc.requests, tc.lines)
+		}
+	}
+}
+
+// TestPrettyQueryKey checks ?pretty on every kind of route: it indents the
+// answer, pretty=0 leaves it compact, and any other value is a 400 naming
+// the key. No route rejects it as an unknown key.
+func TestPrettyQueryKey(t *testing.T) {
+	h := web.New(web.Options{}).Handler()
+	for _, target := range []string{"/api/estimate?model=llama3-8b", "/api/optimizers", "/api/models?filter=qwen",
+		"/api/params?model=llama3-8b", "/api/plan?model=llama3-8b&gpus=L4"} {
+		sep := "?"
+		if strings.Contains(target, "?") {
+			sep = "&"
+		}
+		for _, tc := range []struct {
+			q      string
+			status int
+			pretty bool
+		}{{"", 200, false}, {"pretty", 200, true}, {"pretty=1", 200, true}, {"pretty=TRUE", 200, true},
+			{"pretty=0", 200, false}, {"pretty=false", 200, false}, {"pretty=yes", 400, false}} {
+			u := target
+			if tc.q != "" {
+				u += sep + tc.q
+			}
+			rec := do(t, h, "GET", u, "")
+			if rec.Code != tc.status {
+				t.Fatalf("GET %s: status %d, want %d; body %.200s", u, rec.Code, tc.status, rec.Body)
+			}
+			if rec.Header().Get("Content-Security-Policy") == "" {
+				t.Errorf("GET %s: no security headers", u)
+			}
+			if tc.status != 200 {
+				if e := decodeError(t, rec.Body.Bytes()); e.Field != "pretty" {
+					t.Errorf("GET %s: error on %q, want pretty", u, e.Field)
+				}
+				continue
+			}
+			body := rec.Body.String()
+			if indented := strings.Contains(body, "\n  "); indented != tc.pretty || !strings.HasSuffix(body, "\n") {
+				t.Errorf("GET %s: indented %v, want %v", u, indented, tc.pretty)
+			}
+		}
 	}
 }

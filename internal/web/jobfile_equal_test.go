@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -35,13 +34,7 @@ func TestBodyEqualsConfigFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := runCLI(t, "estimate", "--config", file, "--format", "json")
-			rec := do(t, h, "POST", "/api/estimate", string(body))
-			if rec.Code != http.StatusOK {
-				t.Fatalf("status %d, body %s", rec.Code, rec.Body)
-			}
-			if got := rec.Body.Bytes(); !bytes.Equal(got, want) {
-				t.Errorf("POST %s differs from gpumem estimate --config:\nAPI: %s\nCLI: %s", file, got, want)
-			}
+			matchesCLI(t, h, "POST", "/api/estimate", string(body), want)
 		})
 	}
 }
@@ -130,13 +123,8 @@ func TestBodyAsJobFile(t *testing.T) {
 				}
 				return
 			}
-			if rec.Code != http.StatusOK {
-				t.Fatalf("status %d, body %s", rec.Code, rec.Body)
-			}
 			want := runCLI(t, append([]string{"estimate", "--model", "llama3-8b", "--format", "json"}, tc.flags...)...)
-			if got := rec.Body.Bytes(); !bytes.Equal(got, want) {
-				t.Errorf("POST %s differs from the flags %v:\nAPI: %s\nCLI: %s", tc.body, tc.flags, got, want)
-			}
+			matchesCLI(t, h, "POST", "/api/estimate", tc.body, want)
 		})
 	}
 }

@@ -67,7 +67,7 @@ func loadURL(base string, n int) (string, []byte) {
 	}
 	q = strings.Replace(q, key+"=", "x_=", 1)
 	q = strings.Join(slices.DeleteFunc(strings.Split(q, "&"), func(s string) bool { return strings.HasPrefix(s, "x_=") }), "&")
-	return fmt.Sprintf("%s/api/estimate?%s&%s=%d", base, q, key, seq), fmt.Appendf(nil, "%q: %d", key, seq)
+	return fmt.Sprintf("%s/api/estimate?%s&%s=%d", base, q, key, seq), fmt.Appendf(nil, "%q:%d", key, seq)
 }
 
 // loadRound sends total requests from workers goroutines, each with its

@@ -63,9 +63,15 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// accessLog logs one structured line per request.
+// accessLog logs one structured line per request, or per n requests with
+// Options.AccessLog set to n.
 func (s *Server) accessLog(next http.Handler) http.Handler {
+	every := uint64(max(s.opts.AccessLog, 1))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.logSeen.Add(1)%every != 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
@@ -79,6 +85,59 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 			slog.Int("bytes", sw.bytes),
 			slog.Duration("duration", time.Since(start)),
 			slog.String("remote", r.RemoteAddr))
+	})
+}
+
+// prettyWriter marks a response whose JSON is to be indented.
+type prettyWriter struct{ http.ResponseWriter }
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *prettyWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// wantsPretty reports whether w, or a writer it wraps, is a prettyWriter.
+func wantsPretty(w http.ResponseWriter) bool {
+	for {
+		switch x := w.(type) {
+		case *prettyWriter:
+			return true
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return false
+		}
+	}
+}
+
+// prettyParam takes the query key pretty off a request, so that the
+// routes, which reject keys they do not know, never see it: ?pretty,
+// ?pretty=1 or ?pretty=true indents the JSON answer as the CLI prints
+// it, ?pretty=0 or false leaves it compact (the default).
+func (s *Server) prettyParam(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.Contains(r.URL.RawQuery, "pretty") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		q := r.URL.Query()
+		vals, ok := q["pretty"]
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		switch v := strings.ToLower(vals[len(vals)-1]); v {
+		case "", "1", "true":
+			w = &prettyWriter{w}
+		case "0", "false":
+		default:
+			s.writeError(w, r, badRequest("pretty", "pretty: want true, false, 1, 0 or no value, got %q", v))
+			return
+		}
+		q.Del("pretty")
+		u := *r.URL
+		u.RawQuery = q.Encode()
+		r = r.WithContext(r.Context()) // a shallow copy whose URL can change
+		r.URL = &u
+		next.ServeHTTP(w, r)
 	})
 }
 

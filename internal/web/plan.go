@@ -1,12 +1,16 @@
 package web
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
 	"github.com/gpumem/gpumem/gpu"
 	"github.com/gpumem/gpumem/memory"
+	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/plan"
 	"github.com/gpumem/gpumem/report"
 	"github.com/gpumem/gpumem/units"
@@ -77,12 +81,31 @@ func (s *Server) handlePlan(w http.ResponseWriter, r *http.Request) {
 	m := in.model
 	job := in.job
 	job.GPU, job.GPUMemory, job.GPUComputeCapability = "", 0, 0
-	est := plan.For(m)
-	rep := PlanReport{Model: m.ID, Job: job, GPUs: make([]GPUPlan, 0, len(gs))}
+	key, cacheable := s.planKey(m, job, gs)
+	if cacheable {
+		if c, ok := s.plans.get(key); ok {
+			if wantsPretty(w) {
+				s.writeJSON(w, http.StatusOK, c.report)
+			} else {
+				writeRawJSON(w, http.StatusOK, c.compact)
+			}
+			return
+		}
+	}
+	// The searches stop at their next estimate once the request ends (the
+	// client went away or its deadline passed).
+	ctx := r.Context()
+	est := plan.WithContext(ctx, plan.For(m))
+	rep := &PlanReport{Model: m.ID, Job: job, GPUs: make([]GPUPlan, 0, len(gs))}
 	ws := [][]string{in.warnings}
 	var firstErr error
 	for _, g := range gs {
 		p, warnings, err := planOne(est, job, g)
+		if ctx.Err() != nil {
+			s.writeError(w, r, &Error{Message: fmt.Sprintf("the request ended before the plan was complete: %v", context.Cause(ctx)),
+				status: http.StatusServiceUnavailable})
+			return
+		}
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
@@ -95,7 +118,63 @@ func (s *Server) handlePlan(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, firstErr)
 		return
 	}
+	if cacheable {
+		// The compact answer is kept encoded: a plan's JSON (every GPU with
+		// its searches and suggestions) costs more to encode than to look up.
+		if compact, err := report.AppendJSON(nil, rep, false); err == nil {
+			s.plans.add(key, cachedPlan{report: rep, compact: append(compact, '\n')})
+		}
+	}
 	s.writeJSON(w, http.StatusOK, rep)
+}
+
+// DefaultPlanCacheSize is the number of /api/plan answers a server keeps:
+// a plan costs milliseconds of CPU (every GPU kind, three searches each),
+// and the page asks again for the same job as a user goes back and forth.
+const DefaultPlanCacheSize = 256
+
+// cachedPlan is a kept answer of /api/plan: the report, and its compact
+// JSON with the final newline.
+type cachedPlan struct {
+	report  *PlanReport
+	compact []byte
+}
+
+// planKey is what a plan depends on: the model, the job and the GPUs.
+type planKey struct {
+	model     *model.Model
+	job, gpus string
+}
+
+// planKey returns the cache key of a plan request, and whether its answer
+// may be cached: only for models the server keeps (the catalog's, which
+// never change), so a model read from a file or the Hub is planned anew.
+func (s *Server) planKey(m *model.Model, job memory.Job, gs []gpu.GPU) (planKey, bool) {
+	if s.plans == nil || !s.keepsModel(m) {
+		return planKey{}, false
+	}
+	j, err := json.Marshal(job)
+	if err != nil {
+		return planKey{}, false
+	}
+	g, err := json.Marshal(gs)
+	if err != nil {
+		return planKey{}, false
+	}
+	return planKey{model: m, job: string(j), gpus: string(g)}, true
+}
+
+// keepsModel reports whether m is one of the catalog models the server
+// has parsed and keeps.
+func (s *Server) keepsModel(m *model.Model) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, k := range s.models {
+		if k == m {
+			return true
+		}
+	}
+	return false
 }
 
 func allFailed(ps []GPUPlan) bool {

@@ -1,7 +1,10 @@
 package web_test
 
 import (
+	"encoding/json"
+	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 
 	"github.com/gpumem/gpumem/internal/web"
@@ -28,5 +31,35 @@ func FuzzGetQuery(f *testing.F) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		checkAnswer(t, rec)
+	})
+}
+
+// FuzzGetPath sends GET requests for fuzzed paths: each answers with a
+// page file, a 404 or a 400 with a JSON error (an invalid path such as
+// /%ff was a 500), never a server error.
+func FuzzGetPath(f *testing.F) {
+	for _, p := range []string{"/", "/app.js", "/%ff", "/%ff/", "/vendor/%c3%28", "/missing.js", "/a/../style.css", "/api/nope", "//x"} {
+		f.Add(p)
+	}
+	h := web.New(web.Options{}).Handler()
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := url.ParseRequestURI(raw)
+		if err != nil || u.Path == "" || u.Path[0] != '/' || u.Host != "" {
+			return
+		}
+		req := httptest.NewRequest("GET", "/", nil)
+		req.URL = u
+		req.RequestURI = raw
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		switch {
+		case rec.Code >= 500:
+			t.Fatalf("GET %q: status %d, body %.200s", raw, rec.Code, rec.Body)
+		case rec.Code == http.StatusBadRequest:
+			var e web.Error
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Message == "" {
+				t.Fatalf("GET %q: 400 with body %.200s", raw, rec.Body)
+			}
+		}
 	})
 }
