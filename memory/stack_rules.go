@@ -146,18 +146,18 @@ var rules = [numRules]Rule{
 		Source: "pytorch/torchtitan commit a5e57e4a9 (2024-10-22, run_llama_train.sh; run_train.sh at 0168bd51 keeps it)",
 	},
 	ruleTitanFSDP1: {
-		Name: "torchtitan-fsdp1", Package: "torchtitan", Before: "2024-03-28",
-		Effect: "torchtitan wraps the model with FSDP1 (FullyShardedDataParallel, flat parameters) instead of per-parameter FSDP2 (fully_shard)",
+		Name: "torchtitan-fsdp1", Package: "torchtitan", Before: "2024-04",
+		Effect: "torchtitan wraps the model with FSDP1 (FullyShardedDataParallel, flat parameters) instead of per-parameter FSDP2 (fully_shard); the change merged on 2024-03-28, so a torchtitan dated March 2024 reads as before it",
 		Source: "pytorch/torchtitan PR #165 \"Used per-parameter FSDP\" (commit 83c879f, 2024-03-28)",
 	},
 	ruleTitanNoCP: {
-		Name: "torchtitan-no-context-parallel", Package: "torchtitan", Before: "2024-10-22",
-		Effect: "torchtitan has no context parallelism: a job with cp > 1 is refused",
+		Name: "torchtitan-no-context-parallel", Package: "torchtitan", Before: "2024-10",
+		Effect: "torchtitan has no context parallelism: a job with cp > 1 is refused (it merged on 2024-10-22; a torchtitan dated October 2024 has it)",
 		Source: "pytorch/torchtitan PR #592 \"enable Context Parallel\" (commit b19456a, 2024-10-22)",
 	},
 	ruleTitanCPUnsharded: {
-		Name: "torchtitan-cp-without-fsdp", Package: "torchtitan", From: "2024-10-22", Before: "2024-12-12",
-		Effect: "with cp > 1 and no data-parallel sharding (dp_shard 1), torchtitan applies no FSDP: every rank holds the whole model, its gradients and optimizer states",
+		Name: "torchtitan-cp-without-fsdp", Package: "torchtitan", From: "2024-10", Before: "2024-12",
+		Effect: "with cp > 1 and no data-parallel sharding (dp_shard 1), torchtitan applies no FSDP: every rank holds the whole model, its gradients and optimizer states (fixed on 2024-12-11; a torchtitan dated December 2024 reads as fixed)",
 		Source: "pytorch/torchtitan PR #685 (commit 40a0873, 2024-12-11): \"Previously CP forgot to shard the model via apply_fsdp when DP is not combined with CP\"",
 	},
 	ruleBnbNoQuantStorage: {

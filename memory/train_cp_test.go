@@ -49,10 +49,11 @@ func TestTorchtitanContextParallelSharding(t *testing.T) {
 }
 
 // TestTorchtitanVersions: torchtitan's data-parallel engine follows its
-// version (the stack's torchtitan date): FSDP1 before PR #165
-// (2024-03-28), no context parallelism before PR #592 (2024-10-22), and
-// from then until PR #685 (2024-12-11) no FSDP at all when cp > 1 and dp
-// is 1, so each rank held the whole model states.
+// version (the stack's torchtitan date, read by month): FSDP1 before PR
+// #165 (2024-03-28: through March 2024), no context parallelism before PR
+// #592 (2024-10-22: before October 2024), and from then until PR #685
+// (2024-12-11: before December 2024) no FSDP at all when cp > 1 and dp is
+// 1, so each rank held the whole model states.
 func TestTorchtitanVersions(t *testing.T) {
 	m := catalogModel(t, "meta-llama/Llama-3.1-8B")
 	job := func(version string, dp, cp int, engine string) Job {
@@ -66,12 +67,13 @@ func TestTorchtitanVersions(t *testing.T) {
 		group  int
 	}{
 		{"fsdp1 era, no engine", job("2024-02", 8, 1, ""), EngineFSDP, 8},
-		{"fsdp1 era, fsdp", job("2024-03-27", 8, 1, "fsdp"), EngineFSDP, 8},
+		{"fsdp1 era, fsdp", job("2024-03", 8, 1, "fsdp"), EngineFSDP, 8},
 		{"fsdp1 era, fsdp2 stated", job("2024-03-27", 8, 1, "fsdp2"), EngineFSDP2, 8},
-		{"fsdp2 from PR #165", job("2024-03-28", 8, 1, "fsdp"), EngineFSDP2, 8},
+		{"fsdp2 from PR #165", job("2024-04", 8, 1, "fsdp"), EngineFSDP2, 8},
 		{"cp without dp before PR #685", job("2024-11", 1, 8, ""), "", 1},
 		{"cp with dp before PR #685", job("2024-11", 2, 4, ""), EngineFSDP2, 8},
-		{"cp without dp from PR #685", job("2024-12-12", 1, 8, ""), EngineFSDP2, 8},
+		{"cp without dp from PR #685", job("2024-12", 1, 8, ""), EngineFSDP2, 8},
+		{"cp from PR #592", job("2024-10", 2, 4, ""), EngineFSDP2, 8},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,14 +87,14 @@ func TestTorchtitanVersions(t *testing.T) {
 	// Unsharded, a rank holds the whole model's fp32 states: 8× those of
 	// the fixed version's ranks.
 	old := estimateOK(t, m, job("2024-11", 1, 8, ""))
-	fixed := estimateOK(t, m, job("2024-12-12", 1, 8, ""))
+	fixed := estimateOK(t, m, job("2024-12", 1, 8, ""))
 	if got, want := part(old, "optimizer_states"), 8*part(fixed, "optimizer_states"); got != want {
 		t.Errorf("unsharded optimizer states %d B, want 8 × %d B", got, part(fixed, "optimizer_states"))
 	}
 	if !strings.Contains(strings.Join(old.Warnings, "\n"), "PR #685") {
 		t.Errorf("warnings %q should say why the states are not sharded", old.Warnings)
 	}
-	if _, err := Estimate(m, job("2024-06", 2, 4, "")); err == nil || !strings.Contains(err.Error(), "context parallelism") {
+	if _, err := Estimate(m, job("2024-09-30", 2, 4, "")); err == nil || !strings.Contains(err.Error(), "context parallelism") {
 		t.Errorf("cp before torchtitan had it: %v, want an error naming context parallelism", err)
 	}
 }

@@ -326,7 +326,8 @@ func (s *setup) resolveFSDP(d *distSpec) error {
 
 // titanEngine is torchtitan's data-parallel engine for the job's
 // torchtitan version (the version rules ruleTitan*): per-parameter FSDP
-// (fully_shard, FSDP2) since PR #165 (2024-03-28), FSDP1 before it;
+// (fully_shard, FSDP2) since PR #165 (2024-03-28), FSDP1 before it (the
+// rules go by month: March 2024 reads as FSDP1);
 // without an engine, FSDP over every data-parallel rank, as torchtitan's
 // default data_parallel_shard_degree -1 does
 // (torchtitan/distributed/parallel_dims.py @b5bcd76: dp_shard is what
@@ -335,7 +336,7 @@ func (s *setup) resolveFSDP(d *distSpec) error {
 // cp > 1 and no data-parallel sharding applied no FSDP at all.
 func (s *setup) titanEngine(d *distSpec) error {
 	if d.cp > 1 && s.rules.has(ruleTitanNoCP) {
-		return FieldErrorf("cp", "{cp=%d}: torchtitan of this stack has no context parallelism (added by PR #592 on 2024-10-22); state a later torchtitan in the {stack}", d.cp)
+		return FieldErrorf("cp", "{cp=%d}: torchtitan of this stack has no context parallelism (added by PR #592 on 2024-10-22); state torchtitan 2024-10 or later in the {stack}", d.cp)
 	}
 	explicit := strings.TrimSpace(s.job.Engine) != ""
 	switch d.engine {
@@ -365,7 +366,7 @@ func (s *setup) titanEngine(d *distSpec) error {
 	if d.cp > 1 && d.dp == 1 && s.rules.has(ruleTitanCPUnsharded) {
 		// apply_fsdp ran only when dp_shard > 1 (parallelize_llama.py
 		// before PR #685): no sharding and no gradient reduction.
-		s.warn(fmt.Sprintf("cp=%d with dp=1 on torchtitan before 2024-12-12: torchtitan applied no FSDP then (fixed by PR #685), so every rank holds the whole model states", d.cp))
+		s.warn(fmt.Sprintf("cp=%d with dp=1 on torchtitan before December 2024: torchtitan applied no FSDP then (fixed by PR #685 on 2024-12-11), so every rank holds the whole model states", d.cp))
 		d.engine, d.unsharded = "", true
 	}
 	return nil
