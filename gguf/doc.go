@@ -5,8 +5,9 @@
 // [Read] parses the metadata and tensor descriptions from any
 // [io.ReaderAt] — a local file, or a remote one read with HTTP Range
 // requests — without touching the tensor data. [Estimate] turns a parsed
-// file and llama.cpp-style [Options] (context size, cache types) into a
-// [Memory] breakdown.
+// file and llama.cpp-style [Options] (context size, cache types,
+// parallel sequences, flash attention, offloaded layers) into a [Memory]
+// breakdown by device.
 //
 // # Why a small reader of our own
 //
@@ -32,17 +33,33 @@
 //
 // # What the estimate covers
 //
-// Weights are summed per tensor from the type's block layout, so a
-// mixed-quantization file (Q4_K_M keeps some tensors in Q6_K) is sized
-// exactly. The KV cache follows llama.cpp's per-layer K and V tensors,
-// including per-layer KV head counts, layers without a cache (hybrid
-// recurrent models) and multi-head latent attention. Sliding-window and
-// chunked layers keep window + ubatch cells, as llama.cpp allocates them,
-// for the architectures whose layout llama.cpp fixes (Gemma 2 and 3,
-// Command R7B, gpt-oss, Llama 4) or whose file states a pattern; for any
-// other file with a sliding window every layer is counted at the full
-// context, an upper bound. Compute buffers and the CUDA context are not
-// included. [Memory.Notes] says which of these apply.
+// [Estimate] follows what llama.cpp allocates when it creates a context:
+//
+//   - Weights, summed per tensor from the type's block layout, so a
+//     mixed-quantization file (Q4_K_M keeps some tensors in Q6_K) is sized
+//     exactly, and split between the GPU and the host as -ngl places the
+//     layers (the token embeddings always stay on the host; the output
+//     layer moves to the GPU only with n_layer + 1 offloaded layers).
+//   - The context as llama.cpp lays it out: n_ctx padded to a multiple of
+//     256, and with -np parallel sequences either one unified stream or
+//     one stream of n_ctx / n_seq_max cells (padded) per sequence.
+//   - The KV cache, following llama.cpp's per-layer K and V tensors,
+//     including per-layer KV head counts, layers without a cache (hybrid
+//     recurrent models) and multi-head latent attention. Sliding-window
+//     and chunked layers keep window + ubatch cells, as llama.cpp
+//     allocates them, for the architectures whose layout llama.cpp fixes
+//     (Gemma 2 and 3, Command R7B, gpt-oss, Llama 4) or whose file states
+//     a pattern; for any other file with a sliding window every layer is
+//     counted at the full context, an upper bound. A quantized V cache
+//     with flash attention off is refused, as llama.cpp refuses it.
+//   - The compute buffers: llama.cpp reserves them for a worst-case graph
+//     of one ubatch, and this package replays ggml-alloc's placement of
+//     that graph's tensors for a llama-style decoder (dense or MoE FFN,
+//     with or without flash attention) on the GPU and host buffers.
+//   - The host output buffer of the logits.
+//
+// The CUDA context and the backends' scratch pools are not included.
+// [Memory.Notes] says what was assumed and what is approximate.
 //
 // Usage:
 //

@@ -10,23 +10,39 @@ import (
 
 // Options are the run settings an inference estimate depends on, named
 // after llama.cpp's flags. The zero value means llama.cpp's defaults
-// with the model's full trained context.
+// with the model's full trained context and every layer on the GPU.
 type Options struct {
-	// ContextSize is the number of KV-cache cells (--ctx-size), shared by
-	// all parallel sequences; 0 means the model's context_length.
+	// ContextSize is n_ctx (-c, --ctx-size): the KV cells of all parallel
+	// sequences together; 0 means the model's context_length. llama.cpp
+	// pads it to a multiple of 256.
 	ContextSize int
-	// CacheTypeK and CacheTypeV are the KV-cache types (--cache-type-k,
-	// --cache-type-v): f16 (default), bf16, f32, q8_0, q4_0, ...
+	// CacheTypeK and CacheTypeV are the KV-cache types (-ctk, -ctv):
+	// f16 (default), bf16, f32, q8_0, q4_0, ...
 	CacheTypeK, CacheTypeV string
-	// UBatch is the physical batch size (--ubatch-size, default 512); a
-	// sliding-window layer keeps window + UBatch cells.
-	UBatch int
+	// Batch is n_batch (-b, default 2048) and UBatch n_ubatch (-ub,
+	// default 512): the worst-case graph that sizes the compute buffers
+	// has min(n_ctx, n_ubatch) tokens, and a sliding-window layer keeps
+	// window + n_ubatch cells.
+	Batch, UBatch int
 	// SWAFull keeps full-size caches on sliding-window layers (--swa-full).
 	SWAFull bool
+	// Parallel is n_seq_max (-np, --parallel): the sequences decoded at
+	// once; 0 means 1.
+	Parallel int
+	// KVUnified is --kv-unified: one KV stream shared by all sequences
+	// instead of one stream of n_ctx / n_seq_max cells each.
+	KVUnified bool
+	// FlashAttention is -fa: on, off or auto (""). Auto is read as on,
+	// as llama.cpp resolves it on a GPU that supports it for every layer.
+	FlashAttention string
+	// GPULayers is -ngl: the repeating layers offloaded to the GPU, the
+	// last ones; n_layer + 1 offloads the output layer too. nil (or −1)
+	// means every layer, llama.cpp's default; a larger count is capped.
+	GPULayers *int
+	// NoKVOffload (-nkvo, --no-kv-offload) keeps the KV cache in host
+	// memory.
+	NoKVOffload bool
 }
-
-// defaultUBatch is llama.cpp's default n_ubatch (common/common.h).
-const defaultUBatch = 512
 
 // TypeTotal is the weight total of one tensor type.
 type TypeTotal struct {
@@ -36,8 +52,30 @@ type TypeTotal struct {
 	Bytes    int64  `json:"bytes"`
 }
 
-// Memory is the inference memory of a GGUF model with every layer
-// offloaded to the GPU (llama.cpp -ngl 999): weights and KV cache.
+// Device is the memory llama.cpp allocates on one device.
+type Device struct {
+	// WeightsBytes are the tensors loaded there (on the host, a mapped
+	// file: counted, though the OS may page it).
+	WeightsBytes units.Bytes `json:"weights_bytes"`
+	// KVCacheBytes is the KV cache of the layers kept there.
+	KVCacheBytes units.Bytes `json:"kv_cache_bytes"`
+	// ComputeBytes is the compute buffer ("compute buffer size" in
+	// llama.cpp's log).
+	ComputeBytes units.Bytes `json:"compute_bytes"`
+	// OutputBytes is the output buffer of the logits (host only).
+	OutputBytes units.Bytes `json:"output_bytes,omitempty"`
+	// TotalBytes is the sum.
+	TotalBytes units.Bytes `json:"total_bytes"`
+}
+
+func (d *Device) total() {
+	d.TotalBytes = units.Add(units.Add(d.WeightsBytes, d.KVCacheBytes), units.Add(d.ComputeBytes, d.OutputBytes))
+}
+
+// Memory is the memory llama.cpp allocates to run a GGUF model: weights,
+// KV cache, compute buffers and the output buffer, on the GPU and on the
+// host. It leaves out the CUDA context and the backends' own scratch
+// memory, which the Notes say.
 type Memory struct {
 	// Architecture is general.architecture and Name general.name.
 	Architecture string `json:"architecture"`
@@ -48,35 +86,61 @@ type Memory struct {
 	WeightsBytes units.Bytes `json:"weights_bytes"`
 	// WeightsByType splits the weights by ggml type, largest first.
 	WeightsByType []TypeTotal `json:"weights_by_type"`
-	// ContextSize is the number of KV cells and Layers the block count;
+	// ContextRequested is the context asked for (0: the trained one);
+	// ContextSize is n_ctx after llama.cpp's padding, the cells of all
+	// streams together, and ContextPerSeq the cells of one stream
+	// (n_ctx_seq), the longest sequence one slot holds.
+	ContextRequested int `json:"context_requested,omitempty"`
+	ContextSize      int `json:"context_size"`
+	ContextPerSeq    int `json:"context_per_seq"`
+	// Parallel is n_seq_max; KVStreams the KV streams (1 when unified).
+	Parallel  int  `json:"parallel"`
+	KVUnified bool `json:"kv_unified,omitempty"`
+	KVStreams int  `json:"kv_streams"`
+	// Batch and UBatch are n_batch and n_ubatch after llama.cpp's caps.
+	Batch  int `json:"batch"`
+	UBatch int `json:"ubatch"`
+	// FlashAttention is whether flash attention is used; FlashAssumed
+	// when -fa auto was read as on.
+	FlashAttention bool `json:"flash_attention"`
+	FlashAssumed   bool `json:"flash_attention_assumed,omitempty"`
+	// Layers is the block count and GPULayers the repeating layers on the
+	// GPU; OutputOnGPU whether the output layer is offloaded too.
+	Layers      int  `json:"layers"`
+	GPULayers   int  `json:"gpu_layers"`
+	OutputOnGPU bool `json:"output_on_gpu"`
 	// KVLayers counts the layers that keep a KV cache.
-	ContextSize int `json:"context_size"`
-	Layers      int `json:"layers"`
-	KVLayers    int `json:"kv_layers"`
+	KVLayers int `json:"kv_layers"`
 	// SWALayers counts the sliding-window (or chunked) layers and
-	// SWACells the cells each of them keeps; 0 when none.
+	// SWACells the cells each of them keeps per stream; 0 when none.
 	SWALayers int `json:"swa_layers,omitempty"`
 	SWACells  int `json:"swa_cells,omitempty"`
 	// CacheTypeK and CacheTypeV are the KV-cache types used.
 	CacheTypeK string `json:"cache_type_k"`
 	CacheTypeV string `json:"cache_type_v"`
-	// KCacheBytes, VCacheBytes and KVCacheBytes are the KV cache for
-	// ContextSize cells over all layers.
+	// KCacheBytes, VCacheBytes and KVCacheBytes are the KV cache over all
+	// layers and streams.
 	KCacheBytes  units.Bytes `json:"k_cache_bytes"`
 	VCacheBytes  units.Bytes `json:"v_cache_bytes"`
 	KVCacheBytes units.Bytes `json:"kv_cache_bytes"`
-	// TotalBytes is WeightsBytes + KVCacheBytes.
+	// ComputeBytes is the GPU and host compute buffers together.
+	ComputeBytes units.Bytes `json:"compute_bytes"`
+	// GPU and Host split everything by where llama.cpp puts it.
+	GPU  Device `json:"gpu"`
+	Host Device `json:"host"`
+	// TotalBytes is GPU plus host.
 	TotalBytes units.Bytes `json:"total_bytes"`
-	// Notes say what is approximated or left out.
+	// Notes say what is assumed, approximated or left out.
 	Notes []string `json:"notes,omitempty"`
 }
 
-// Estimate returns the weights and KV cache of a GGUF model. Weights are
-// the tensors' exact stored sizes. The KV cache follows llama.cpp's
-// llama_kv_cache: per layer, a K tensor of ggml_row_size(type_k,
-// n_embd_head_k·n_head_kv) bytes per cell and a V tensor likewise, for
-// ContextSize cells (ggml-org/llama.cpp: src/llama-kv-cache.cpp; the
-// per-token formula 2·L·k·d·bytes is MODEL.md §7.2).
+// Estimate returns the memory llama.cpp allocates for a GGUF model run
+// with opts: the weights (the tensors' exact sizes) on the devices -ngl
+// puts them, the KV cache of each layer on its layer's device
+// (llama_kv_cache in src/llama-kv-cache.cpp: per layer and stream a K
+// tensor of ggml_row_size(type_k, n_embd_k_gqa) bytes per cell and a V
+// tensor likewise; MODEL.md §7.2), the compute buffers of the
+// worst-case graph (computeBuffers) and the output buffer of the logits.
 func Estimate(f *File, opts Options) (*Memory, error) {
 	arch := f.Architecture()
 	if arch == "" {
@@ -85,12 +149,140 @@ func Estimate(f *File, opts Options) (*Memory, error) {
 	m := &Memory{Architecture: arch}
 	m.Name, _ = f.Metadata["general.name"].(string)
 	m.weights(f.Tensors)
-	if err := m.kvCache(f, opts); err != nil {
+	if err := m.estimate(f, opts); err != nil {
 		return nil, fmt.Errorf("gguf %s: %w", arch, err)
 	}
-	m.TotalBytes = units.Add(m.WeightsBytes, m.KVCacheBytes)
-	m.Notes = append(m.Notes, "compute buffers, the output buffer and the CUDA context are not included")
+	m.Notes = append(m.Notes, "the CUDA context and the backends' scratch memory (cuBLAS workspace, the flash-attention and matmul pools) are not included")
 	return m, nil
+}
+
+// maxContext bounds the context size (llama.cpp stores n_ctx in uint32).
+const maxContext = 1 << 32
+
+// estimate fills everything past the weight totals.
+func (m *Memory) estimate(f *File, opts Options) error {
+	arch := m.Architecture
+	layers, ok := f.Uint(arch + ".block_count")
+	if !ok || layers == 0 || layers > 100_000 {
+		return fmt.Errorf("%s.block_count: missing or out of range", arch)
+	}
+	m.Layers = int(layers)
+	trained, hasTrained := f.Uint(arch + ".context_length")
+	c, err := layoutContext(arch, trained, hasTrained, opts)
+	if err != nil {
+		return err
+	}
+	m.contextFields(c, trained, hasTrained)
+	p, err := placeLayers(m.Layers, opts.GPULayers)
+	if err != nil {
+		return err
+	}
+	m.GPULayers, m.OutputOnGPU = p.gpuLayers(), p.outputGPU
+	if p.capped {
+		m.Notes = append(m.Notes, fmt.Sprintf("-ngl %d is more than the %d layers and the output layer: llama.cpp offloads all %d, as here", p.requested, m.Layers, m.Layers+1))
+	}
+	flash, err := m.flash(opts)
+	if err != nil {
+		return err
+	}
+	tk, tv, err := cacheTypes(opts, flash)
+	if err != nil {
+		return err
+	}
+	m.CacheTypeK, m.CacheTypeV = tk.String(), tv.String()
+	kDims, vDims, err := headDims(f, m.Layers)
+	if err != nil {
+		return err
+	}
+	swa, err := m.slidingWindow(f, opts, c)
+	if err != nil {
+		return err
+	}
+	if err := m.kvCache(kDims, vDims, swa, tk, tv, c, p, opts.NoKVOffload); err != nil {
+		return err
+	}
+	m.kvNotes(f)
+	m.implausible(f)
+	m.placeWeights(f.Tensors, p)
+	d, notes, err := graphDimsOf(f, m, c, kDims, vDims, swa, flash)
+	if err != nil {
+		return err
+	}
+	m.Notes = append(m.Notes, notes...)
+	gpu, host := computeBuffers(d, p)
+	if m.GPULayers == 0 && !m.OutputOnGPU {
+		gpu = 0
+	}
+	m.GPU.ComputeBytes, m.Host.ComputeBytes = units.Bytes(gpu), units.Bytes(host)
+	m.ComputeBytes = units.Add(m.GPU.ComputeBytes, m.Host.ComputeBytes)
+	if m.GPULayers > 0 && m.GPULayers < m.Layers || m.GPULayers == m.Layers && !m.OutputOnGPU {
+		m.Notes = append(m.Notes, "partial offload: llama.cpp may also run the large matrix products of CPU-held layers on the GPU for prompt batches (op offload), copying their weights into the GPU compute buffer; that copy is not included")
+	}
+	// The output buffer holds the logits of up to n_seq_max outputs in
+	// host memory (llama_context::output_reserve(n_seq_max): n_vocab ×
+	// n_outputs_max floats); it grows when a batch asks for more.
+	m.Host.OutputBytes = units.Bytes(units.MulInt(units.MulInt(d.vocab, int64(c.seqMax)), 4))
+	m.GPU.total()
+	m.Host.total()
+	m.TotalBytes = units.Add(m.GPU.TotalBytes, m.Host.TotalBytes)
+	return nil
+}
+
+// contextFields records the context layout and notes what it changed.
+func (m *Memory) contextFields(c contextLayout, trained uint64, hasTrained bool) {
+	m.ContextRequested, m.ContextSize, m.ContextPerSeq = c.requested, c.nCtx, c.perSeq
+	m.Parallel, m.KVUnified, m.KVStreams = c.seqMax, c.unified, c.streams
+	m.Batch, m.UBatch = c.batch, c.ubatch
+	asked := c.requested
+	if asked == 0 {
+		asked = int(trained)
+	}
+	if c.nCtx != asked {
+		m.Notes = append(m.Notes, fmt.Sprintf("llama.cpp pads the context of %d tokens to %d cells (a multiple of 256 per sequence)", asked, c.nCtx))
+	}
+	if c.streams > 1 {
+		m.Notes = append(m.Notes, fmt.Sprintf("%d parallel sequences without a unified KV cache: %d streams of %d cells, so one sequence holds at most %d tokens", c.seqMax, c.streams, c.perSeq, c.perSeq))
+	}
+	if hasTrained && uint64(c.perSeq) > trained && c.requested > 0 {
+		m.Notes = append(m.Notes, fmt.Sprintf("context %d per sequence exceeds the trained context_length %d", c.perSeq, trained))
+	}
+}
+
+// flash resolves -fa.
+func (m *Memory) flash(opts Options) (bool, error) {
+	fa, err := parseFlash(opts.FlashAttention)
+	if err != nil {
+		return false, err
+	}
+	m.FlashAttention = fa != FlashOff
+	if fa == FlashAuto {
+		m.FlashAssumed = true
+		m.Notes = append(m.Notes, "flash attention auto: assumed on, as llama.cpp resolves it when the GPU supports it for every layer (pass -fa on or off to say)")
+	}
+	return m.FlashAttention, nil
+}
+
+// cacheTypes parses the K and V cache types (default f16, as llama.cpp).
+// A quantized V cache needs flash attention: llama_init_from_model
+// refuses to create the context without it ("quantized V cache requires
+// flash_attn to be enabled", src/llama-context.cpp), and with -fa auto it
+// fails when flash attention resolves to off.
+func cacheTypes(opts Options, flash bool) (k, v Type, err error) {
+	k, v = typeF16, typeF16
+	if opts.CacheTypeK != "" {
+		if k, err = parseCacheType(opts.CacheTypeK); err != nil {
+			return 0, 0, fmt.Errorf("cache-type-k: %w", err)
+		}
+	}
+	if opts.CacheTypeV != "" {
+		if v, err = parseCacheType(opts.CacheTypeV); err != nil {
+			return 0, 0, fmt.Errorf("cache-type-v: %w", err)
+		}
+	}
+	if !flash && v.quantized() {
+		return 0, 0, fmt.Errorf("cache-type-v %s with flash-attn off: llama.cpp refuses to start (\"quantized V cache requires flash_attn to be enabled\"); use -fa on, or an f16, bf16 or f32 V cache", v)
+	}
+	return k, v, nil
 }
 
 // weights totals the tensors by type.
@@ -120,33 +312,40 @@ func (m *Memory) weights(tensors []TensorInfo) {
 	})
 }
 
-// maxContext bounds the context size (llama.cpp stores n_ctx in uint32).
-const maxContext = 1 << 32
+// placeWeights splits the weights between the GPU and the host: the
+// input layer on the host, each repeating layer where -ngl puts it, the
+// output layer and other non-repeating tensors on the output device. A
+// model without output.weight reuses the token embeddings as its output
+// matrix; llama.cpp then loads them a second time on the output device
+// (TENSOR_DUPLICATED in llama_model::load_tensors).
+func (m *Memory) placeWeights(tensors []TensorInfo, p placement) {
+	hasOutput := false
+	var embd int64
+	for _, t := range tensors {
+		if t.Name == "output.weight" {
+			hasOutput = true
+		}
+		if t.Name == "token_embd.weight" {
+			embd = t.Bytes
+		}
+		il := tensorLayer(t.Name)
+		onGPU := il >= 0 && il < p.layers && p.onGPU(il) || il == -2 && p.outputGPU || il >= p.layers && p.outputGPU
+		d := &m.Host
+		if onGPU {
+			d = &m.GPU
+		}
+		d.WeightsBytes = units.Add(d.WeightsBytes, units.Bytes(t.Bytes))
+	}
+	if !hasOutput && embd > 0 && p.outputGPU {
+		m.GPU.WeightsBytes = units.Add(m.GPU.WeightsBytes, units.Bytes(embd))
+		m.Notes = append(m.Notes, "the output matrix is tied to the token embeddings: llama.cpp keeps a second copy of them on the GPU for the output layer")
+	}
+}
 
-// kvCache fills the KV-cache fields.
-func (m *Memory) kvCache(f *File, opts Options) error {
-	arch := m.Architecture
-	layers, ok := f.Uint(arch + ".block_count")
-	if !ok || layers == 0 || layers > 100_000 {
-		return fmt.Errorf("%s.block_count: missing or out of range", arch)
-	}
-	m.Layers = int(layers)
-	if err := m.context(f, opts); err != nil {
-		return err
-	}
-	tk, tv, err := cacheTypes(opts)
-	if err != nil {
-		return err
-	}
-	m.CacheTypeK, m.CacheTypeV = tk.String(), tv.String()
-	kDims, vDims, err := headDims(f, m.Layers)
-	if err != nil {
-		return err
-	}
-	swa, err := m.slidingWindow(f, opts)
-	if err != nil {
-		return err
-	}
+// kvCache sizes the K and V cache of every layer on its device: per
+// stream, a layer keeps its cells (n_ctx_seq, or the sliding-window
+// cells) of n_embd_k_gqa K values and n_embd_v_gqa V values.
+func (m *Memory) kvCache(kDims, vDims []uint64, swa []bool, tk, tv Type, c contextLayout, p placement, noOffload bool) error {
 	for il := range m.Layers {
 		if kDims[il] == 0 && vDims[il] == 0 {
 			continue
@@ -160,16 +359,23 @@ func (m *Memory) kvCache(f *File, opts Options) error {
 		if err != nil {
 			return fmt.Errorf("layer %d V cache: %w", il, err)
 		}
-		cells := int64(m.ContextSize)
+		cells := units.MulInt(int64(c.perSeq), int64(c.streams))
 		if swa != nil && swa[il] {
-			cells = int64(m.SWACells)
+			cells = units.MulInt(int64(m.SWACells), int64(c.streams))
 		}
-		m.KCacheBytes = units.Add(m.KCacheBytes, units.Bytes(units.MulInt(kRow, cells)))
-		m.VCacheBytes = units.Add(m.VCacheBytes, units.Bytes(units.MulInt(vRow, cells)))
+		kb, vb := units.Bytes(units.MulInt(kRow, cells)), units.Bytes(units.MulInt(vRow, cells))
+		m.KCacheBytes = units.Add(m.KCacheBytes, kb)
+		m.VCacheBytes = units.Add(m.VCacheBytes, vb)
+		d := &m.Host
+		if p.onGPU(il) && !noOffload {
+			d = &m.GPU
+		}
+		d.KVCacheBytes = units.Add(d.KVCacheBytes, units.Add(kb, vb))
 	}
 	m.KVCacheBytes = units.Add(m.KCacheBytes, m.VCacheBytes)
-	m.kvNotes(f)
-	m.implausible(f)
+	if noOffload {
+		m.Notes = append(m.Notes, "--no-kv-offload: the KV cache stays in host memory and attention runs on the CPU")
+	}
 	return nil
 }
 
@@ -195,41 +401,6 @@ func (m *Memory) implausible(f *File) {
 	if m.KVCacheBytes >= implausibleKV {
 		m.Notes = append(m.Notes, fmt.Sprintf("implausible: the KV cache comes to %s (%d layers, %d cells); check %s.block_count, context_length and the head counts: the file may be corrupt", units.FormatIEC(m.KVCacheBytes), m.Layers, m.ContextSize, arch))
 	}
-}
-
-// context picks the number of KV cells.
-func (m *Memory) context(f *File, opts Options) error {
-	trained, hasTrained := f.Uint(m.Architecture + ".context_length")
-	switch {
-	case opts.ContextSize < 0 || opts.ContextSize > maxContext:
-		return fmt.Errorf("context size %d: want 1 to %d tokens", opts.ContextSize, maxContext)
-	case opts.ContextSize > 0:
-		m.ContextSize = opts.ContextSize
-		if hasTrained && uint64(opts.ContextSize) > trained {
-			m.Notes = append(m.Notes, fmt.Sprintf("context %d exceeds the trained context_length %d", opts.ContextSize, trained))
-		}
-	case !hasTrained || trained == 0 || trained > maxContext:
-		return fmt.Errorf("%s.context_length: missing or out of range; pass a context size", m.Architecture)
-	default:
-		m.ContextSize = int(trained)
-	}
-	return nil
-}
-
-// cacheTypes parses the K and V cache types (default f16, as llama.cpp).
-func cacheTypes(opts Options) (k, v Type, err error) {
-	k, v = 1, 1 // F16
-	if opts.CacheTypeK != "" {
-		if k, err = ParseType(opts.CacheTypeK); err != nil {
-			return 0, 0, fmt.Errorf("cache-type-k: %w", err)
-		}
-	}
-	if opts.CacheTypeV != "" {
-		if v, err = ParseType(opts.CacheTypeV); err != nil {
-			return 0, 0, fmt.Errorf("cache-type-v: %w", err)
-		}
-	}
-	return k, v, nil
 }
 
 // headDims returns, per layer, the K and V widths of one KV cell:
@@ -337,16 +508,14 @@ var swaLayouts = map[string]swaLayout{
 	"llama4":  {period: 4, window: 8192, fixedWindow: true},
 }
 
-// kvPadding is the cell padding of llama.cpp's KV cache with flash
-// attention (llama_kv_cache::get_padding: 256, or 32 without it).
-const kvPadding = 256
+// kvPadding is the cell padding of llama.cpp's KV caches (PR #17046).
+const kvPadding = ctxPad
 
 // slidingWindow returns which layers are windowed (nil when none) and
-// sets SWALayers and SWACells. A windowed layer keeps
-// min(context, pad(window + ubatch, 256)) cells, the size of the SWA
-// half of llama.cpp's llama_kv_cache_iswa (src/llama-kv-cache-iswa.cpp),
-// or the full context with --swa-full.
-func (m *Memory) slidingWindow(f *File, opts Options) ([]bool, error) {
+// sets SWALayers and SWACells, the cells each windowed layer keeps per
+// stream (the SWA half of llama.cpp's llama_kv_cache_iswa), or the full
+// stream with --swa-full.
+func (m *Memory) slidingWindow(f *File, opts Options, c contextLayout) ([]bool, error) {
 	arch := m.Architecture
 	layout, ok := swaLayouts[arch]
 	if p, has := f.Uint(arch + ".attention.sliding_window_pattern"); has && p > 0 {
@@ -365,16 +534,18 @@ func (m *Memory) slidingWindow(f *File, opts Options) ([]bool, error) {
 	if window > maxContext {
 		return nil, fmt.Errorf("%s.attention.sliding_window %d: out of range", arch, window)
 	}
-	ubatch := opts.UBatch
-	if ubatch <= 0 {
-		ubatch = defaultUBatch
+	// The SWA half of llama_kv_cache_iswa keeps, per stream, the window of
+	// every sequence the stream serves (all n_seq_max of them when
+	// unified) plus one ubatch, padded, and never more than the base
+	// cache (src/llama-kv-cache-iswa.cpp: GGML_PAD(min(size_base,
+	// n_swa·(unified ? n_seq_max : 1) + n_ubatch), n_pad)).
+	seqs := int64(1)
+	if c.unified {
+		seqs = int64(c.seqMax)
 	}
-	if ubatch > maxContext {
-		return nil, fmt.Errorf("ubatch size %d: out of range", ubatch)
-	}
-	cells := alignUp(int64(window)+int64(ubatch), kvPadding)
-	if opts.SWAFull || cells > int64(m.ContextSize) {
-		cells = int64(m.ContextSize)
+	cells := alignUp(min(int64(c.perSeq), units.MulInt(int64(window), seqs)+int64(c.ubatch)), kvPadding)
+	if opts.SWAFull || cells > int64(c.perSeq) {
+		cells = int64(c.perSeq)
 	}
 	swa := make([]bool, m.Layers)
 	for il := range swa {

@@ -270,8 +270,9 @@ func TestEstimate(t *testing.T) {
 			if m.KVCacheBytes != tc.wantKV || m.KCacheBytes+m.VCacheBytes != m.KVCacheBytes {
 				t.Errorf("KV = %d (K %d, V %d), want %d", m.KVCacheBytes, m.KCacheBytes, m.VCacheBytes, tc.wantKV)
 			}
-			if m.TotalBytes != m.WeightsBytes+m.KVCacheBytes || m.KVLayers != 2 {
-				t.Errorf("total %d, kv layers %d", m.TotalBytes, m.KVLayers)
+			if m.TotalBytes != m.WeightsBytes+m.KVCacheBytes+m.ComputeBytes+m.Host.OutputBytes || m.KVLayers != 2 ||
+				m.TotalBytes != m.GPU.TotalBytes+m.Host.TotalBytes {
+				t.Errorf("total %d (GPU %d, host %d), kv layers %d", m.TotalBytes, m.GPU.TotalBytes, m.Host.TotalBytes, m.KVLayers)
 			}
 			if m.WeightsByType[0].Type != "Q4_K" || len(m.WeightsByType) != 3 {
 				t.Errorf("by type = %+v", m.WeightsByType)
@@ -306,7 +307,9 @@ func TestEstimateLayouts(t *testing.T) {
 		{"hyb.embedding_length", uint32(256)},
 		{"hyb.attention.head_count", uint32(4)},
 	}
-	w := []tensor{{"w", []uint64{32}, 0}}
+	w := []tensor{{"token_embd.weight", []uint64{256, 64}, 0}}
+	// context_length 100 runs as 256 cells: llama.cpp pads n_ctx to a
+	// multiple of 256.
 	tests := []struct {
 		name   string
 		extra  []kv
@@ -315,16 +318,16 @@ func TestEstimateLayouts(t *testing.T) {
 		note   string
 	}{
 		// Per-layer KV heads, 0 for recurrent layers: 2 attention layers × (64·2 K + 64·2 V) × 2 bytes × 100.
-		{"hybrid per-layer heads", []kv{{"hyb.attention.head_count_kv", []uint32{0, 2, 0, 2}}}, 2 * 2 * 128 * 2 * 100, 2, "2 layers keep no KV cache"},
+		{"hybrid per-layer heads", []kv{{"hyb.attention.head_count_kv", []uint32{0, 2, 0, 2}}}, 2 * 2 * 128 * 2 * 256, 2, "2 layers keep no KV cache"},
 		// Explicit key/value lengths (Gemma-style head_dim != embd/heads).
-		{"key and value length", []kv{{"hyb.attention.head_count_kv", uint32(1)}, {"hyb.attention.key_length", uint32(128)}, {"hyb.attention.value_length", uint32(96)}}, 4 * (128 + 96) * 2 * 100, 4, ""},
+		{"key and value length", []kv{{"hyb.attention.head_count_kv", uint32(1)}, {"hyb.attention.key_length", uint32(128)}, {"hyb.attention.value_length", uint32(96)}}, 4 * (128 + 96) * 2 * 256, 4, ""},
 		// MLA (converted with key_length_mla): one head of 512 + 64, no V.
 		{"MLA", []kv{{"hyb.attention.kv_lora_rank", uint32(512)}, {"hyb.attention.key_length_mla", uint32(192)},
-			{"hyb.attention.head_count_kv", uint32(1)}, {"hyb.attention.key_length", uint32(576)}, {"hyb.attention.value_length", uint32(512)}}, 4 * 576 * 2 * 100, 4, "latent"},
+			{"hyb.attention.head_count_kv", uint32(1)}, {"hyb.attention.key_length", uint32(576)}, {"hyb.attention.value_length", uint32(512)}}, 4 * 576 * 2 * 256, 4, "latent"},
 		// An older DeepSeek file without key_length_mla caches full K (192) and V (128) per head.
 		{"DeepSeek without MLA", []kv{{"hyb.attention.kv_lora_rank", uint32(512)}, {"hyb.attention.head_count_kv", uint32(4)},
-			{"hyb.attention.key_length", uint32(192)}, {"hyb.attention.value_length", uint32(128)}}, 4 * 4 * (192 + 128) * 2 * 100, 4, ""},
-		{"sliding window", []kv{{"hyb.attention.sliding_window", uint32(32)}}, 4 * 2 * 256 * 2 * 100, 4, "upper bound"},
+			{"hyb.attention.key_length", uint32(192)}, {"hyb.attention.value_length", uint32(128)}}, 4 * 4 * (192 + 128) * 2 * 256, 4, ""},
+		{"sliding window", []kv{{"hyb.attention.sliding_window", uint32(32)}}, 4 * 2 * 256 * 2 * 256, 4, "upper bound"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -359,7 +362,7 @@ func TestEstimateErrors(t *testing.T) {
 		{"no block count", []kv{{"general.architecture", "x"}}, Options{}, "x.block_count"},
 		{"no context", []kv{{"general.architecture", "x"}, {"x.block_count", uint32(1)}}, Options{}, "pass a context size"},
 		{"negative context", []kv{{"general.architecture", "x"}, {"x.block_count", uint32(1)}}, Options{ContextSize: -1}, "want 1 to"},
-		{"bad cache type", []kv{{"general.architecture", "x"}, {"x.block_count", uint32(1)}, {"x.context_length", uint32(8)}}, Options{CacheTypeK: "q3"}, `cache-type-k: unknown ggml type "q3"`},
+		{"bad cache type", []kv{{"general.architecture", "x"}, {"x.block_count", uint32(1)}, {"x.context_length", uint32(8)}}, Options{CacheTypeK: "q3"}, `cache-type-k: "q3" is not a KV-cache type llama.cpp accepts (want f32, f16, bf16, q8_0, q4_0`},
 		{"per-layer array of the wrong length", []kv{{"general.architecture", "x"}, {"x.block_count", uint32(2)}, {"x.context_length", uint32(8)},
 			{"x.embedding_length", uint32(64)}, {"x.attention.head_count", uint32(1)}, {"x.attention.head_count_kv", []uint32{1, 1, 1}}}, Options{}, "want one per layer (2)"},
 		{"cache type not dividing the row", []kv{{"general.architecture", "x"}, {"x.block_count", uint32(1)}, {"x.context_length", uint32(8)},
@@ -418,7 +421,8 @@ func FuzzRead(f *testing.F) {
 			seen[tn.Name], next = true, alignUp(int64(tn.Offset)+tn.Bytes, file.Alignment)
 		}
 		if m, err := Estimate(file, Options{ContextSize: 4096}); err == nil {
-			if m.KVCacheBytes < 0 || m.WeightsBytes < 0 || m.TotalBytes < m.WeightsBytes {
+			if m.KVCacheBytes < 0 || m.WeightsBytes < 0 || m.ComputeBytes < 0 || m.GPU.ComputeBytes < 0 || m.Host.ComputeBytes < 0 ||
+				m.TotalBytes < m.WeightsBytes || m.TotalBytes < m.ComputeBytes || m.ContextSize%256 != 0 {
 				t.Fatalf("inconsistent estimate %+v", m)
 			}
 		}
@@ -489,7 +493,8 @@ func TestEstimateSlidingWindow(t *testing.T) {
 		// Gemma 3: layers 5 and 11 are global; window 1024 + ubatch 512 = 1536 cells.
 		{"gemma3", base("gemma3", kv{"gemma3.attention.sliding_window", uint32(1024)}), Options{}, 10, 1536},
 		{"gemma3 swa-full", base("gemma3", kv{"gemma3.attention.sliding_window", uint32(1024)}), Options{SWAFull: true}, 10, 32768},
-		{"gemma3 small context", base("gemma3", kv{"gemma3.attention.sliding_window", uint32(1024)}), Options{ContextSize: 1000}, 10, 1000},
+		// 1000 tokens run as 1024 cells (padded to 256), the SWA layers' cap.
+		{"gemma3 small context", base("gemma3", kv{"gemma3.attention.sliding_window", uint32(1024)}), Options{ContextSize: 1000}, 10, 1024},
 		{"gemma3 ubatch 2048", base("gemma3", kv{"gemma3.attention.sliding_window", uint32(1024)}), Options{UBatch: 2048}, 10, 3072},
 		// Gemma 2 without the key uses its default window 4096: pad(4608, 256) = 4608.
 		{"gemma2 default window", base("gemma2"), Options{}, 6, 4608},
@@ -501,7 +506,7 @@ func TestEstimateSlidingWindow(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			data := writeGGUF(t, tc.kvs, []tensor{{"w", []uint64{32}, 0}})
+			data := writeGGUF(t, tc.kvs, []tensor{{"token_embd.weight", []uint64{256, 64}, 0}})
 			f, err := Read(bytes.NewReader(data), int64(len(data)))
 			if err != nil {
 				t.Fatal(err)

@@ -142,6 +142,7 @@ func TestEstimateImplausibleNotes(t *testing.T) {
 				{"general.architecture", "llama"},
 				{"llama.embedding_length", uint32(512)},
 				{"llama.attention.head_count", uint32(8)},
+				{"llama.vocab_size", uint32(32000)}, // sizes the logits of the compute buffers
 			}
 			set := map[string]bool{}
 			for _, e := range tc.extra {

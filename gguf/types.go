@@ -111,3 +111,34 @@ func rowBytes(t Type, n int64) (int64, error) {
 }
 
 const maxInt64 = int64(1<<63 - 1)
+
+// typeF16 is GGML_TYPE_F16, llama.cpp's default KV-cache type.
+const typeF16 Type = 1
+
+// quantized reports whether t stores blocks with scales (ggml_is_quantized:
+// every type but the plain floats and integers).
+func (t Type) quantized() bool {
+	switch t {
+	case 0, 1, 30, 24, 25, 26, 27, 28: // F32, F16, BF16, I8..I64, F64
+		return false
+	}
+	return t.Known()
+}
+
+// cacheTypeNames are the KV-cache types llama.cpp's -ctk and -ctv accept
+// (kv_cache_types in common/arg.cpp).
+var cacheTypeNames = []string{"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
+
+// CacheTypes lists the KV-cache types llama.cpp accepts, as -ctk spells them.
+func CacheTypes() []string { return append([]string(nil), cacheTypeNames...) }
+
+// parseCacheType reads a KV-cache type; a ggml type llama.cpp does not
+// offer for the cache is refused with the list of those it does.
+func parseCacheType(s string) (Type, error) {
+	for _, n := range cacheTypeNames {
+		if strings.EqualFold(n, strings.TrimSpace(s)) {
+			return ParseType(n)
+		}
+	}
+	return 0, fmt.Errorf("%q is not a KV-cache type llama.cpp accepts (want %s)", s, strings.Join(cacheTypeNames, ", "))
+}

@@ -261,6 +261,10 @@ func (r *Result) Clone() Result {
 	}
 	if r.Serving != nil {
 		s := *r.Serving
+		if s.SGLang != nil {
+			g := *s.SGLang
+			s.SGLang = &g
+		}
 		c.Serving = &s
 	}
 	if r.Parallel != nil {

@@ -109,6 +109,9 @@ func resolveInference(m *model.Model, job Job) (*inferenceInputs, error) {
 	if in.engine, err = parseEngine(job); err != nil {
 		return nil, err
 	}
+	if in.engine == engineHF && plan.quant.Layout == LayoutGGUF {
+		return nil, FieldErrorf("dtype", "{dtype=%s} is a llama.cpp file type, and transformers dequantizes GGUF weights when it loads them (to torch_dtype); estimate transformers with {dtype=bf16}, vLLM with {mode=serving}, or a GGUF file as llama.cpp runs it with gpumem inspect", plan.quant.Name)
+	}
 	if in.engine == engineHF && plan.quant.Layout == LayoutMXFP4 {
 		in.warnings = append(in.warnings, "transformers keeps MXFP4 weights packed only when its triton MXFP4 kernels can run; "+
 			"otherwise it dequantizes them to bf16 on load (about 3.8× the expert weights)")
@@ -133,6 +136,7 @@ func checkInferenceCounts(job Job) error {
 		{"max_model_len", job.MaxModelLen}, {"max_num_seqs", job.MaxNumSeqs},
 		{"max_num_batched_tokens", job.MaxNumBatchedTokens}, {"block_size", job.BlockSize},
 		{"images_per_sample", job.ImagesPerSample}, {"image_size", job.ImageSize},
+		{"cuda_graph_max_bs", job.CUDAGraphMaxBS},
 	} {
 		if f.v < 0 {
 			return FieldErrorf(f.key, "{"+f.key+"=%d}: must not be negative", f.v)
@@ -160,9 +164,15 @@ func parseAttention(s string) (string, error) {
 	return "", FieldErrorf("attn", "{attn=%q}: want eager, sdpa or flash", s)
 }
 
-// parseEngine maps --inference-engine onto hf or vllm; serving defaults to vllm.
+// parseEngine maps --inference-engine onto hf, vllm or sglang; serving
+// defaults to vllm. A serving job may name its engine with --engine too
+// (--engine sglang), the flag training jobs name theirs with.
 func parseEngine(job Job) (string, error) {
-	switch strings.ToLower(strings.TrimSpace(job.InferenceEngine)) {
+	name := job.InferenceEngine
+	if name == "" && job.Mode == Serving && isServingEngine(job.Engine) {
+		name = job.Engine
+	}
+	switch strings.ToLower(strings.TrimSpace(name)) {
 	case "":
 		if job.Mode == Serving {
 			return engineVLLM, nil
@@ -172,8 +182,22 @@ func parseEngine(job Job) (string, error) {
 		return engineHF, nil
 	case "vllm":
 		return engineVLLM, nil
+	case "sglang":
+		if job.Mode != Serving {
+			return "", FieldErrorf("inference_engine", "{inference_engine=sglang}: SGLang is estimated as a server; pass {mode=serving}")
+		}
+		return engineSGLang, nil
 	}
-	return "", FieldErrorf("inference_engine", "{inference_engine=%q}: want hf or vllm", job.InferenceEngine)
+	return "", FieldErrorf("inference_engine", "{inference_engine=%q}: want hf, vllm or sglang", name)
+}
+
+// isServingEngine reports whether engine names a serving engine.
+func isServingEngine(e string) bool {
+	switch strings.ToLower(strings.TrimSpace(e)) {
+	case "vllm", "sglang":
+		return true
+	}
+	return false
 }
 
 // bnbComputeDtype is the dtype bitsandbytes 4-bit layers dequantize into:

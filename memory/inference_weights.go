@@ -120,6 +120,9 @@ func weightsFormula(p weightPlan, w stageWeights, tp, pp, ep int) string {
 	if !p.quant.Quantized() && p.quant.Name == p.rest.Name {
 		s = fmt.Sprintf("all parameters as %s (%g B each)", p.rest.Name, p.rest.BytesPerElement())
 	}
+	if p.gguf != nil {
+		s = fmt.Sprintf("weights %s in llama-quantize's %s mix (%s)", units.FormatIEC(w.total), p.quant.Name, p.gguf.summary)
+	}
 	if tp > 1 || pp > 1 || ep > 1 {
 		s += fmt.Sprintf("; per GPU with tp %d, pp %d, ep %d (norms and routers replicated)", max(tp, 1), max(pp, 1), max(ep, 1))
 	}

@@ -197,7 +197,16 @@ type Job struct {
 	MaxNumBatchedTokens  int     `json:"max_num_batched_tokens,omitempty"` // vLLM --max-num-batched-tokens
 	BlockSize            int     `json:"block_size,omitempty"`             // vLLM --block-size (default 16)
 	CUDAGraphs           bool    `json:"cuda_graphs,omitempty"`            // count CUDA-graph pools
-	InferenceEngine      string  `json:"inference_engine,omitempty"`       // hf|vllm
+	InferenceEngine      string  `json:"inference_engine,omitempty"`       // hf|vllm|sglang (serving defaults to vllm)
+	// MemFractionStatic is SGLang's --mem-fraction-static: the share of
+	// the free GPU memory at startup that weights and KV pool take
+	// together (0 = SGLang's default for the GPU).
+	MemFractionStatic float64 `json:"mem_fraction_static,omitempty"`
+	// CUDAGraphMaxBS is SGLang's --cuda-graph-max-bs, the largest decode
+	// batch captured in a CUDA graph (0 = SGLang's default for the GPU).
+	CUDAGraphMaxBS int `json:"cuda_graph_max_bs,omitempty"`
+	// DisableCUDAGraph is SGLang's --disable-cuda-graph.
+	DisableCUDAGraph bool `json:"disable_cuda_graph,omitempty"`
 
 	// Runtime.
 	// GPU is the GPU's catalog name, e.g. "H100-SXM" (--gpu). It is

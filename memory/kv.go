@@ -11,8 +11,9 @@ import (
 
 // KV cache engines: how the cache of an attention layer is laid out.
 const (
-	engineHF   = "hf"
-	engineVLLM = "vllm"
+	engineHF     = "hf"
+	engineVLLM   = "vllm"
+	engineSGLang = "sglang" // serving only; its cache is laid out as vLLM's
 )
 
 // kvSpec is the key/value cache of a range of layers on one GPU, as bytes

@@ -219,14 +219,6 @@ func (s *setup) negativePEFTKnob() error {
 	return nil
 }
 
-// cmpOr returns a unless it is 0, else b.
-func cmpOr(a, b int) int {
-	if a != 0 {
-		return a
-	}
-	return b
-}
-
 // checkPEFTVersion refuses a method the stack's PEFT does not have, or
 // has in a form gpumem does not model.
 func (s *setup) checkPEFTVersion(v string) error {

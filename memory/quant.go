@@ -161,7 +161,9 @@ func WeightFormatNames() []string {
 	return []string{"fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4", "fp4", "mxfp4", "nvfp4"}
 }
 
-// ParseWeightFormat returns the format a job's --dtype names. Float names
+// ParseWeightFormat returns the format a job's --dtype names. A llama.cpp
+// file type (q4_k_m, q8_0, ...) is that file type's per-tensor mix
+// ([LayoutGGUF]). Float names
 // give plain weights; "fp8" is per-tensor-scaled fp8 as vLLM's runtime
 // --quantization fp8 stores it; "int8" is bitsandbytes LLM.int8; "int4" is
 // GPTQ-style int4 with groups of 128 (the layout of most int4
@@ -169,6 +171,9 @@ func WeightFormatNames() []string {
 // when doubleQuant is set); "mxfp4" and "nvfp4" are the microscaled FP4
 // formats.
 func ParseWeightFormat(name string, doubleQuant bool) (WeightFormat, error) {
+	if f, ok, err := ggufFormat(name); ok {
+		return f, err
+	}
 	switch strings.ToLower(strings.TrimSpace(name)) {
 	case "nvfp4", "modelopt_fp4":
 		return nvfp4Format(), nil
@@ -177,7 +182,7 @@ func ParseWeightFormat(name string, doubleQuant bool) (WeightFormat, error) {
 	}
 	d, err := ParseDType(name)
 	if err != nil {
-		return WeightFormat{}, fmt.Errorf("weight format: %w (or nvfp4)", err)
+		return WeightFormat{}, fmt.Errorf("weight format: %w (or nvfp4, or a llama.cpp file type such as q4_k_m)", err)
 	}
 	switch d.Name {
 	case FP8.Name:

@@ -19,6 +19,8 @@ type weightPlan struct {
 	// origin says where quant comes from: "checkpoint <method>" or "dtype".
 	origin   string
 	warnings []string
+	// gguf is the per-tensor mix of a llama.cpp file type (LayoutGGUF).
+	gguf *ggufMix
 }
 
 // planWeights decides the storage of the weights: a pre-quantized
@@ -51,7 +53,12 @@ func planWeights(m *model.Model, job Job) (weightPlan, error) {
 	if err != nil {
 		return weightPlan{}, err
 	}
-	return weightPlan{quant: jobFmt, rest: rest, origin: "dtype=" + jobFmt.Name}, nil
+	p := weightPlan{quant: jobFmt, rest: rest, origin: "dtype=" + jobFmt.Name}
+	if jobFmt.Layout == LayoutGGUF {
+		p.gguf = newGGUFMix(m, jobFmt)
+		p.warnings = append(p.warnings, fmt.Sprintf("dtype=%s: the weights are sized as llama-quantize mixes that file type (per-tensor ggml types by role and layer; norms f32, the vision tower in f16 as in mmproj files), without the GGUF file; gpumem inspect reads a real file exactly", jobFmt.Name))
+	}
+	return p, nil
 }
 
 // runtimeQuantRest is the dtype of the tensors a load-time quantizer leaves
@@ -284,6 +291,9 @@ func (p weightPlan) quantizes(mod model.Module) bool {
 // instance's weight laid out by the format (rounded to bytes per tensor),
 // its bias in the rest dtype.
 func (p weightPlan) moduleBytes(mod model.Module) units.Bytes {
+	if p.gguf != nil {
+		return p.gguf.moduleBytes(mod)
+	}
 	inst := int64(max(mod.Instances, 1))
 	each := mod.Each
 	if each <= 0 && mod.Params > 0 {

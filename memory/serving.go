@@ -48,6 +48,15 @@ type ServingResult struct {
 	MaxModelLenFits bool `json:"max_model_len_fits"`
 	// CUDAGraphBytes is the CUDA-graph pool, outside vLLM's budget (0 unless counted).
 	CUDAGraphBytes units.Bytes `json:"cuda_graph_bytes,omitempty"`
+	// Engine is the serving engine, vllm or sglang ("" for vllm).
+	Engine string `json:"engine,omitempty"`
+	// SGLang is what SGLang decides at startup (nil for vLLM); for SGLang
+	// the fields above keep their meaning where SGLang has one (KVTokens
+	// is max_total_num_tokens, MaxNumSeqs max_running_requests,
+	// MaxNumBatchedTokens chunked_prefill_size, BlockSize page_size,
+	// MaxModelLen context_len) and GPUMemoryUtilization, RequestedBytes
+	// and NonTorchBytes are 0.
+	SGLang *SGLangServing `json:"sglang,omitempty"`
 	// RecurrentStateBytesPerSeq is one sequence's state in the
 	// linear-attention and SSM layers of one GPU (0 for models without
 	// them). vLLM takes it from the same pool as the KV cache, one page
@@ -106,6 +115,9 @@ func resolveServing(m *model.Model, job Job, in *inferenceInputs) (servingSetup,
 	total, err := servingGPUMemory(job)
 	if err != nil {
 		return servingSetup{}, err
+	}
+	if key := sglangOnlyKey(job); key != "" {
+		return servingSetup{}, FieldErrorf(key, "{"+key+"} is SGLang's setting; pass {inference_engine=sglang}, or for vLLM {gpu_memory_utilization}")
 	}
 	s := servingSetup{total: total, util: job.GPUMemoryUtilization, maxModelLen: job.MaxModelLen, blockSize: orInt(job.BlockSize, vllmDefaultBlockSize)}
 	if s.util == 0 {

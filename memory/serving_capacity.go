@@ -33,6 +33,9 @@ func estimateServing(m *model.Model, job Job) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("serving estimate: %w", err)
 	}
+	if in.engine == engineSGLang {
+		return estimateSGLang(m, job, in)
+	}
 	setup, err := resolveServing(m, job, in)
 	if err != nil {
 		return Result{}, fmt.Errorf("serving estimate: %w", err)

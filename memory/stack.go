@@ -36,6 +36,10 @@ type StackPackage struct {
 	Oldest string `json:"oldest"`
 	// Dated is true for packages versioned by date (torchtitan).
 	Dated bool `json:"dated,omitempty"`
+	// Build is true for packages versioned by build number (llama.cpp's
+	// releases are tagged b6000, b8390, ...; llama-cli --version prints the
+	// number alone).
+	Build bool `json:"build,omitempty"`
 }
 
 // stackPackages are the packages the memory model knows versions of.
@@ -63,11 +67,46 @@ var stackPackages = []StackPackage{
 		DefaultSource: "torchao v0.15.0 release (pytorch/ao tag v0.15.0)"},
 	{Name: "torchtitan", Oldest: "2024-01", Default: "2025-10", Dated: true,
 		DefaultSource: "pytorch/torchtitan main as of 2025-10 (no regular releases; dated by commit)"},
+	// SGLang's serving memory (its default mem_fraction_static) follows
+	// the reserved-memory heuristic of sgl-project/sglang PR #10975
+	// (2025-09-27), read at commit 037c3982 of December 2025; releases
+	// before it derived the fraction from the TP size alone, which is
+	// not modelled.
+	{Name: "sglang", Oldest: "0.5.4", Default: "0.5.6",
+		DefaultSource: "SGLang v0.5.6 release (sgl-project/sglang, version bump PR #14316); python/sglang/srt/server_args.py _handle_gpu_memory_settings and model_executor/model_runner.py profile_max_num_token as of commit 037c3982"},
+	// llama.cpp: the context padded to a multiple of 256 (PR #17046,
+	// November 2025) and a quantized V cache refused without flash
+	// attention hold in every build from the oldest covered here; older
+	// builds padded the KV cache by flash attention (256 or 32) and, for
+	// a few builds after PR #16812, not at all, which is not modelled.
+	{Name: "llama.cpp", Aliases: []string{"llamacpp", "llama-cpp"}, Oldest: "b8390", Default: "b8390", Build: true,
+		DefaultSource: "llama.cpp release b8390 (ggml-org/llama.cpp tag b8390, March 2026, the build node-llama-cpp v3.18.1 ships), which carries PR #17046"},
 }
 
 // StackPackages lists the packages the memory model knows versions of,
 // with their defaults and sources (`gpumem constants --rules`).
 func StackPackages() []StackPackage { return slices.Clone(stackPackages) }
+
+// parsePackageVersion reads a version of package p (nil when unknown): a
+// build-numbered package takes "b6000" or the bare number llama-cli
+// --version prints; any other package refuses a build number.
+func parsePackageVersion(p *StackPackage, s string) (Version, error) {
+	if p == nil {
+		return ParseVersion(s, false)
+	}
+	if p.Build {
+		t := strings.TrimSpace(s)
+		if !strings.HasPrefix(t, "b") {
+			t = "b" + t
+		}
+		return parseBuildVersion(s, t[1:])
+	}
+	v, err := ParseVersion(s, p.Dated)
+	if err == nil && v.build {
+		return Version{}, fmt.Errorf("version %q: want numbers separated by dots, such as 4.48.1", s)
+	}
+	return v, err
+}
 
 // stackPackage finds a known package by name or alias, folded.
 func stackPackage(name string) (*StackPackage, bool) {
@@ -82,24 +121,29 @@ func stackPackage(name string) (*StackPackage, bool) {
 }
 
 // Version is a parsed package version: up to four numbers (major, minor,
-// patch, build) or a date (year, month, day), plus whether it is a
-// pre-release (rc, a, b, dev), which sorts before the release with the
-// same numbers. Local labels ("+cu121") and post-releases are ignored:
-// they do not change memory behaviour.
+// patch, build), a date (year, month, day) or a build number ("b6000"),
+// plus whether it is a pre-release (rc, a, b, dev), which sorts before
+// the release with the same numbers. Local labels ("+cu121") and
+// post-releases are ignored: they do not change memory behaviour.
 type Version struct {
 	n     [4]int
 	parts int
 	pre   bool
 	dated bool
+	build bool
 }
 
 // ParseVersion reads s as a release version ("4.48.1", "2.4.1+cu121",
-// "0.6.3.post1", "5.0.0rc1", "v0.11.0") or, when dated, as a date
-// ("2025-06", "2025-06-15"). The error says which syntax was expected.
+// "0.6.3.post1", "5.0.0rc1", "v0.11.0"), a build number ("b6000", as
+// llama.cpp tags its releases) or, when dated, as a date ("2025-06",
+// "2025-06-15"). The error says which syntax was expected.
 func ParseVersion(s string, dated bool) (Version, error) {
 	t := strings.TrimSpace(s)
 	if dated {
 		return parseDateVersion(t)
+	}
+	if rest, ok := strings.CutPrefix(t, "b"); ok {
+		return parseBuildVersion(s, rest)
 	}
 	t = strings.TrimPrefix(strings.TrimPrefix(t, "v"), "V")
 	if i := strings.IndexByte(t, '+'); i >= 0 {
@@ -142,6 +186,15 @@ func ParseVersion(s string, dated bool) (Version, error) {
 	return v, nil
 }
 
+// parseBuildVersion reads the digits of a build number ("6000" of "b6000").
+func parseBuildVersion(s, digits string) (Version, error) {
+	n, err := strconv.Atoi(digits)
+	if err != nil || digits == "" || digits[0] < '0' || digits[0] > '9' || len(digits) > 9 {
+		return Version{}, fmt.Errorf("version %q: want a build number such as b6000", s)
+	}
+	return Version{n: [4]int{n}, parts: 1, build: true}, nil
+}
+
 // parseDateVersion reads "2025-06" or "2025-06-15".
 func parseDateVersion(s string) (Version, error) {
 	bad := fmt.Errorf("version %q: want a date, 2025-06 or 2025-06-15", s)
@@ -180,6 +233,9 @@ func (v Version) Compare(w Version) int {
 // String writes the version back in its canonical form.
 func (v Version) String() string {
 	var b strings.Builder
+	if v.build {
+		return "b" + strconv.Itoa(v.n[0])
+	}
 	sep := "."
 	if v.dated {
 		sep = "-"
@@ -230,11 +286,11 @@ func ParseStack(s string) (Stack, error) {
 // does.
 func (st Stack) Set(name, version string) error {
 	key := strings.ReplaceAll(fold(name), "_", "-")
-	dated := false
-	if p, ok := stackPackage(key); ok {
-		key, dated = p.Name, p.Dated
+	p, known := stackPackage(key)
+	if known {
+		key = p.Name
 	}
-	if _, err := ParseVersion(version, dated); err != nil {
+	if _, err := parsePackageVersion(p, version); err != nil {
 		return FieldErrorf("stack", "{stack}: %s: %w", key, err)
 	}
 	if old, dup := st[key]; dup && old != version {
@@ -318,7 +374,7 @@ func ResolveStack(st Stack, software []string) (ResolvedStack, error) {
 		if !ok {
 			ver = p.Default
 		}
-		v, err := ParseVersion(ver, p.Dated)
+		v, err := parsePackageVersion(&p, ver)
 		if err != nil {
 			return r, FieldErrorf("stack", "{stack}: %s: %w", p.Name, err)
 		}
@@ -337,7 +393,7 @@ func ResolveStack(st Stack, software []string) (ResolvedStack, error) {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("stack: gpumem has no version rules for %q; its version changes nothing in the estimate", name))
 	}
 	for _, p := range stackPackages {
-		oldest, err := ParseVersion(p.Oldest, p.Dated)
+		oldest, err := parsePackageVersion(&p, p.Oldest)
 		if err != nil {
 			return r, FieldErrorf("stack", "{stack}: %s: oldest version: %w", p.Name, err)
 		}

@@ -225,7 +225,7 @@ func TestJobStackReachesEstimate(t *testing.T) {
 }
 
 func FuzzParseStack(f *testing.F) {
-	for _, s := range []string{"transformers=4.48.1,torch=2.4.1", "torchtitan=2025-06", "bnb==0.43.3", "a=b=c", ",,=", "torch=1.2.3.4.5"} {
+	for _, s := range []string{"transformers=4.48.1,torch=2.4.1", "torchtitan=2025-06", "bnb==0.43.3", "a=b=c", ",,=", "torch=1.2.3.4.5", "llama.cpp=b9000,sglang=0.5.6", "llamacpp=8390", "llama-cpp=b1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -246,4 +246,65 @@ func FuzzParseStack(f *testing.F) {
 			t.Fatalf("round trip of %q: %v, %v", st.String(), again, err)
 		}
 	})
+}
+
+// TestBuildVersions covers packages versioned by build number: llama.cpp
+// takes its release tags (b8390) or the bare number llama-cli --version
+// prints; a build number is no version of a dotted package, and dotted
+// versions are no llama.cpp build.
+func TestBuildVersions(t *testing.T) {
+	a, err := ParseVersion("b6000", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := ParseVersion("b10760", false)
+	if a.Compare(b) >= 0 || a.String() != "b6000" || b.String() != "b10760" {
+		t.Errorf("b6000 vs b10760: compare %d, strings %s %s", a.Compare(b), a, b)
+	}
+	for _, bad := range []string{"b", "b6x", "b-1", "b+3", "b1234567890"} {
+		if _, err := ParseVersion(bad, false); err == nil || !strings.Contains(err.Error(), "want a build number") {
+			t.Errorf("ParseVersion(%q) = %v, want an error asking for a build number", bad, err)
+		}
+	}
+	ok := map[string]string{"llama.cpp": "b9000", "llamacpp": "9000", "llama-cpp": " b12274 ", "sglang": "0.5.6.post2"}
+	for pkg, ver := range ok {
+		st := Stack{}
+		if err := st.Set(pkg, ver); err != nil {
+			t.Errorf("Set(%s, %s): %v", pkg, ver, err)
+		}
+		if _, err := ResolveStack(st, nil); err != nil {
+			t.Errorf("ResolveStack(%s=%s): %v", pkg, ver, err)
+		}
+	}
+	bad := map[[2]string]string{
+		{"llama.cpp", "4.48"}:         "want a build number such as b6000",
+		{"transformers", "b5000"}:     "want numbers separated by dots",
+		{"llama.cpp", "b6000"}:        "llama.cpp b6000 is older than b8390, the oldest llama.cpp the memory model covers",
+		{"sglang", "0.4.9"}:           "sglang 0.4.9 is older than 0.5.4, the oldest sglang the memory model covers",
+		{"sglang", "b100"}:            "want numbers separated by dots",
+		{"llama.cpp", "b8390,x=1"}:    "want a build number",
+		{"llama.cpp", "latest"}:       "want a build number",
+		{"llama.cpp", "b99999999999"}: "want a build number",
+	}
+	for in, want := range bad {
+		st := Stack{}
+		err := st.Set(in[0], in[1])
+		if err == nil {
+			_, err = ResolveStack(st, nil)
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s=%s: %v, want an error containing %q", in[0], in[1], err, want)
+		}
+	}
+	r, err := ResolveStack(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range r.Versions {
+		if (v.Package == "llama.cpp" && v.Version != "b8390") || (v.Package == "sglang" && v.Version != "0.5.6") || !v.Assumed {
+			if v.Package == "llama.cpp" || v.Package == "sglang" {
+				t.Errorf("default %s %s (assumed %v)", v.Package, v.Version, v.Assumed)
+			}
+		}
+	}
 }

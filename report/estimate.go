@@ -81,7 +81,9 @@ func Estimate(w io.Writer, r memory.Result, o Options) error {
 		}
 		b.WriteString("\n")
 	}
-	if sv := r.Serving; sv != nil {
+	if sv := r.Serving; sv != nil && sv.SGLang != nil {
+		sglangSummary(&b, sv, o)
+	} else if sv != nil {
 		fmt.Fprintf(&b, "serving (vLLM budget): %.2f × %s = %s requested; weights %s, profiled activations %s, non-torch %s\n",
 			sv.GPUMemoryUtilization, o.Bytes(sv.GPUMemoryBytes), o.Bytes(sv.RequestedBytes), o.Bytes(sv.WeightsBytes),
 			o.Bytes(sv.ActivationPeakBytes), o.Bytes(sv.NonTorchBytes))
@@ -138,6 +140,28 @@ func Estimate(w io.Writer, r memory.Result, o Options) error {
 		}
 	}
 	return writeWarnings(w, r.Warnings)
+}
+
+// sglangSummary writes an SGLang deployment in the words of SGLang's
+// startup log.
+func sglangSummary(b *strings.Builder, sv *memory.ServingResult, o Options) {
+	g := sv.SGLang
+	how := "given"
+	if g.MemFractionDerived {
+		how = "SGLang's default"
+	}
+	fmt.Fprintf(b, "serving (SGLang %s): mem_fraction_static %.3f (%s) of %s free at startup = weights %s + KV pool %s; %s left for activations, CUDA graphs and request pools (needs about %s)\n",
+		g.Version, g.MemFractionStatic, how, o.Bytes(g.FreeAtStartBytes), o.Bytes(sv.WeightsBytes), o.Bytes(sv.KVPoolBytes),
+		o.Bytes(g.ReserveBytes), o.Bytes(g.ReserveNeededBytes))
+	fmt.Fprintf(b, "KV Cache is allocated. #tokens: %d, K size: %.2f GB, V size: %.2f GB (SGLang's GB are GiB; %d B per token)\n",
+		g.MaxTotalNumTokens, g.KCacheBytes.GiBf(), g.VCacheBytes.GiBf(), sv.KVBytesPerToken)
+	fmt.Fprintf(b, "max_total_num_tokens=%d, chunked_prefill_size=%d, max_running_requests=%d, context_len=%d\n",
+		g.MaxTotalNumTokens, g.ChunkedPrefillSize, g.MaxRunningRequests, g.ContextLen)
+	fmt.Fprintf(b, "concurrent sequences of %d tokens: %d (at most max_running_requests; shared prefixes in the radix cache take no more room)", sv.SeqLen, sv.MaxConcurrentSeqs)
+	if g.MaxReqLen < int64(g.ContextLen)-1 {
+		fmt.Fprintf(b, "; requests longer than %d tokens are refused", g.MaxReqLen)
+	}
+	b.WriteString("\n")
 }
 
 func explain(w io.Writer, cs []memory.Component, o Options) error {

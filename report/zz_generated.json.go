@@ -382,6 +382,18 @@ func appendMemoryJob(w *jsonWriter, v *memory.Job) {
 		w.key(`"inference_engine"`)
 		w.string(v.InferenceEngine)
 	}
+	if v.MemFractionStatic != 0 {
+		w.key(`"mem_fraction_static"`)
+		w.float(v.MemFractionStatic, 64)
+	}
+	if v.CUDAGraphMaxBS != 0 {
+		w.key(`"cuda_graph_max_bs"`)
+		w.int(int64(v.CUDAGraphMaxBS))
+	}
+	if v.DisableCUDAGraph {
+		w.key(`"disable_cuda_graph"`)
+		w.bool(v.DisableCUDAGraph)
+	}
 	if v.GPU != "" {
 		w.key(`"gpu"`)
 		w.string(v.GPU)
@@ -587,6 +599,50 @@ func appendMemoryHost(w *jsonWriter, v *memory.Host) {
 	w.close('}')
 }
 
+// appendMemorySGLangServing appends a memory.SGLangServing as encoding/json writes it.
+func appendMemorySGLangServing(w *jsonWriter, v *memory.SGLangServing) {
+	w.open('{')
+	w.key(`"version"`)
+	w.string(v.Version)
+	if v.VersionAssumed {
+		w.key(`"version_assumed"`)
+		w.bool(v.VersionAssumed)
+	}
+	w.key(`"mem_fraction_static"`)
+	w.float(v.MemFractionStatic, 64)
+	if v.MemFractionDerived {
+		w.key(`"mem_fraction_derived"`)
+		w.bool(v.MemFractionDerived)
+	}
+	w.key(`"free_at_start_bytes"`)
+	w.int(int64(v.FreeAtStartBytes))
+	w.key(`"reserve_bytes"`)
+	w.int(int64(v.ReserveBytes))
+	w.key(`"reserve_needed_bytes"`)
+	w.int(int64(v.ReserveNeededBytes))
+	w.key(`"max_total_num_tokens"`)
+	w.int(v.MaxTotalNumTokens)
+	w.key(`"k_cache_bytes"`)
+	w.int(int64(v.KCacheBytes))
+	w.key(`"v_cache_bytes"`)
+	w.int(int64(v.VCacheBytes))
+	w.key(`"page_size"`)
+	w.int(int64(v.PageSize))
+	w.key(`"context_len"`)
+	w.int(int64(v.ContextLen))
+	w.key(`"max_req_len"`)
+	w.int(v.MaxReqLen)
+	w.key(`"chunked_prefill_size"`)
+	w.int(int64(v.ChunkedPrefillSize))
+	w.key(`"cuda_graph_max_bs"`)
+	w.int(int64(v.CUDAGraphMaxBS))
+	w.key(`"max_running_requests"`)
+	w.int(v.MaxRunningRequests)
+	w.key(`"req_to_token_bytes"`)
+	w.int(int64(v.ReqToTokenBytes))
+	w.close('}')
+}
+
 // appendMemoryServingResult appends a memory.ServingResult as encoding/json writes it.
 func appendMemoryServingResult(w *jsonWriter, v *memory.ServingResult) {
 	w.open('{')
@@ -627,6 +683,14 @@ func appendMemoryServingResult(w *jsonWriter, v *memory.ServingResult) {
 	if v.CUDAGraphBytes != 0 {
 		w.key(`"cuda_graph_bytes"`)
 		w.int(int64(v.CUDAGraphBytes))
+	}
+	if v.Engine != "" {
+		w.key(`"engine"`)
+		w.string(v.Engine)
+	}
+	if v.SGLang != nil {
+		w.key(`"sglang"`)
+		appendMemorySGLangServing(w, v.SGLang)
 	}
 	if v.RecurrentStateBytesPerSeq != 0 {
 		w.key(`"recurrent_state_bytes_per_seq"`)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -35,6 +36,38 @@ func FuzzEstimateFlag(f *testing.F) {
 			}
 		case ExitError, ExitUsage:
 			if !strings.HasPrefix(errOut, "gpumem: ") || len(errOut) < len("gpumem: x") {
+				t.Fatalf("%q: exit %d with stderr %q", args, code, errOut)
+			}
+		default:
+			t.Fatalf("%q: exit code %d", args, code)
+		}
+		if strings.Contains(errOut, "goroutine ") || strings.Contains(errOut, "panic") {
+			t.Fatalf("%q: stderr looks like a crash: %s", args, errOut)
+		}
+	})
+}
+
+// FuzzInspectGGUFFlag runs gpumem inspect on a GGUF file with one fuzzed
+// llama.cpp flag, short forms included: 0, 1 or 2, never a crash.
+func FuzzInspectGGUFFlag(f *testing.F) {
+	flags := []string{"-c", "-ctk", "-ctv", "-ngl", "-np", "-fa", "-ub", "-b", "-kvu", "-nkvo", "--gpu-layers", "--swa-full"}
+	for i, seed := range []string{"4096", "q8_0", "f16", "all", "4", "off", "256", "0", "-1", "true", "99", "9e18", ""} {
+		f.Add(uint8(i), seed)
+	}
+	path := f.TempDir() + "/m.gguf"
+	if err := os.WriteFile(path, ggufBytes(0), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, which uint8, value string) {
+		args := []string{"inspect", path, flags[int(which)%len(flags)], value}
+		out, errOut, code := runCommand(t, args...)
+		switch code {
+		case 0:
+			if !strings.Contains(out, "KV cache") {
+				t.Fatalf("%q: success without the estimate: %s", args, out)
+			}
+		case ExitError, ExitUsage:
+			if !strings.HasPrefix(errOut, "gpumem: ") {
 				t.Fatalf("%q: exit %d with stderr %q", args, code, errOut)
 			}
 		default:

@@ -35,6 +35,7 @@ func rewriteBoolArgs(root *cobra.Command, args []string) []string {
 			out = append(out, args[i:]...)
 			break
 		}
+		a = longFormOf(fs, cmd, a)
 		if !strings.HasPrefix(a, "--") || strings.Contains(a, "=") || i+1 >= len(args) {
 			out = append(out, a)
 			continue
@@ -59,6 +60,40 @@ func rewriteBoolArgs(root *cobra.Command, args []string) []string {
 		}
 	}
 	return out
+}
+
+// shortAnnotation gives a flag the multi-letter short names llama.cpp
+// spells it with ("-ctk" for --cache-type-k, "-ngl" for --n-gpu-layers).
+// pflag's shorthands are one letter, so it would read "-ctk q8_0" as
+// "-c tk" followed by a stray "q8_0"; the rewrite turns such a name into
+// the long flag first.
+const shortAnnotation = "gpumem/short"
+
+// longFormOf returns "--name" (with "=value" kept) when a is "-short" or
+// "-short=value" for a multi-letter short name of one of cmd's flags, and
+// a unchanged otherwise.
+func longFormOf(fs *pflag.FlagSet, cmd *cobra.Command, a string) string {
+	if len(a) < 3 || a[0] != '-' || a[1] == '-' {
+		return a
+	}
+	name, value, hasValue := strings.Cut(a[1:], "=")
+	var long string
+	visit := func(f *pflag.Flag) {
+		for _, s := range f.Annotations[shortAnnotation] {
+			if s == name {
+				long = f.Name
+			}
+		}
+	}
+	fs.VisitAll(visit)
+	cmd.InheritedFlags().VisitAll(visit)
+	switch {
+	case long == "":
+		return a
+	case hasValue:
+		return "--" + long + "=" + value
+	}
+	return "--" + long
 }
 
 // listAnnotation marks list flags whose values may be spaced words.

@@ -59,6 +59,10 @@ var aliasFlags = []aliasFlag{
 	{Name: "lora-r", Canonical: "lora-rank", Usage: "same as --lora-rank"},
 	{Name: "attn-implementation", Canonical: "attn", Usage: "same as --attn"},
 	{Name: "kv-cache-type", Canonical: "kv-cache-dtype", Usage: "same as --kv-cache-dtype"},
+	{Name: "context-length", Canonical: "max-model-len", Usage: "same as --max-model-len (SGLang)"},
+	{Name: "max-running-requests", Canonical: "max-num-seqs", Usage: "same as --max-num-seqs (SGLang)"},
+	{Name: "chunked-prefill-size", Canonical: "max-num-batched-tokens", Usage: "same as --max-num-batched-tokens (SGLang's prefill chunk)"},
+	{Name: "page-size", Canonical: "block-size", Usage: "same as --block-size (SGLang)"},
 	{Name: "cpu-offload-optimizer", Canonical: "offload-optimizer", Bare: "true",
 		Values: map[string]string{"true": "cpu", "false": "none"}, Usage: "same as --offload-optimizer cpu"},
 }

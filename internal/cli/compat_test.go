@@ -275,25 +275,27 @@ func writeConfigDir(t *testing.T, files map[string]string) string {
 
 func TestConfigDir(t *testing.T) {
 	dir := writeConfigDir(t, map[string]string{
-		"data_types.json":       `{"q6_k": 0.8203125}`,
+		"data_types.json":       `{"q6_x": 0.8203125}`,
 		"gpu_types.json":        `[{"name": "X1", "vendor": "AMD", "memory_bytes": 34359738368, "arch": "cdna9"}]`,
 		"display_settings.json": `{"format": "markdown", "units": "si"}`,
 	})
 	out, errOut, code := runCommand(t, "estimate", "--list-types", "--config-dir", dir)
-	if code != 0 || !strings.Contains(out, "| q6_k ") || !strings.Contains(out, "6.56") || !strings.Contains(out, "| nf4 ") {
+	if code != 0 || !strings.Contains(out, "| q6_x ") || !strings.Contains(out, "6.56") || !strings.Contains(out, "| nf4 ") {
 		t.Errorf("--list-types: exit %d, %s\n%s", code, errOut, out)
 	}
 	out, errOut, code = runCommand(t, "estimate", "llama2-7b", "--show-detailed", "--config-dir", dir, "--format", "table", "--seq-len", "512")
-	if code != 0 || !strings.Contains(out, "q6_k") || !strings.Contains(out, "GB") || strings.Contains(out, "GiB") || !strings.Contains(out, "bf16") {
+	if code != 0 || !strings.Contains(out, "q6_x") || !strings.Contains(out, "GB") || strings.Contains(out, "GiB") || !strings.Contains(out, "bf16") {
 		t.Errorf("--show-detailed: exit %d, %s\n%s", code, errOut, out)
 	}
 	r := estimateJSON(t, "llama2-7b", "--config-dir", dir, "--gpu", "x1", "--seq-len", "512")
 	if r.Job.GPUMemory != 32*units.GiB {
 		t.Errorf("--gpu x1 from gpu_types.json: GPUMemory %d", r.Job.GPUMemory)
 	}
-	_, errOut, code = runCommand(t, "estimate", "llama2-7b", "--config-dir", dir, "--dtype", "q6_k")
+	// A type only data_types.json defines has no layout to estimate with.
+	// (q6_k itself is now llama.cpp's Q6_K mix, which gpumem sizes.)
+	_, errOut, code = runCommand(t, "estimate", "llama2-7b", "--config-dir", dir, "--dtype", "q6_x")
 	if code != ExitUsage || !strings.Contains(errOut, "data_types.json") {
-		t.Errorf("--dtype q6_k: exit %d, %s", code, errOut)
+		t.Errorf("--dtype q6_x: exit %d, %s", code, errOut)
 	}
 	bad := writeConfigDir(t, map[string]string{"display_settings.json": `{"colour": "red"}`})
 	_, errOut, code = runCommand(t, "estimate", "llama2-7b", "--config-dir", bad)

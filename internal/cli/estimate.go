@@ -394,7 +394,7 @@ func addEstimateFlags(fs *pflag.FlagSet, o *estimateOptions) {
 	fs.IntVar(&j.GenLen, "gen-len", 0, "generated tokens per sequence (inference)")
 	fs.BoolVar(&j.NoKVCache, "no-kv-cache", false, "run without a KV cache")
 	addServingFlags(fs, j)
-	fs.StringVar(&j.InferenceEngine, "inference-engine", "", "inference engine: hf or vllm")
+	fs.StringVar(&j.InferenceEngine, "inference-engine", "", "inference engine: hf or vllm, or sglang when serving (--engine sglang also names it in serving mode)")
 
 	// Runtime.
 	fs.StringVar(&j.GPU, "gpu", "", "GPU kind, e.g. H100, A100-80GB, MI300X ('gpumem gpus' lists them; sets the workspace size and the memory planned against)")

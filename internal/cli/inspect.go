@@ -15,9 +15,11 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpumem/gpumem/gguf"
 	"github.com/gpumem/gpumem/hub"
+	"github.com/gpumem/gpumem/memory"
 	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/modelref"
 	"github.com/gpumem/gpumem/report"
@@ -31,11 +33,19 @@ type inspectOptions struct {
 	File  string
 	Hub   hubOptions
 	// GGUF estimate settings, named as llama.cpp's flags.
-	CtxSize    int
-	CacheTypeK string
-	CacheTypeV string
-	UBatch     int
-	SWAFull    bool
+	CtxSize     int
+	CacheTypeK  string
+	CacheTypeV  string
+	Batch       int
+	UBatch      int
+	SWAFull     bool
+	Parallel    int
+	KVUnified   bool
+	FlashAttn   string
+	GPULayers   string
+	NoKVOffload bool
+	// Stack names the llama.cpp build (--stack llama.cpp=b8390).
+	Stack string
 }
 
 func newInspectCmd(f *Factory, g *globalOptions) *cobra.Command {
@@ -51,8 +61,12 @@ computed from config.json.
 
 MODEL is a Hub id (org/name or org/name@revision; only the file headers are fetched,
 with HTTP Range requests), a local model folder, a .safetensors file or a .gguf file.
-For GGUF files the inference memory (weights plus KV cache) is estimated for the
-context size and cache types given, as llama.cpp would allocate them.
+For GGUF files the inference memory is estimated as llama.cpp allocates it, on the
+GPU and on the host: the weights where -ngl puts the layers, the KV cache (the
+context padded to a multiple of 256, split per sequence with -np unless
+--kv-unified), the compute buffers of llama.cpp's worst-case graph and the output
+buffer. The flags are llama.cpp's, short forms included (-c, -ctk, -ctv, -ngl,
+-np, -kvu, -fa, -b, -ub, -nkvo).
 
 The Hub is reached with HF_TOKEN (or the token file of 'huggingface-cli login'),
 HF_ENDPOINT and the cache in HF_HOME, like transformers; HF_HUB_OFFLINE=1 or --offline
@@ -61,7 +75,8 @@ uses the cache only.`,
   gpumem inspect deepseek-ai/DeepSeek-V3 --format json
   gpumem inspect ./checkpoints/my-model
   gpumem inspect bartowski/Llama-3.2-3B-Instruct-GGUF --file Llama-3.2-3B-Instruct-Q4_K_M.gguf --ctx-size 8192
-  gpumem inspect ./model-Q4_K_M.gguf --ctx-size 32768 --cache-type-k q8_0 --cache-type-v q8_0`,
+  gpumem inspect ./model-Q4_K_M.gguf --ctx-size 32768 --cache-type-k q8_0 --cache-type-v q8_0
+  gpumem inspect ./model-Q4_K_M.gguf -c 16384 -ngl 20 -fa on -ctk q8_0 -ctv q8_0 -np 4`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := modelFromArgs(&opts.Model, args); err != nil {
@@ -76,17 +91,44 @@ uses the cache only.`,
 			if opts.UBatch < 1 {
 				return usageErrorf("--ubatch-size %d: want a positive number of tokens", opts.UBatch)
 			}
+			if opts.Batch < 1 {
+				return usageErrorf("--batch-size %d: want a positive number of tokens", opts.Batch)
+			}
+			if opts.Parallel < 1 {
+				return usageErrorf("--parallel %d: want 1 or more sequences", opts.Parallel)
+			}
 			return inspectRun(cmd.Context(), f, g, opts)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&opts.Model, "model", "m", "", "Hub id, model folder, .safetensors or .gguf file")
 	fl.StringVar(&opts.File, "file", "", "a file in the Hub repository to inspect, e.g. a .gguf quantization")
-	fl.IntVarP(&opts.CtxSize, "ctx-size", "c", 0, "GGUF: KV-cache size in tokens (default the model's context_length)")
-	fl.StringVar(&opts.CacheTypeK, "cache-type-k", "f16", "GGUF: KV-cache type for K (f16, bf16, f32, q8_0, q4_0, ...)")
-	fl.StringVar(&opts.CacheTypeV, "cache-type-v", "f16", "GGUF: KV-cache type for V")
-	fl.IntVarP(&opts.UBatch, "ubatch-size", "u", 512, "GGUF: physical batch size (sliding-window layers keep window + ubatch cells)")
+	fl.IntVarP(&opts.CtxSize, "ctx-size", "c", 0, "GGUF: context size n_ctx in tokens, all parallel sequences together (default the model's context_length)")
+	fl.StringVar(&opts.CacheTypeK, "cache-type-k", "f16", "GGUF: KV-cache type for K (-ctk): "+strings.Join(gguf.CacheTypes(), ", "))
+	fl.StringVar(&opts.CacheTypeV, "cache-type-v", "f16", "GGUF: KV-cache type for V (-ctv); a quantized V cache needs flash attention")
+	fl.IntVarP(&opts.Batch, "batch-size", "b", 2048, "GGUF: logical batch size n_batch")
+	fl.IntVarP(&opts.UBatch, "ubatch-size", "u", 512, "GGUF: physical batch size n_ubatch (-ub): the worst-case graph that sizes the compute buffers, and the cells sliding-window layers keep beyond the window")
 	fl.BoolVar(&opts.SWAFull, "swa-full", false, "GGUF: full-size KV cache on sliding-window layers, as llama.cpp --swa-full")
+	fl.IntVar(&opts.Parallel, "parallel", 1, "GGUF: parallel sequences n_seq_max (-np)")
+	fl.BoolVar(&opts.KVUnified, "kv-unified", false, "GGUF: one KV stream for all sequences (-kvu) instead of n_ctx / parallel cells each")
+	fl.StringVar(&opts.FlashAttn, "flash-attn", "auto", "GGUF: flash attention (-fa): on, off or auto (read as on, as llama.cpp resolves it on a GPU that supports it)")
+	fl.StringVar(&opts.GPULayers, "n-gpu-layers", "all", "GGUF: layers offloaded to the GPU (-ngl, --gpu-layers): a number, or all; n_layer + 1 offloads the output layer too")
+	fl.BoolVar(&opts.NoKVOffload, "no-kv-offload", false, "GGUF: keep the KV cache in host memory (-nkvo)")
+	fl.StringVar(&opts.Stack, "stack", "", "GGUF: the llama.cpp build the estimate is for, llama.cpp=b8390 (default the newest build gpumem's llama.cpp rules were checked against; older builds are refused)")
+	fl.Lookup("flash-attn").NoOptDefVal = "on"
+	_ = fl.SetAnnotation("flash-attn", valuesAnnotation, []string{"on", "off", "auto", "1", "0", "true", "false"})
+	for name, short := range map[string][]string{
+		"cache-type-k": {"ctk"}, "cache-type-v": {"ctv"}, "ubatch-size": {"ub"}, "parallel": {"np"},
+		"kv-unified": {"kvu"}, "flash-attn": {"fa"}, "n-gpu-layers": {"ngl"}, "no-kv-offload": {"nkvo"},
+	} {
+		_ = fl.SetAnnotation(name, shortAnnotation, short)
+	}
+	fl.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if name == "gpu-layers" {
+			name = "n-gpu-layers"
+		}
+		return pflag.NormalizedName(name)
+	})
 	addHubFlags(fl, &opts.Hub)
 	return cmd
 }
@@ -103,7 +145,9 @@ type inspection struct {
 	Summary      *safetensors.Summary    `json:"safetensors,omitempty"`
 	Comparison   *safetensors.Comparison `json:"comparison,omitempty"`
 	GGUF         *gguf.Memory            `json:"gguf,omitempty"`
-	Warnings     []string                `json:"warnings,omitempty"`
+	// LlamaCpp is the llama.cpp build a GGUF estimate is for.
+	LlamaCpp *memory.StackVersion `json:"llama_cpp,omitempty"`
+	Warnings []string             `json:"warnings,omitempty"`
 }
 
 func inspectRun(ctx context.Context, f *Factory, g *globalOptions, opts *inspectOptions) error {
@@ -347,15 +391,44 @@ func (r *inspection) addGGUFShards(names []string, opts *inspectOptions, open fu
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.Model, err)
 	}
+	ngl, err := gguf.ParseGPULayers(opts.GPULayers)
+	if err != nil {
+		return usageErrorf("--%s", err)
+	}
+	if r.LlamaCpp, err = llamaCppVersion(opts.Stack); err != nil {
+		return usageErrorf("--stack: %w", err)
+	}
 	m, err := gguf.Estimate(gf, gguf.Options{
 		ContextSize: opts.CtxSize, CacheTypeK: opts.CacheTypeK, CacheTypeV: opts.CacheTypeV,
-		UBatch: opts.UBatch, SWAFull: opts.SWAFull,
+		Batch: opts.Batch, UBatch: opts.UBatch, SWAFull: opts.SWAFull,
+		Parallel: opts.Parallel, KVUnified: opts.KVUnified, FlashAttention: opts.FlashAttn,
+		GPULayers: ngl, NoKVOffload: opts.NoKVOffload,
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.Model, err)
 	}
 	r.GGUF = m
 	return nil
+}
+
+// llamaCppVersion resolves --stack to the llama.cpp build a GGUF
+// estimate is for: the one stated, or the default, marked assumed. A
+// build older than the memory model covers is an error.
+func llamaCppVersion(stack string) (*memory.StackVersion, error) {
+	st, err := memory.ParseStack(stack)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := memory.ResolveStack(st, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range rs.Versions {
+		if v.Package == "llama.cpp" {
+			return &v, nil
+		}
+	}
+	return nil, fmt.Errorf("no llama.cpp version")
 }
 
 // writeTable prints the inspection as aligned text.
@@ -413,16 +486,56 @@ func (r *inspection) writeGGUF(tw io.Writer, size func(int64) string) {
 		fmt.Fprintf(tw, "name\t%s\n", m.Name)
 	}
 	fmt.Fprintf(tw, "parameters\t%d\n", m.Params)
+	if v := r.LlamaCpp; v != nil {
+		assumed := ""
+		if v.Assumed {
+			assumed = "\t(assumed: pass --stack llama.cpp=bNNNN for another build)"
+		}
+		fmt.Fprintf(tw, "llama.cpp\t%s%s\n", v.Version, assumed)
+	}
 	fmt.Fprintf(tw, "\ntype\ttensors\telements\tsize\n")
 	for _, g := range m.WeightsByType {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", g.Type, g.Tensors, g.Elements, size(g.Bytes))
 	}
 	fmt.Fprintf(tw, "\nweights\t%s\n", size(int64(m.WeightsBytes)))
-	fmt.Fprintf(tw, "KV cache\t%s\t(%d tokens, %d layers, K %s, V %s)\n", size(int64(m.KVCacheBytes)), m.ContextSize, m.KVLayers, m.CacheTypeK, m.CacheTypeV)
-	if m.SWALayers > 0 {
-		fmt.Fprintf(tw, "sliding window\t%d layers\t(%d cells each)\n", m.SWALayers, m.SWACells)
+	ctx := fmt.Sprintf("n_ctx %d", m.ContextSize)
+	if m.KVStreams > 1 {
+		ctx += fmt.Sprintf(" (%d sequences × %d)", m.KVStreams, m.ContextPerSeq)
+	} else if m.Parallel > 1 {
+		ctx += fmt.Sprintf(" (unified, %d sequences)", m.Parallel)
 	}
-	fmt.Fprintf(tw, "total\t%s\n", size(int64(m.TotalBytes)))
+	fmt.Fprintf(tw, "context\t%s\tn_batch %d, n_ubatch %d\n", ctx, m.Batch, m.UBatch)
+	fa := "off"
+	if m.FlashAttention {
+		fa = "on"
+		if m.FlashAssumed {
+			fa = "on (auto, assumed)"
+		}
+	}
+	fmt.Fprintf(tw, "flash attention\t%s\n", fa)
+	out := "output layer on the host"
+	if m.OutputOnGPU {
+		out = "and the output layer"
+	}
+	fmt.Fprintf(tw, "offload\t%d of %d layers\t%s\n", m.GPULayers, m.Layers, out)
+	fmt.Fprintf(tw, "KV cache\t%s\t(%d cells, %d layers, K %s, V %s)\n", size(int64(m.KVCacheBytes)), m.ContextSize, m.KVLayers, m.CacheTypeK, m.CacheTypeV)
+	if m.SWALayers > 0 {
+		fmt.Fprintf(tw, "sliding window\t%d layers\t(%d cells each per sequence stream)\n", m.SWALayers, m.SWACells)
+	}
+	fmt.Fprintf(tw, "\n\tGPU\thost\n")
+	for _, row := range []struct {
+		name      string
+		gpu, host int64
+	}{
+		{"weights", int64(m.GPU.WeightsBytes), int64(m.Host.WeightsBytes)},
+		{"KV cache", int64(m.GPU.KVCacheBytes), int64(m.Host.KVCacheBytes)},
+		{"compute buffer", int64(m.GPU.ComputeBytes), int64(m.Host.ComputeBytes)},
+		{"output buffer", int64(m.GPU.OutputBytes), int64(m.Host.OutputBytes)},
+		{"total", int64(m.GPU.TotalBytes), int64(m.Host.TotalBytes)},
+	} {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", row.name, size(row.gpu), size(row.host))
+	}
+	fmt.Fprintf(tw, "\ntotal\t%s\n", size(int64(m.TotalBytes)))
 	for _, n := range m.Notes {
 		fmt.Fprintf(tw, "note\t%s\n", n)
 	}

@@ -341,7 +341,8 @@ func TestResolveUsageErrors(t *testing.T) {
 }
 
 // ggufBytes returns a minimal GGUF v3 file: one llama layer with GQA and
-// one F32 tensor; split > 0 makes it shard split-1 of two.
+// one F32 tensor of token embeddings (of a 10-token vocabulary); split > 0
+// makes it shard split-1 of two, the second holding the output matrix.
 func ggufBytes(split int) []byte {
 	var b bytes.Buffer
 	le := binary.LittleEndian
@@ -367,7 +368,11 @@ func ggufBytes(split int) []byte {
 		w(uint32(4))
 		w(e.v)
 	}
-	str(fmt.Sprintf("t%d.weight", split))
+	name := "token_embd.weight"
+	if split == 2 {
+		name = "output.weight"
+	}
+	str(name)
 	w(uint32(2))
 	w([]uint64{64, 10})
 	w(uint32(0)) // F32
@@ -432,7 +437,7 @@ func TestInspectLocalGGUF(t *testing.T) {
 		t.Errorf("gguf = %+v", got.GGUF)
 	}
 	out, _, code = runWithEnv(t, nil, "inspect", path)
-	if code != 0 || !strings.Contains(out, "KV cache") || !strings.Contains(out, "1024 tokens") {
+	if code != 0 || !strings.Contains(out, "KV cache") || !strings.Contains(out, "1024 cells") || !strings.Contains(out, "compute buffer") {
 		t.Errorf("table:\n%s", out)
 	}
 }
@@ -631,5 +636,69 @@ func TestInspectHubOverlappingTensors(t *testing.T) {
 	_, errOut, code := runWithEnv(t, env, "inspect", "org/tiny")
 	if code != ExitError || !strings.Contains(errOut, "model.safetensors") || !strings.Contains(errOut, "overlaps the tensor before it") {
 		t.Errorf("exit %d, stderr %s", code, errOut)
+	}
+}
+
+// TestInspectGGUFLlamaFlags runs inspect with llama.cpp's own spellings,
+// the multi-letter short flags included (pflag alone would read -ctk as
+// -c with the value "tk").
+func TestInspectGGUFLlamaFlags(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tiny-F32.gguf")
+	writeGGUF(t, path)
+	out, errOut, code := runWithEnv(t, nil, "inspect", path, "-c", "1000", "-ctk", "q8_0", "-ctv=q8_0", "-fa", "on",
+		"-np", "2", "-ngl", "0", "-ub", "256", "-b", "1024", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got inspection
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	g := got.GGUF
+	// 1000 tokens pad to 1024; two streams of pad(512, 256) = 512 cells.
+	if g == nil || g.CacheTypeK != "Q8_0" || g.CacheTypeV != "Q8_0" || !g.FlashAttention || g.FlashAssumed ||
+		g.ContextSize != 1024 || g.ContextPerSeq != 512 || g.KVStreams != 2 || g.GPULayers != 0 || g.UBatch != 256 || g.Batch != 1000 {
+		t.Errorf("gguf = %+v", g)
+	}
+	if g != nil && (g.GPU.TotalBytes != 0 || g.Host.KVCacheBytes != g.KVCacheBytes) {
+		t.Errorf("-ngl 0 left memory on the GPU: %+v", g.GPU)
+	}
+	if v := got.LlamaCpp; v == nil || v.Version != "b8390" || !v.Assumed {
+		t.Errorf("llama.cpp version = %+v, want b8390 assumed", v)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"-ctv", "q8_0", "-fa", "off"}, 1, "quantized V cache requires flash_attn"},
+		{[]string{"-ctk", "q4_K"}, 1, "is not a KV-cache type llama.cpp accepts (want f32, f16, bf16, q8_0"},
+		{[]string{"-ngl", "many"}, 2, `--n-gpu-layers "many": want a number of layers, or all`},
+		{[]string{"-np", "0"}, 2, "--parallel 0"},
+		{[]string{"--gpu-layers", "99"}, 0, ""},
+		{[]string{"--stack", "llama.cpp=b6000"}, 2, "llama.cpp b6000 is older than b8390, the oldest llama.cpp the memory model covers"},
+		{[]string{"--stack", "llama.cpp=4.1"}, 2, "want a build number such as b6000"},
+		{[]string{"--stack", "llama.cpp=b9000"}, 0, ""},
+	} {
+		_, errOut, code := runWithEnv(t, nil, append([]string{"inspect", path}, tc.args...)...)
+		if code != tc.code || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tc.args, code, errOut, tc.code, tc.want)
+		}
+	}
+}
+
+// TestEstimateGGUFPointsToInspect: estimate reads config.json models; a
+// GGUF file, by name or by content, is pointed to inspect.
+func TestEstimateGGUFPointsToInspect(t *testing.T) {
+	dir := t.TempDir()
+	named := filepath.Join(dir, "m-Q4_K_M.gguf")
+	writeGGUF(t, named)
+	unnamed := filepath.Join(dir, "weights.bin")
+	writeGGUF(t, unnamed)
+	for _, ref := range []string{named, unnamed} {
+		_, errOut, code := runWithEnv(t, nil, "estimate", "--model", ref, "--mode", "inference")
+		if code != 2 || !strings.Contains(errOut, "is a GGUF file") || !strings.Contains(errOut, "'gpumem inspect "+ref+"'") {
+			t.Errorf("%s: exit %d, stderr %q", ref, code, errOut)
+		}
 	}
 }

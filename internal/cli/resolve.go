@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpumem/gpumem/hub"
+	"github.com/gpumem/gpumem/internal/fsutil"
 	"github.com/gpumem/gpumem/model"
 	"github.com/gpumem/gpumem/modelref"
 )
@@ -60,12 +62,43 @@ func resolveSource(ctx context.Context, f *Factory, ref string, ho hubOptions, o
 	if ref == "" {
 		return nil, usageErrorf("no model given: pass --model (a catalog id or alias such as llama3-8b, a Hub id, or a path to config.json); 'gpumem models' lists the catalog")
 	}
+	if isGGUF(ref) {
+		return nil, ggufModelError(ref)
+	}
 	o.Hub, o.Revision = &lazyHub{f: f, ho: ho}, ho.Revision
 	src, err := modelref.Resolve(ctx, ref, o)
 	if err != nil {
+		if o.LocalPaths && hasGGUFMagic(ref) {
+			return nil, ggufModelError(ref)
+		}
+		if errors.Is(err, fs.ErrNotExist) && strings.Contains(strings.ToLower(ref), "gguf") {
+			return nil, fmt.Errorf("%w (for a repository of GGUF files, 'gpumem inspect %s' estimates one as llama.cpp runs it)", refError(ref, err), ref)
+		}
 		return nil, refError(ref, err)
 	}
 	return src, nil
+}
+
+// ggufModelError points a GGUF model given to a command that reads
+// config.json models to 'gpumem inspect', which estimates GGUF files.
+func ggufModelError(ref string) error {
+	return usageErrorf("%s is a GGUF file, which this command does not read (it estimates models described by a config.json); "+
+		"'gpumem inspect %s' estimates it as llama.cpp runs it, with llama.cpp's flags (-c, -ngl, -ctk, -ctv, -fa, -np, -ub)", ref, ref)
+}
+
+// hasGGUFMagic reports whether ref is a local file that starts with the
+// GGUF magic, whatever its name.
+func hasGGUFMagic(ref string) bool {
+	// fsutil.Open refuses devices and FIFOs before opening them: opening
+	// a FIFO would block until a writer came.
+	f, err := fsutil.Open(ref)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [4]byte
+	_, err = io.ReadFull(f, b[:])
+	return err == nil && string(b[:]) == "GGUF"
 }
 
 // refError adds what to do next on the command line to a resolver

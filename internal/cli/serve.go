@@ -24,7 +24,7 @@ type serveOptions struct {
 	GPUsFile   string
 	// RequestTimeout is --request-timeout: each request's deadline.
 	RequestTimeout time.Duration
-	AccessLog  int
+	AccessLog      int
 }
 
 func newServeCmd(f *Factory, g *globalOptions) *cobra.Command {

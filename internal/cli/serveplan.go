@@ -109,6 +109,9 @@ func addServingFlags(fs *pflag.FlagSet, j *memory.Job) {
 	fs.IntVar(&j.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "serving: tokens per scheduler step (default by GPU size, as vLLM)")
 	fs.IntVar(&j.BlockSize, "block-size", 0, "serving: KV cache block size in tokens (default 16)")
 	fs.BoolVar(&j.CUDAGraphs, "cuda-graphs", false, "count the CUDA-graph memory pool (outside vLLM's budget)")
+	fs.Float64Var(&j.MemFractionStatic, "mem-fraction-static", 0, "SGLang: share of the free GPU memory at startup for weights and KV pool (default SGLang's, by GPU size)")
+	fs.IntVar(&j.CUDAGraphMaxBS, "cuda-graph-max-bs", 0, "SGLang: largest decode batch captured in a CUDA graph (default SGLang's, by GPU size and TP)")
+	fs.BoolVar(&j.DisableCUDAGraph, "disable-cuda-graph", false, "SGLang: capture no CUDA graphs")
 }
 
 // finish validates the flags and resolves the GPU's memory from the catalog.

@@ -96,3 +96,32 @@ func TestServePlanRegistered(t *testing.T) {
 		t.Errorf("serve-plan without a GPU: code %d, stderr %q; want a usage error naming --gpu", code, errOut)
 	}
 }
+
+// TestEstimateSGLang runs a serving estimate for SGLang with its own flag
+// names and checks they reach the job and the answer speaks SGLang's log.
+func TestEstimateSGLang(t *testing.T) {
+	out, errOut, code := runCommand(t, "estimate", "--model", "llama3.1-8b", "--mode", "serving", "--engine", "sglang",
+		"--gpu", "H100-SXM", "--mem-fraction-static", "0.85", "--context-length", "8192", "--max-running-requests", "128",
+		"--chunked-prefill-size", "4096", "--page-size", "16", "--cuda-graph-max-bs", "64", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r memory.Result
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	g := r.Serving.SGLang
+	if g == nil || g.MemFractionStatic != 0.85 || g.MemFractionDerived || g.ContextLen != 8192 || g.MaxRunningRequests != 128 ||
+		g.ChunkedPrefillSize != 4096 || g.PageSize != 16 || g.CUDAGraphMaxBS != 64 || g.MaxTotalNumTokens%16 != 0 || g.MaxTotalNumTokens == 0 {
+		t.Errorf("sglang = %+v", g)
+	}
+	table, _, code := runCommand(t, "estimate", "--model", "llama3.1-8b", "--mode", "serving", "--inference-engine", "sglang", "--gpu", "H100-SXM")
+	if code != 0 || !strings.Contains(table, "KV Cache is allocated. #tokens:") || !strings.Contains(table, "max_running_requests=") ||
+		!strings.Contains(table, "mem_fraction_static 0.834 (SGLang's default)") {
+		t.Errorf("table:\n%s", table)
+	}
+	_, errOut, code = runCommand(t, "estimate", "--model", "llama3.1-8b", "--mode", "serving", "--engine", "sglang", "--gpu", "H100-SXM", "--gpu-memory-utilization", "0.9")
+	if code == 0 || !strings.Contains(errOut, "--mem-fraction-static") {
+		t.Errorf("vLLM's utilization with SGLang: exit %d, %s", code, errOut)
+	}
+}

@@ -69,7 +69,7 @@ const GROUPS = [
     { k: 'offload_params', label: 'Offload params', type: 'select', opts: ['', 'none', 'cpu', 'nvme'], modes: ['train'] },
   ]},
   { legend: 'Inference and serving', modes: ['inference', 'serving'], fields: [
-    { k: 'inference_engine', label: 'Engine', type: 'select', opts: ['', 'hf', 'vllm'] },
+    { k: 'inference_engine', label: 'Engine', type: 'select', opts: ['', 'hf', 'vllm', 'sglang'] },
     { k: 'kv_cache_dtype', label: 'KV cache dtype', type: 'select', opts: ['', 'auto', 'fp16', 'bf16', 'fp8'], ph: 'auto' },
     { k: 'no_kv_cache', label: 'No KV cache', type: 'bool' },
     { k: 'max_model_len', label: 'max_model_len', type: 'int' },
@@ -78,6 +78,8 @@ const GROUPS = [
     { k: 'max_num_batched_tokens', label: 'max_num_batched_tokens', type: 'int' },
     { k: 'block_size', label: 'KV block size', type: 'int', ph: '16' },
     { k: 'cuda_graphs', label: 'CUDA graphs', type: 'bool' },
+    { k: 'mem_fraction_static', label: 'mem_fraction_static (SGLang)', type: 'float', modes: ['serving'] },
+    { k: 'cuda_graph_max_bs', label: 'cuda_graph_max_bs (SGLang)', type: 'int', modes: ['serving'] },
   ]},
   { legend: 'Runtime', fields: [
     { k: 'gpu_memory_bytes', label: 'GPU memory, GiB (board not listed)', type: 'gib' },
@@ -388,8 +390,14 @@ function render(res, plan, job) {
   renderChart(p, plan, job.gpu);
 }
 
-// servingText summarises a vLLM deployment's KV-cache pool.
+// servingText summarises a vLLM or SGLang deployment's KV-cache pool.
 function servingText(v) {
+  if (v.sglang) {
+    const g = v.sglang;
+    return `SGLang ${g.version}: mem_fraction_static ${g.mem_fraction_static}; KV Cache is allocated. #tokens: ` +
+      `${g.max_total_num_tokens.toLocaleString('en-US')} (${formatIEC(v.kv_pool_bytes)}); max_running_requests=${g.max_running_requests}, ` +
+      `context_len=${g.context_len}; ${(v.max_concurrent_seqs || 0).toLocaleString('en-US')} sequences of ${v.seq_len.toLocaleString('en-US')} tokens at once.`;
+  }
   let t = `KV cache pool: ${formatIEC(v.kv_pool_bytes)} = ${v.kv_tokens.toLocaleString('en-US')} tokens ` +
     `(${v.kv_blocks.toLocaleString('en-US')} blocks of ${v.block_size})`;
   if (v.max_concurrent_seqs !== undefined) t += `; ${v.max_concurrent_seqs.toLocaleString('en-US')} sequences of ${v.seq_len.toLocaleString('en-US')} tokens at once`;
