@@ -344,7 +344,7 @@ func addEstimateFlags(fs *pflag.FlagSet, o *estimateOptions) {
 	fs.StringVar(&j.AllocConf, "alloc-conf", "", "CUDA caching allocator configuration as PYTORCH_CUDA_ALLOC_CONF takes it, e.g. expandable_segments:True (default: the PYTORCH_ALLOC_CONF or PYTORCH_CUDA_ALLOC_CONF environment variable)")
 
 	// Fine-tuning.
-	fs.StringVar(&j.Method, "method", "", "fine-tuning method: full, lora, qlora or frozen (default full)")
+	fs.StringVar(&j.Method, "method", "", "fine-tuning method: full, lora, qlora or frozen, or a PEFT method by name (ia3, vera, prefix-tuning, ...; see --peft-variant) (default full)")
 	fs.BoolVar(&o.LoRA, "lora", false, "same as --method lora")
 	fs.BoolVar(&o.QLoRA, "qlora", false, "same as --method qlora")
 	fs.IntVar(&j.LoRARank, "lora-rank", 0, "LoRA rank r (default 16)")
