@@ -2,6 +2,8 @@ package accuracy
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -116,6 +118,7 @@ func TrainingJob(r Record) (memory.Job, error) {
 	}
 	mapMethod(r, &job)
 	mapActivationKnobs(r, &job)
+	mapFloat8(r, &job)
 	job.Stack = StackOf(r)
 	return RecordGPU(job), nil
 }
@@ -128,6 +131,8 @@ func mapMethod(r Record, job *memory.Job) {
 		job.Method = memory.MethodQLoRA
 	case j.LoRA || j.QLoRA:
 		job.Method = memory.MethodLoRA
+	case mapPEFTMethod(r, job):
+		// A PEFT method beyond LoRA, recorded by its trainable count.
 	case j.TrainableParam != nil:
 		job.Method = memory.MethodFrozen
 		job.TrainableParams = *j.TrainableParam
@@ -137,7 +142,9 @@ func mapMethod(r Record, job *memory.Job) {
 	if job.Method == memory.MethodLoRA || job.Method == memory.MethodQLoRA {
 		job.LoRARank = intOr(j.LoRARank, 0)
 		job.LoRAAlpha = intOr(j.LoRAAlpha, 0)
-		job.LoRATargets = j.LoRATargets
+		if len(j.LoRATargets) > 0 {
+			job.LoRATargets = j.LoRATargets
+		}
 		if j.LoRADropout != nil {
 			job.LoRADropout = *j.LoRADropout
 		}
@@ -154,6 +161,9 @@ func mapMethod(r Record, job *memory.Job) {
 		if strings.Contains(j.QuantFormat, "fp4") {
 			job.QuantType = "fp4"
 		}
+		if strings.Contains(j.QuantFormat, "bf16 quant_storage") {
+			job.QuantStorage = "bf16"
+		}
 		if strings.Contains(j.QuantFormat, "double quant") || strings.Contains(j.QuantFormat, "no double") {
 			dq := !strings.Contains(j.QuantFormat, "no double")
 			job.DoubleQuant = &dq
@@ -162,6 +172,54 @@ func mapMethod(r Record, job *memory.Job) {
 			job.DoubleQuant = &dq
 		}
 	}
+}
+
+// mapFloat8 reads torchao float8 training from a record's software
+// note: the recipe ("float8 tensorwise", "float8 rowwise") and whether
+// FSDP all-gathers the weights in float8 ("float8 FSDP all-gather").
+func mapFloat8(r Record, job *memory.Job) {
+	note := strings.ToLower(r.Job.SoftwareNote)
+	switch {
+	case strings.Contains(note, "no float8"):
+	case strings.Contains(note, "float8 tensorwise"):
+		job.Float8 = "tensorwise"
+	case strings.Contains(note, "float8 rowwise"):
+		job.Float8 = "rowwise"
+	}
+	job.Float8AllGather = job.Float8 != "" && strings.Contains(note, "float8 fsdp all-gather")
+}
+
+// virtualTokensRE reads "200 virtual tokens" from a record's PEFT method.
+var virtualTokensRE = regexp.MustCompile(`(\d+) virtual tokens`)
+
+// mapPEFTMethod maps a record of a PEFT method the estimator models
+// beyond LoRA (job.peft_variant ia3, vera, prefix_tuning, prompt_tuning,
+// p_tuning) onto the method with the settings the record's PEFT method
+// text states: the virtual tokens, and IA3 on all seven Llama linears
+// with gate/up/down as feedforward modules. The records of prompt and
+// P-tuning count the virtual tokens in seq_len, which the estimator adds
+// itself. It reports whether it mapped the record.
+func mapPEFTMethod(r Record, job *memory.Job) bool {
+	j := r.Job
+	v := strings.ReplaceAll(strings.ToLower(j.PEFTVariant), "_", "-")
+	switch v {
+	case memory.VariantIA3, memory.VariantVeRA, memory.VariantPrefixTuning, memory.VariantPromptTuning, memory.VariantPTuning:
+	default:
+		return false
+	}
+	job.Method, job.PEFTVariant = memory.MethodLoRA, v
+	text := strings.ToLower(r.PEFTMethod)
+	if m := virtualTokensRE.FindStringSubmatch(text); m != nil {
+		job.NumVirtualTokens, _ = strconv.Atoi(m[1])
+	}
+	if v == memory.VariantPromptTuning || v == memory.VariantPTuning {
+		job.SeqLen = max(job.SeqLen-job.NumVirtualTokens, 1)
+	}
+	if v == memory.VariantIA3 && strings.Contains(text, "all 7 linear") {
+		job.LoRATargets = []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+		job.FeedforwardModules = []string{"gate_proj", "up_proj", "down_proj"}
+	}
+	return true
 }
 
 // mapActivationKnobs sets checkpointing, loss and runtime switches.

@@ -65,3 +65,49 @@ func TestMappersResolveGPU(t *testing.T) {
 		t.Errorf("mapped job GPU %q cc %d memory %d, want the catalog's H100-96GB", job.GPU, job.GPUComputeCapability, job.GPUMemory)
 	}
 }
+
+// TestPEFTMethodRecords maps records of the PEFT methods beyond LoRA as
+// the MetaMathQA benchmark rows state them (job.peft_variant, the method
+// text, seq_len counting prompt tuning's virtual tokens) and checks that
+// the estimate trains exactly the record's trainable_params: the mapping
+// picked the configuration the run used.
+func TestPEFTMethodRecords(t *testing.T) {
+	m, err := model.Lookup("meta-llama/Llama-3.2-3B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		variant, method string
+		seq             int
+		trainable       int64
+		wantSeq         int
+	}{
+		{"ia3", "IA3 (default target modules k_proj, v_proj, down_proj)", 768, 286720, 768},
+		{"ia3", "IA3 on all 7 linear projections (feedforward_modules = gate/up/down)", 768, 630784, 768},
+		{"vera", "VeRA r=256 on q_proj, v_proj (shared frozen random projections, trainable scaling vectors)", 768, 129024, 768},
+		{"prefix_tuning", "Prefix tuning (200 virtual tokens as past key/values in all 28 layers, no projection)", 768, 11468800, 768},
+		{"prompt_tuning", "Prompt tuning (200 virtual tokens)", 968, 614400, 768},
+		{"p_tuning", "P-tuning (20 virtual tokens, MLP prompt encoder, hidden 3072)", 788, 28382208, 768},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method, func(t *testing.T) {
+			seq, n := tt.seq, tt.trainable
+			rec := Record{ID: tt.variant, PEFTMethod: tt.method, Mode: "frozen_partial",
+				Job: RecordJob{Mode: "train", SeqLen: &seq, PEFTVariant: tt.variant, TrainableParam: &n, Dtype: "bf16"}}
+			job, err := TrainingJob(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if job.SeqLen != tt.wantSeq {
+				t.Errorf("seq_len %d, want %d (the estimator adds the virtual tokens)", job.SeqLen, tt.wantSeq)
+			}
+			r, err := memory.Estimate(m, job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.TrainableParams != tt.trainable {
+				t.Errorf("%s: trains %d, the record %d", job.PEFTVariant, r.TrainableParams, tt.trainable)
+			}
+		})
+	}
+}

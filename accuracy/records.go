@@ -42,6 +42,9 @@ type Record struct {
 	// Mode is the source's run kind: train_full, lora, qlora,
 	// frozen_partial, inference, serving.
 	Mode string `json:"mode"`
+	// PEFTMethod is the source's description of the PEFT method
+	// ("Prompt tuning (200 virtual tokens)").
+	PEFTMethod string `json:"peft_method,omitempty"`
 	// Framework is the software the source states (versions included).
 	Framework string `json:"framework,omitempty"`
 	// Notes are the curator's notes.

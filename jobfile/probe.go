@@ -24,6 +24,7 @@ var probeJobs = map[string]func(j *memory.Job) memory.Job{
 	"optimizer":      func(j *memory.Job) memory.Job { return memory.Job{Optimizer: j.Optimizer} },
 	"attn":           func(j *memory.Job) memory.Job { return memory.Job{Attention: j.Attention} },
 	"fused_loss":     func(j *memory.Job) memory.Job { return memory.Job{FusedLoss: j.FusedLoss} },
+	"float8":         func(j *memory.Job) memory.Job { return memory.Job{Float8: j.Float8} },
 	"framework":      func(j *memory.Job) memory.Job { return memory.Job{Framework: j.Framework} },
 	"task_head":      func(j *memory.Job) memory.Job { return memory.Job{TaskHead: j.TaskHead} },
 	"method": func(j *memory.Job) memory.Job {
@@ -34,9 +35,16 @@ var probeJobs = map[string]func(j *memory.Job) memory.Job{
 		}
 		return memory.Job{Method: j.Method}
 	},
-	"peft_variant":  func(j *memory.Job) memory.Job { return memory.Job{Method: "lora", PEFTVariant: j.PEFTVariant} },
+	// Targets and virtual tokens every method accepts, so only the name
+	// is checked (a method's own options are checked with the model).
+	"peft_variant": func(j *memory.Job) memory.Job {
+		return memory.Job{Method: "lora", PEFTVariant: j.PEFTVariant, LoRATargets: []string{"all-linear"}, NumVirtualTokens: 1}
+	},
 	"adapter_dtype": func(j *memory.Job) memory.Job { return memory.Job{Method: "lora", AdapterDtype: j.AdapterDtype} },
 	"quant_type":    func(j *memory.Job) memory.Job { return memory.Job{Method: "qlora", QuantType: j.QuantType} },
+	// One GPU: the name is checked; whether it suits sharding depends on
+	// the job's engine and dtype, which the estimate checks.
+	"quant_storage": func(j *memory.Job) memory.Job { return memory.Job{Method: "qlora", QuantStorage: j.QuantStorage} },
 	"engine":        func(j *memory.Job) memory.Job { return memory.Job{Engine: j.Engine, NumGPUs: 2} },
 	"fsdp_strategy": func(j *memory.Job) memory.Job {
 		return memory.Job{Engine: "fsdp", NumGPUs: 2, FSDPStrategy: j.FSDPStrategy}

@@ -9,13 +9,21 @@ import (
 // key position (the s² terms of eager attention).
 type layerAct struct {
 	lin, quad float64
+	// fixed is what the layer saves whatever the tokens: weight-sized
+	// tensors some PEFT methods build in forward (peftAct).
+	fixed float64
 }
 
 // bytes is the layer's total for n tokens attending to kv positions each.
-func (a layerAct) bytes(n, kv float64) float64 { return a.lin*n + a.quad*n*kv }
+func (a layerAct) bytes(n, kv float64) float64 { return a.lin*n + a.quad*n*kv + a.fixed }
 
 // add returns a + b.
-func (a layerAct) add(b layerAct) layerAct { return layerAct{a.lin + b.lin, a.quad + b.quad} }
+func (a layerAct) add(b layerAct) layerAct {
+	return layerAct{a.lin + b.lin, a.quad + b.quad, a.fixed + b.fixed}
+}
+
+// times returns k·a.
+func (a layerAct) times(k float64) layerAct { return layerAct{a.lin * k, a.quad * k, a.fixed * k} }
 
 // actRegime is everything besides the stack shape that decides what a
 // layer saves: dtypes, kernels and which weights train.
@@ -34,7 +42,12 @@ type actRegime struct {
 	loraFA   bool
 	dora     bool
 	rank     float64
-	postLN   bool // BERT-style post-LN encoder with dropout 0.1
+	// variant is the PEFT method of the adapters (VariantLoRA, ...);
+	// prefix is prefix tuning's virtual tokens per sequence position
+	// (n / s: every layer's keys and values are n positions longer).
+	variant string
+	prefix  float64
+	postLN  bool // BERT-style post-LN encoder with dropout 0.1
 	// bnbSaves is bitsandbytes < 0.43.2: MatMul4Bit keeps each 4-bit
 	// Linear's input (MODEL.md §15.3); sepOut is true when the o-proj input
 	// is a separate copy (litgpt reshapes the attention output).
@@ -127,7 +140,7 @@ func (r *actRegime) flow(st *model.Stack) gradFlow {
 	}
 	var f gradFlow
 	f.attnIn = w.attnNorm
-	f.attn = f.attnIn || w.qkNorm || w.qkvIn > 0 || g.attnIn+g.qkvIn > 0
+	f.attn = f.attnIn || w.qkNorm || w.qkvIn > 0 || g.attnIn+g.qkvIn > 0 || g.kvGrad
 	f.out = f.attn || w.oIn > 0 || g.oIn > 0
 	f.mlpIn = f.out && !st.ParallelBlock
 	f.mlp = f.mlpIn || w.mlpNorm
@@ -210,6 +223,7 @@ type layerSplit struct {
 	mlp       float64  // MLP block, without its input norm
 	mlpNorm   float64  // the norm feeding the MLP (less the input it shares with attention)
 	postNorms float64  // post-norms on the blocks' outputs
+	fixed     float64  // saved whatever the tokens (layerAct.fixed)
 }
 
 // decoderLayer is the saved inventory of one pre-norm transformer layer
@@ -256,7 +270,7 @@ func decoderLayer(st *model.Stack, lt model.LayerType, r *actRegime) layerAct {
 	if r.sp {
 		ntp = tp
 	}
-	return layerAct{lin: lin/tp + norms/ntp, quad: quad / tp}
+	return layerAct{lin: lin/tp + norms/ntp, quad: quad / tp, fixed: p.fixed / tp}
 }
 
 // denseFFN is the width of layer lt's dense feed-forward block: its own
@@ -340,10 +354,17 @@ func fillSplit(st *model.Stack, lt model.LayerType, r *actRegime, p *layerSplit)
 	if fl.hid && w.downIn > 0 && !r.trainW && !lt.NoFFN {
 		p.mlp += r.c * f // a trainable down projection keeps its input
 	}
-	if r.lora != nil {
+	switch {
+	case r.lora == nil:
+	case loraFamily(r.variant):
 		attn, mlp := loraAct(st, r)
 		p.attn.lin += attn
 		p.mlp += mlp
+	default:
+		attn, mlp, fixed := peftAct(st, r)
+		p.attn.lin += attn
+		p.mlp += mlp
+		p.fixed += fixed
 	}
 	if r.bnbSaves {
 		attn, mlp := bnbInputs(st, r)
@@ -387,7 +408,7 @@ func bnbInputs(st *model.Stack, r *actRegime) (attn, mlp float64) {
 	if inDown {
 		mlp += r.c * f
 	}
-	if g := r.lora; g != nil && r.dropout == 0 && r.adapterB == r.c && !r.amp {
+	if g := r.lora; g != nil && loraFamily(r.variant) && r.dropout == 0 && r.adapterB == r.c && !r.amp {
 		// The adapters' shared inputs (counted by loraAct) are these tensors.
 		if g.attnIn+g.qkvIn > 0 && inAttn {
 			attn -= r.c * h

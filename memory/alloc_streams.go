@@ -81,7 +81,7 @@ func (s *setup) fsdpPools(t *trainParts) (fsdpPools, bool) {
 	}
 	c := s.compute.BytesPerElement()
 	r := s.fsdpReduceBytes()
-	unit, root := s.fsdpUnits()
+	unit, root := s.fsdpUnits(true)
 	gradUnit := s.fsdpGradUnit(unit, &t.p)
 	gradRoot := root
 	if s.method != MethodFull {

@@ -63,7 +63,7 @@ func TestFSDPPoolsHandComputed(t *testing.T) {
 	const unit = 4*64*64 + 3*64*128 + 2*64 // 41088
 	// Root: embedding and head 1000×64 each, final norm 64.
 	const root = 2*1000*64 + 64 // 128064
-	if u, r := s.fsdpUnits(); u != unit || r != root {
+	if u, r := s.fsdpUnits(false); u != unit || r != root {
 		t.Fatalf("units %v, %v; want %v, %v", u, r, unit, root)
 	}
 	p, ok := s.fsdpPools(tp)

@@ -48,6 +48,7 @@ var (
 	keyMethod         = keyOf("method")
 	keyLoRARank       = keyOf("lora_rank")
 	keyLoRATargets    = keyOf("lora_target_modules")
+	keyFeedforward    = keyOf("feedforward_modules")
 	keyAdapterDtype   = keyOf("adapter_dtype")
 	keyQuantType      = keyOf("quant_type")
 	keyDoubleQuant    = keyOf("double_quant")

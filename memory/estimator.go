@@ -304,6 +304,7 @@ func (j Job) clone() Job {
 	c := j
 	c.LoRATargets = cloneSlice(j.LoRATargets)
 	c.Trainable = cloneSlice(j.Trainable)
+	c.FeedforwardModules = cloneSlice(j.FeedforwardModules)
 	c.Software = cloneSlice(j.Software)
 	if j.Stack != nil {
 		c.Stack = make(Stack, len(j.Stack))

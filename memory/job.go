@@ -116,13 +116,20 @@ type Job struct {
 	AllowLong  bool  `json:"allow_long,omitempty"`       // --allow-long: permit SeqLen above max_position_embeddings
 
 	// Activations.
-	Attention         string `json:"attn,omitempty"`                  // --attn eager|sdpa|flash (default sdpa)
-	GradCheckpoint    string `json:"grad_checkpoint,omitempty"`       // --grad-checkpoint none|full|selective|every-N ("" = none)
-	FusedLoss         string `json:"fused_loss,omitempty"`            // --fused-loss none|liger|chunked|chunked-compiled
-	Compile           bool   `json:"torch_compile,omitempty"`         // --compile
-	ActivationOffload bool   `json:"activation_offload,omitempty"`    // --activation-offload
-	OptimizerInBwd    bool   `json:"optimizer_in_backward,omitempty"` // --optimizer-in-backward
-	Framework         string `json:"framework,omitempty"`             // --framework hf|torchtune|litgpt|megatron|torchtitan (activation inventory)
+	Attention      string `json:"attn,omitempty"`            // --attn eager|sdpa|flash (default sdpa)
+	GradCheckpoint string `json:"grad_checkpoint,omitempty"` // --grad-checkpoint none|full|selective|every-N ("" = none)
+	FusedLoss      string `json:"fused_loss,omitempty"`      // --fused-loss none|liger|chunked|chunked-compiled
+	Compile        bool   `json:"torch_compile,omitempty"`   // --compile
+	// Float8 is torchao float8 training of the Linears (Float8Linear, as
+	// torchtitan's float8 converter applies it): the recipe name,
+	// tensorwise, rowwise or rowwise_with_gw_hp ("" = none).
+	Float8 string `json:"float8,omitempty"` // --float8
+	// Float8AllGather is torchao's enable_fsdp_float8_all_gather: FSDP2
+	// all-gathers the Linear weights in float8 (tensorwise only).
+	Float8AllGather   bool   `json:"enable_fsdp_float8_all_gather,omitempty"` // --float8-all-gather
+	ActivationOffload bool   `json:"activation_offload,omitempty"`            // --activation-offload
+	OptimizerInBwd    bool   `json:"optimizer_in_backward,omitempty"`         // --optimizer-in-backward
+	Framework         string `json:"framework,omitempty"`                     // --framework hf|torchtune|litgpt|megatron|torchtitan (activation inventory)
 	// TaskHead is the head actually trained when it differs from the
 	// config's architecture: "sequence_classification",
 	// "token_classification" or "none" drop the vocabulary logits and loss
@@ -130,17 +137,38 @@ type Job struct {
 	TaskHead string `json:"task_head,omitempty"` // job files, training configs and the API (no flag)
 
 	// Fine-tuning method.
-	Method          string   `json:"method,omitempty"`              // full|lora|qlora|frozen (default full)
-	LoRARank        int      `json:"lora_rank,omitempty"`           // --lora-rank (default 16)
-	LoRAAlpha       int      `json:"lora_alpha,omitempty"`          // --lora-alpha
-	LoRATargets     []string `json:"lora_target_modules,omitempty"` // --lora-target-modules (default q_proj,v_proj as PEFT)
-	LoRADropout     float64  `json:"lora_dropout,omitempty"`        // --lora-dropout
-	PEFTVariant     string   `json:"peft_variant,omitempty"`        // --peft-variant lora|dora|lora-fa
-	AdapterDtype    string   `json:"adapter_dtype,omitempty"`       // --adapter-dtype (default fp32 as PEFT autocast_adapter_dtype)
-	QuantType       string   `json:"quant_type,omitempty"`          // --quant-type nf4|fp4 (QLoRA)
-	DoubleQuant     *bool    `json:"double_quant,omitempty"`        // --double-quant
-	Trainable       []string `json:"trainable,omitempty"`           // --trainable module names or layer ranges
-	TrainableParams int64    `json:"trainable_params,omitempty"`    // --trainable-params N
+	Method       string   `json:"method,omitempty"`              // full|lora|qlora|frozen (default full)
+	LoRARank     int      `json:"lora_rank,omitempty"`           // --lora-rank (default 16)
+	LoRAAlpha    int      `json:"lora_alpha,omitempty"`          // --lora-alpha
+	LoRATargets  []string `json:"lora_target_modules,omitempty"` // --lora-target-modules (default q_proj,v_proj as PEFT)
+	LoRADropout  float64  `json:"lora_dropout,omitempty"`        // --lora-dropout
+	PEFTVariant  string   `json:"peft_variant,omitempty"`        // --peft-variant: the PEFT method, see [PEFTVariants] (default lora)
+	AdapterDtype string   `json:"adapter_dtype,omitempty"`       // --adapter-dtype (default fp32 as PEFT autocast_adapter_dtype)
+	QuantType    string   `json:"quant_type,omitempty"`          // --quant-type nf4|fp4 (QLoRA)
+	DoubleQuant  *bool    `json:"double_quant,omitempty"`        // --double-quant
+	// QuantStorage is bitsandbytes' bnb_4bit_quant_storage, the dtype the
+	// packed 4-bit weights are stored in: uint8 (bitsandbytes' default)
+	// or the model's float dtype, which FSDP and ZeRO-3 need to shard
+	// them with the other parameters. "" is uint8 on unsharded engines
+	// and the compute dtype under FSDP or ZeRO-3 (a warning says so).
+	QuantStorage    string   `json:"quant_storage,omitempty"`    // --quant-storage
+	Trainable       []string `json:"trainable,omitempty"`        // --trainable module names or layer ranges
+	TrainableParams int64    `json:"trainable_params,omitempty"` // --trainable-params N
+
+	// Options of the PEFT methods beyond LoRA, under PEFT's config names
+	// (peft/tuners/<method>/config.py); zero is PEFT's default. The
+	// methods' ranks (LoHa, LoKr, VeRA r; AdaLoRA init_r; OFT r) are
+	// LoRARank.
+	NumVirtualTokens    int      `json:"num_virtual_tokens,omitempty"`      // --num-virtual-tokens: prefix, prompt and P-tuning (required)
+	FeedforwardModules  []string `json:"feedforward_modules,omitempty"`     // --feedforward-modules: IA3 modules that scale their input (default PEFT's per model type)
+	OFTBlockSize        int      `json:"oft_block_size,omitempty"`          // --oft-block-size: OFT block size when no rank is given (default 32)
+	BOFTBlockSize       int      `json:"boft_block_size,omitempty"`         // --boft-block-size (default 4 unless boft_block_num is given)
+	BOFTBlockNum        int      `json:"boft_block_num,omitempty"`          // --boft-block-num
+	BOFTButterflyFactor int      `json:"boft_n_butterfly_factor,omitempty"` // --boft-n-butterfly-factor (default 1)
+	DecomposeFactor     int      `json:"decompose_factor,omitempty"`        // --decompose-factor: LoKr Kronecker factor (default -1, near the square root)
+	DecomposeBoth       bool     `json:"decompose_both,omitempty"`          // --decompose-both: LoKr also splits its left factor
+	PrefixProjection    bool     `json:"prefix_projection,omitempty"`       // --prefix-projection: prefix tuning through an MLP
+	EncoderHiddenSize   int      `json:"encoder_hidden_size,omitempty"`     // --encoder-hidden-size: P-tuning / prefix projection MLP width (default the token width)
 
 	// VLM inputs.
 	ImagesPerSample int `json:"images_per_sample,omitempty"` // --images-per-sample

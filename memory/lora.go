@@ -24,6 +24,17 @@ type loraSpec struct {
 	// per-layer adapter geometry of the text stack (for activations):
 	// inputs of adapted modules grouped by the tensor they read.
 	perLayer loraLayer
+
+	// Options of the PEFT methods beyond LoRA (resolvePEFT).
+	ff                             []string // IA3 feedforward modules (folded)
+	lokrFactor                     int      // LoKr decompose_factor (-1: near the square root)
+	lokrBoth                       bool     // LoKr decompose_both
+	oftBlock                       int      // OFT oft_block_size, when rank is 0
+	boftBlock, boftNum, boftFactor int      // BOFT boft_block_size, boft_block_num, boft_n_butterfly_factor
+	virtual                        int      // prompt learning: num_virtual_tokens
+	prefixProj                     bool     // prefix tuning: prefix_projection
+	encHidden                      int      // P-tuning / prefix projection: encoder_hidden_size (0: the token width)
+	veraIn, veraOut                int      // VeRA: the widest adapted input and output (the shared A and B)
 }
 
 // loraHit is one module an adapter wraps, with the in and out widths of
@@ -50,6 +61,44 @@ type loraLayer struct {
 	// attnRank and attnOut are the parts of rankOut and outSum of the
 	// attention block's adapters (q, k, v, fused qkv, o).
 	attnRank, attnOut float64
+
+	// For the PEFT methods beyond LoRA (peftAct), per input group of the
+	// layer (inputGroup: the attention norm's output, the attention
+	// output, the MLP norm's output, the MLP hidden state):
+	in    [numGroups]float64 // Σ in of the adapted modules
+	out   [numGroups]float64 // Σ out
+	w     [numGroups]float64 // Σ in·out: weight-sized tensors (LoHa/LoKr ΔW, BOFT's rotated weight)
+	sq    [numGroups]float64 // Σ in²: BOFT's identity, and its permutations times the butterfly factor
+	rot   [numGroups]float64 // Σ blocks·b²: OFT's rotation blocks
+	ranks [numGroups]float64 // Σ r: VeRA's r-wide intermediates
+	ffIn  [numGroups]float64 // IA3: Σ in of the feedforward modules (which scale their input)
+	ffOut [numGroups]float64 // IA3: Σ out of the other modules (which scale their output)
+	mods  [numGroups]int     // adapted modules
+	maxW  float64            // the largest in·out (one ΔW gradient in backward)
+	// kvGrad is prefix tuning: every layer's keys and values require grad.
+	kvGrad bool
+}
+
+// Input groups of a decoder layer: the tensors its Linears read.
+const (
+	groupAttnIn = iota // the attention norm's output (q, k, v, fused qkv)
+	groupO             // the attention output (o)
+	groupMLPIn         // the MLP norm's output (gate, up)
+	groupDown          // the MLP hidden state (down)
+	numGroups
+)
+
+// inputGroup is the group of a linear role.
+func inputGroup(r linearRole) int {
+	switch r {
+	case roleQKV, roleFusedQKV:
+		return groupAttnIn
+	case roleO:
+		return groupO
+	case roleMLPIn:
+		return groupMLPIn
+	}
+	return groupDown
 }
 
 // Defaults of PEFT's LoraConfig (huggingface/peft:src/peft/tuners/lora/config.py):
@@ -59,10 +108,11 @@ const defaultLoRARank = 16
 // fusedQKV are short names of fused query/key/value projections.
 var fusedQKV = []string{"qkv_proj", "query_key_value", "c_attn", "wqkv", "qkv", "attn"}
 
-// resolveLoRA validates rank, variant and targets.
+// resolveLoRA validates rank, variant and targets. The variant was read
+// with the method (resolveVariant).
 func (s *setup) resolveLoRA() error {
 	j := s.job
-	l := loraSpec{rank: j.LoRARank, dropout: j.LoRADropout}
+	l := loraSpec{rank: j.LoRARank, dropout: j.LoRADropout, variant: s.lora.variant, virtual: s.lora.virtual}
 	if l.rank == 0 {
 		l.rank = defaultLoRARank
 	}
@@ -72,18 +122,24 @@ func (s *setup) resolveLoRA() error {
 	if l.dropout < 0 || l.dropout >= 1 {
 		return FieldErrorf("lora_dropout", "{lora_dropout}: want 0 <= p < 1, got %v", j.LoRADropout)
 	}
-	switch v := fold(j.PEFTVariant); v {
-	case "", "lora", "qlora":
-		l.variant = "lora"
-	case "dora", "lora-fa", "lorafa", "lora_fa":
-		l.variant = strings.ReplaceAll(strings.ReplaceAll(v, "_", "-"), "lorafa", "lora-fa")
-	default:
-		return FieldErrorf("peft_variant", "{peft_variant}: unknown variant %q (want lora, dora or lora-fa)", j.PEFTVariant)
+	if l.variant == "" {
+		l.variant = VariantLoRA
 	}
-	if strings.EqualFold(j.Method, "dora") {
-		l.variant = "dora"
+	if err := s.resolvePEFT(&l); err != nil {
+		return err
 	}
-	l.targets = foldAll(j.LoRATargets)
+	if promptLearning(l.variant) {
+		// Virtual tokens in front of every layer: nothing wrapped, every
+		// layer records (peft_model.py PeftModelForCausalLM.forward);
+		// prefix tuning's keys and values require grad from layer 0.
+		l.lowest = 0
+		l.perLayer.kvGrad = l.variant == VariantPrefixTuning
+		s.lora = l
+		return nil
+	}
+	if len(l.targets) == 0 {
+		l.targets = foldAll(j.LoRATargets)
+	}
 	if len(l.targets) == 0 {
 		l.targets = defaultLoRATargets
 	}
@@ -97,8 +153,8 @@ func (s *setup) resolveLoRA() error {
 	return s.scanAdapters()
 }
 
-// scanAdapters checks ranks against module widths and fills the per-layer
-// geometry and the lowest adapted layer.
+// scanAdapters checks each adapted module against the method's shape
+// rules and fills the per-layer geometry and the lowest adapted layer.
 func (s *setup) scanAdapters() error {
 	l := &s.lora
 	l.lowest = s.m.Text.Layers
@@ -108,8 +164,8 @@ func (s *setup) scanAdapters() error {
 	for _, h := range l.hits {
 		mod, in, out, short := &s.m.Modules[h.mod], h.in, h.out, rows[h.mod].short
 		found = true
-		if l.rank > min(in, out) && err == nil {
-			err = FieldErrorf("lora_rank", "{lora_rank=%d} is larger than module %s (%d→%d); want a rank <= %d", l.rank, mod.Name, in, out, min(in, out))
+		if e := s.checkPEFTShapes(mod, in, out); e != nil && err == nil {
+			err = e
 		}
 		if mod.Stack == stackVision {
 			l.vision = true
@@ -124,7 +180,7 @@ func (s *setup) scanAdapters() error {
 		if mod.Layer != rows[h.mod].firstLayer {
 			continue
 		}
-		s.addLayerGeometry(short, in, out)
+		s.addLayerGeometry(short, rows[h.mod].lname, in, out)
 	}
 	if err != nil {
 		return err
@@ -136,10 +192,12 @@ func (s *setup) scanAdapters() error {
 }
 
 // addLayerGeometry records one adapted module of a text layer.
-func (s *setup) addLayerGeometry(short string, in, out int) {
+func (s *setup) addLayerGeometry(short, lname string, in, out int) {
 	g := &s.lora.perLayer
 	rank := float64(s.lora.rank)
-	switch linearRoleOf(short) {
+	role := linearRoleOf(short)
+	s.addPEFTGeometry(inputGroup(role), short, lname, in, out)
+	switch role {
 	case roleQKV:
 		g.attnIn++
 		g.attnRank, g.attnOut = g.attnRank+rank, g.attnOut+float64(out)
@@ -302,33 +360,31 @@ func (s *setup) stackOf(mod *model.Module) *model.Stack {
 // forEachAdapter calls fn with the adapter tensors: A (r×in) and B (out×r)
 // per wrapped module (LoRA arXiv:2106.09685: r·(in+out) parameters); DoRA
 // adds a magnitude vector of out (arXiv:2402.09353); LoRA-FA freezes A
-// (arXiv:2308.03303), so only B trains.
+// (arXiv:2308.03303), so only B trains. The other PEFT methods' tensors
+// are forEachPEFTTensor's and forEachPromptTensor's.
 func (s *setup) forEachAdapter(fn func(tensorGroup)) {
-	r := float64(s.lora.rank)
-	for _, h := range s.lora.hits {
+	l := &s.lora
+	if promptLearning(l.variant) {
+		s.forEachPromptTensor(fn)
+		return
+	}
+	r := float64(l.rank)
+	for _, h := range l.hits {
 		n := float64(s.m.Modules[h.mod].Instances) * s.frac(h.mod)
-		if s.lora.variant != "lora-fa" {
+		switch l.variant {
+		case VariantLoRA, VariantDoRA, VariantLoRAFA:
+		default:
+			s.forEachPEFTTensor(h, n, fn)
+			continue
+		}
+		if l.variant != VariantLoRAFA {
 			fn(tensorGroup{count: n, rows: r, cols: float64(h.in), adapter: true, matrix: true})
 		}
 		fn(tensorGroup{count: n, rows: float64(h.out), cols: r, adapter: true, matrix: true})
-		if s.lora.variant == "dora" {
+		if l.variant == VariantDoRA {
 			fn(tensorGroup{count: n, rows: float64(h.out), adapter: true})
 		}
 	}
-}
-
-// frozenLoRAParams counts adapter parameters frozen by LoRA-FA (its A
-// matrices stay on the GPU in the adapter dtype without grads or states).
-func (s *setup) frozenLoRAParams() float64 {
-	if s.lora.variant != "lora-fa" {
-		return 0
-	}
-	var n float64
-	r := float64(s.lora.rank)
-	s.forEachTarget(func(mod *model.Module, in, _ int, _ string) {
-		n += float64(mod.Instances) * r * float64(in)
-	})
-	return n
 }
 
 // lastElem is the last dotted element of a module name.

@@ -32,16 +32,18 @@ type OptimizerInfo struct {
 type optKind int
 
 const (
-	optDense    optKind = iota // `states` full-size tensors per parameter
-	optBnb8bit                 // bitsandbytes blockwise 8-bit states
-	optFactored                // Adafactor-style factored second moment
-	optCAME                    // CAME: full m + two factored statistics
-	optGaLore                  // GaLore: projector + low-rank Adam moments
-	optApollo                  // APOLLO: low-rank moments, seeded projection
-	optMuon                    // Muon on hidden 2-D matrices, AdamW elsewhere
-	optShampoo                 // blocked Kronecker preconditioners + grafting
-	optAdamMini                // Adam-mini: full m, one v per block
-	optNoState                 // LOMO/AdaLomo-like fused updates
+	optDense      optKind = iota // `states` full-size tensors per parameter
+	optBnb8bit                   // bitsandbytes blockwise 8-bit states
+	optFactored                  // Adafactor-style factored second moment
+	optCAME                      // CAME: full m + two factored statistics
+	optGaLore                    // GaLore: projector + low-rank Adam moments
+	optApollo                    // APOLLO: low-rank moments, seeded projection
+	optMuon                      // Muon on hidden 2-D matrices, AdamW elsewhere
+	optShampoo                   // blocked Kronecker preconditioners + grafting
+	optAdamMini                  // Adam-mini: full m, one v per block
+	optNoState                   // LOMO/AdaLomo-like fused updates
+	optTorchao                   // torchao low-bit states: blockwise 8-bit, 4-bit or fp8 codes + fp32 scales
+	optCPUOffload                // torchao CPUOffloadOptimizer: states (and param/grad copies) on the host
 )
 
 // optimizerSpec is the internal description used by the estimator.
@@ -54,6 +56,13 @@ type optimizerSpec struct {
 	// hfEmbedding32 marks bnb 8-bit optimizers created by the HF Trainer,
 	// which forces nn.Embedding weights to 32-bit states.
 	hfEmbedding32 bool
+	// torchao low-bit states (optTorchao): bytes of one code, elements
+	// per fp32 scale, fp32 entries of the quantization map each state
+	// tensor carries (torchao/optim/subclass_{8bit,4bit,fp8}.py).
+	codeBytes, block, qmap float64
+	// offloadGrads is CPUOffloadOptimizer(offload_gradients=True): each
+	// GPU gradient is freed once copied to the host.
+	offloadGrads bool
 }
 
 // optimizerTable lists every optimizer. Sources: torch.optim docstrings
@@ -108,6 +117,53 @@ var optimizerTable = []optimizerSpec{
 		Note: "Adam-mini (arXiv:2406.16793): full first moment, one second-moment scalar per head/neuron block"}, kind: optAdamMini},
 	{info: OptimizerInfo{Name: "lomo", Aliases: []string{"adalomo"}, StateDtype: "fp32", Impl: "fused",
 		Note: "LOMO/AdaLomo (arXiv:2306.09782): update fused into backward, no optimizer state (AdaLomo: factored second moment, ≈ 0)"}, kind: optNoState},
+	optTorchaoSpec("adamw_torch_8bit", 1, torchao8Block, 256, "8bit",
+		"torchao.optim.AdamW8bit (HF optim adamw_torch_8bit): exp_avg, exp_avg_sq as uint8 codes + one fp32 scale per 256-block + a 256-entry fp32 map per state tensor = 2.03 B/param; tensors under 4096 elements or not a multiple of the block keep states in the param dtype (torchao/optim/adam.py _new_buffer, subclass_8bit.py @v0.13.0)",
+		"torchao_adamw8bit", "torchao_adamw_8bit", "ao_adamw8bit", "torchao.optim.adamw8bit", "torchao_adam8bit", "torchao.optim.adam8bit"),
+	optTorchaoSpec("adamw_torch_4bit", 0.5, torchao4Block, 16, "4bit",
+		"torchao.optim.AdamW4bit (HF optim adamw_torch_4bit): two packed 4-bit states + one fp32 scale per 128-block + a 16-entry map = 1.06 B/param; small tensors keep param-dtype states (torchao/optim/subclass_4bit.py @v0.13.0)",
+		"torchao_adamw4bit", "torchao_adamw_4bit", "ao_adamw4bit", "adamw4bit", "torchao.optim.adamw4bit", "torchao_adam4bit", "torchao.optim.adam4bit"),
+	optTorchaoSpec("torchao_adamw_fp8", 1, torchao8Block, 0, "fp8",
+		"torchao.optim.AdamWFp8: two float8_e4m3fn states + one fp32 scale per 256-block = 2.03 B/param; small tensors keep param-dtype states (torchao/optim/subclass_fp8.py @v0.13.0)",
+		"adamw_fp8", "adamwfp8", "ao_adamw_fp8", "torchao.optim.adamwfp8", "torchao_adam_fp8", "torchao.optim.adamfp8"),
+	{info: OptimizerInfo{Name: "cpu_offload_adamw", Aliases: []string{"torchao_cpu_offload", "cpuoffloadoptimizer", "torchao.optim.cpuoffloadoptimizer", "cpu_offload_optimizer"},
+		StateBytesPerParam: 0, StateDtype: "param", Impl: "fused",
+		Note: "torchao.optim.CPUOffloadOptimizer(optimizer_class=torch.optim.AdamW): fused CPU AdamW on pinned host copies of each parameter and its gradient, states in the param dtype on the host; tensors under 4096 elements keep a GPU AdamW; single GPU only (torchao/optim/cpu_offload.py @v0.13.0)"},
+		kind: optCPUOffload, states: 2},
+	{info: OptimizerInfo{Name: "cpu_offload_adamw_offload_gradients", Aliases: []string{"torchao_cpu_offload_gradients", "cpu_offload_optimizer_offload_gradients"},
+		StateBytesPerParam: 0, StateDtype: "param", Impl: "fused",
+		Note: "torchao.optim.CPUOffloadOptimizer(..., offload_gradients=True): as cpu_offload_adamw, and each GPU gradient is freed once its copy to the host is queued (post-accumulate-grad hook); not compatible with gradient accumulation"},
+		kind: optCPUOffload, states: 2, offloadGrads: true},
+}
+
+// torchaoOldBlocks are the torchao entries of optimizerTable as torchao
+// before 0.6.0 built them (rule torchao-8bit-block-2048), by name.
+var torchaoOldBlocks = func() map[string]*optimizerSpec {
+	out := map[string]*optimizerSpec{}
+	for i := range optimizerTable {
+		if o := optimizerTable[i]; o.kind == optTorchao && o.block == torchao8Block {
+			o.block = torchao8OldBlock
+			o.info.StateBytesPerParam = 2 * (o.codeBytes + 4/o.block)
+			out[o.info.Name] = &o
+		}
+	}
+	return out
+}()
+
+// torchaoOldBlock returns o as torchao before 0.6.0 built it.
+func torchaoOldBlock(o *optimizerSpec) *optimizerSpec {
+	if old, ok := torchaoOldBlocks[o.info.Name]; ok {
+		return old
+	}
+	return o
+}
+
+// torchaoSpec builds a torchao low-bit AdamW: two quantized states of
+// codeBytes per element, one fp32 scale per block and a map of qmap fp32
+// entries per state tensor.
+func optTorchaoSpec(name string, codeBytes, block, qmap float64, dtype, note string, aliases ...string) optimizerSpec {
+	return optimizerSpec{kind: optTorchao, states: 2, codeBytes: codeBytes, block: block, qmap: qmap, info: OptimizerInfo{
+		Name: name, Aliases: aliases, StateBytesPerParam: 2 * (codeBytes + 4/block), StateDtype: dtype, Impl: "fused", Note: note}}
 }
 
 // dense builds a torch-style optimizer with states full-size tensors in the param dtype.
@@ -138,6 +194,16 @@ const (
 	apolloRank     = 256  // APOLLO default rank (arXiv:2412.05270)
 	shampooMaxDim  = 1024 // Distributed Shampoo max_preconditioner_dim default
 	adamMiniBlocks = 1    // Adam-mini: one v per output row of a matrix (neuron/head granularity)
+
+	// torchao low-bit optimizer blocks (torchao/optim/adam.py @v0.13.0:
+	// AdamW8bit and AdamWFp8 block_size 256 since 0.6.0, PR #927 (2048
+	// before), AdamW4bit 128); tensors below torchaoMinSize elements keep
+	// plain states ("follow bitsandbytes, only quantize tensors >= 4096
+	// values"), as do CPUOffloadOptimizer's on the GPU (minimal_size).
+	torchao8Block    = 256
+	torchao8OldBlock = 2048
+	torchao4Block    = 128
+	torchaoMinSize   = 4096
 )
 
 // Optimizers lists the optimizers the training model accepts.

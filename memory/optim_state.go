@@ -14,7 +14,9 @@ type optState struct {
 // §15.6). States are per trainable parameter only.
 func (s *setup) optimizerState(p *trParams) optState {
 	o := s.opt
-	st := optState{states: p.optStates}
+	// AdaLoRA's rank allocator keeps its importance scores beside the
+	// optimizer's state (adapterStateBytes).
+	st := optState{states: p.optStates + s.adapterStateBytes(p.adapters)}
 	stateNumel, maxState := p.stateNumel, p.maxState
 	st.paged = o.info.Paged
 	switch {
@@ -89,6 +91,19 @@ func (o *optimizerSpec) groupState(g tensorGroup, eb float64, hf bool) float64 {
 			return 4*n + 4*g.rows*adamMiniBlocks
 		}
 		return 4*n + 4
+	case optTorchao:
+		// _new_buffer: quantized when numel >= 4096 and a multiple of the
+		// block, zeros_like(p) otherwise.
+		if n < torchaoMinSize || math.Mod(n, o.block) != 0 {
+			return o.states * n * eb
+		}
+		return o.states * (n*o.codeBytes + 4*n/o.block + 4*o.qmap)
+	case optCPUOffload:
+		// Only tensors under minimal_size keep a GPU optimizer.
+		if n < torchaoMinSize {
+			return o.states * n * eb
+		}
+		return 0
 	}
 	return 0
 }
@@ -130,7 +145,12 @@ func (o *optimizerSpec) perTensorTransient(maxState, maxNumel float64) float64 {
 	case optMuon:
 		// bf16 X (n·m) + A = X Xᵀ and A·A (at most n·m each) per matrix.
 		return 2*maxNumel + 2*2*maxNumel
-	case optBnb8bit, optNoState:
+	case optBnb8bit, optNoState, optCPUOffload:
+		return 0
+	case optTorchao:
+		// torch.compile(single_param_adam, fullgraph=True) runs the
+		// dequantize, update and requantize of one parameter as compiled
+		// kernels over its blocks: no full-size intermediate is counted.
 		return 0
 	case optGaLore, optApollo:
 		return 4 * maxNumel // full-size update projected back

@@ -63,6 +63,8 @@ var stackPackages = []StackPackage{
 		DefaultSource: "DeepSpeed v0.18.0 release (deepspeedai/DeepSpeed tag v0.18.0)"},
 	{Name: "vllm", Oldest: "0.4", Default: "0.33.0",
 		DefaultSource: "vLLM v0.33.0 release (vllm-project/vllm tag v0.33.0), the newest on PyPI in November 2026"},
+	{Name: "torchao", Oldest: "0.4", Aliases: []string{"ao"}, Default: "0.15.0",
+		DefaultSource: "torchao v0.15.0 release (pytorch/ao tag v0.15.0)"},
 	{Name: "torchtitan", Oldest: "2024-01", Default: "2025-10", Dated: true,
 		DefaultSource: "pytorch/torchtitan main as of 2025-10 (no regular releases; dated by commit)"},
 	// SGLang's serving memory (its default mem_fraction_static) follows

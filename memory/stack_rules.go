@@ -80,6 +80,17 @@ const (
 	ruleTitanLogitsThroughBackward
 	ruleTorchNoExpandableSegments
 	ruleTitanDefaultSegments
+	ruleTitanFSDP1
+	ruleTitanNoCP
+	ruleTitanCPUnsharded
+	ruleBnbNoQuantStorage
+	ruleTRLShardedQLoRAKbitPrep
+	ruleTRLShardedQLoRAFP32Adapters
+	rulePEFTNoIA3
+	rulePEFTNoLyCORIS
+	rulePEFTNoBOFTVeRA
+	rulePEFTOFTv1
+	ruleTorchaoBlock2048
 	numRules
 )
 
@@ -150,6 +161,61 @@ var rules = [numRules]Rule{
 		Name: "torchtitan-default-allocator", Package: "torchtitan", Before: "2024-10",
 		Effect: "torchtitan's launch script leaves the allocator at its defaults; from 2024-10-22 it sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PYTORCH_ALLOC_CONF later), which gpumem assumes for torchtitan jobs that state no configuration",
 		Source: "pytorch/torchtitan commit a5e57e4a9 (2024-10-22, run_llama_train.sh; run_train.sh at 0168bd51 keeps it)",
+	},
+	ruleTitanFSDP1: {
+		Name: "torchtitan-fsdp1", Package: "torchtitan", Before: "2024-04",
+		Effect: "torchtitan wraps the model with FSDP1 (FullyShardedDataParallel, flat parameters) instead of per-parameter FSDP2 (fully_shard); the change merged on 2024-03-28, so a torchtitan dated March 2024 reads as before it",
+		Source: "pytorch/torchtitan PR #165 \"Used per-parameter FSDP\" (commit 83c879f, 2024-03-28)",
+	},
+	ruleTitanNoCP: {
+		Name: "torchtitan-no-context-parallel", Package: "torchtitan", Before: "2024-10",
+		Effect: "torchtitan has no context parallelism: a job with cp > 1 is refused (it merged on 2024-10-22; a torchtitan dated October 2024 has it)",
+		Source: "pytorch/torchtitan PR #592 \"enable Context Parallel\" (commit b19456a, 2024-10-22)",
+	},
+	ruleTitanCPUnsharded: {
+		Name: "torchtitan-cp-without-fsdp", Package: "torchtitan", From: "2024-10", Before: "2024-12",
+		Effect: "with cp > 1 and no data-parallel sharding (dp_shard 1), torchtitan applies no FSDP: every rank holds the whole model, its gradients and optimizer states (fixed on 2024-12-11; a torchtitan dated December 2024 reads as fixed)",
+		Source: "pytorch/torchtitan PR #685 (commit 40a0873, 2024-12-11): \"Previously CP forgot to shard the model via apply_fsdp when DP is not combined with CP\"",
+	},
+	ruleBnbNoQuantStorage: {
+		Name: "bnb-no-quant-storage", Package: "bitsandbytes", Before: "0.43.0",
+		Effect: "Params4bit stores packed 4-bit weights only as uint8 (no bnb_4bit_quant_storage), so FSDP and ZeRO-3 cannot shard them with the model's float parameters: sharded QLoRA is refused",
+		Source: "bitsandbytes-foundation/bitsandbytes PR #970 \"Initial FSDP Support for QLoRA Finetuning\" (commit dcfb6f8, released in 0.43.0)",
+	},
+	ruleTRLShardedQLoRAKbitPrep: {
+		Name: "trl-sharded-qlora-kbit-prep", Package: "trl", Before: "0.8.0",
+		Effect: "TRL runs prepare_model_for_kbit_training on every 4-bit model, sharded (FSDP, ZeRO-3) or not: embeddings, norms, the head and the residual stream are upcast to fp32; from 0.8.0 it skips it when the 4-bit weights are sharded",
+		Source: "huggingface/trl PR #1416 \"Add support for FSDP+QLoRA and DeepSpeed ZeRO3+QLoRA\" (commit 58c0888, released in 0.8.0): trl/trainer/sft_trainer.py is_sharded_qlora; since 0.24 trl/models/utils.py prepare_peft_model",
+	},
+	ruleTRLShardedQLoRAFP32Adapters: {
+		Name: "trl-sharded-qlora-fp32-adapters", Package: "trl", Before: "0.9.3",
+		Effect: "sharded QLoRA upcasts the adapters to fp32 (get_peft_model's autocast_adapter_dtype default); from 0.9.3 TRL passes autocast_adapter_dtype=False and they stay in the model dtype",
+		Source: "huggingface/trl PR #1654 \"do not upcast adapters when using FSDP+QLoRA\" (commit e4ed7a3, released in 0.9.3)",
+	},
+	rulePEFTNoIA3: {
+		Name: "peft-no-ia3", Package: "peft", Before: "0.4.0",
+		Effect: "PEFT before 0.4.0 has no IA3",
+		Source: "huggingface/peft commit c33c42f (IA3, first released in v0.4.0)",
+	},
+	rulePEFTNoLyCORIS: {
+		Name: "peft-no-loha-lokr", Package: "peft", Before: "0.6.0",
+		Effect: "PEFT before 0.6.0 has no LoHa or LoKr",
+		Source: "huggingface/peft commits 7a5f17f (LoHa) and 884b1ac (LoKr), first released in v0.6.0",
+	},
+	rulePEFTNoBOFTVeRA: {
+		Name: "peft-no-boft-vera", Package: "peft", Before: "0.11.0",
+		Effect: "PEFT before 0.11.0 has no BOFT or VeRA",
+		Source: "huggingface/peft commits 8111699 (BOFT) and 5a4b9ca (VeRA), first released in v0.11.0",
+	},
+	rulePEFTOFTv1: {
+		Name: "peft-oft-before-0.14", Package: "peft", Before: "0.14.0",
+		Effect: "PEFT before 0.14.0 has no OFT or its first form (full r × out/r × out/r blocks applied to the weight, not the skew-symmetric input rotation of 0.14), which gpumem does not model",
+		Source: "huggingface/peft src/peft/tuners/oft/config.py check_kwargs (\"OFT has been updated since PEFT 0.14.0\"); oft/layer.py @v0.13.2 vs @v0.18.0",
+	},
+	ruleTorchaoBlock2048: {
+		Name: "torchao-8bit-block-2048", Package: "torchao", Before: "0.6.0",
+		Effect: "torchao's 8-bit and fp8 low-bit optimizers keep one fp32 scale per 2048 values instead of per 256",
+		Source: "pytorch/ao PR #927 \"Change 8-bit and FP8 optim block size from 2048 to 256 to match new bnb v0.44\" (commit 728d629, released in 0.6.0)",
 	},
 }
 

@@ -120,7 +120,9 @@ func TestResolveStackEras(t *testing.T) {
 		"transformers<4.45": {"transformers-full-prompt-logits"},
 		"bnb<0.43.2":        {"bnb-4bit-saves-input"},
 		"vllm<0.8":          {"vllm-v0-sampler-warmup", "vllm-cudagraph-outside-budget"},
-		"torchtitan-2024q1": {"torchtitan-logits-through-backward", "torchtitan-default-allocator"},
+		// torchtitan 2024-03 also predates per-parameter FSDP (PR #165,
+		// 2024-03-28) and context parallelism (PR #592).
+		"torchtitan-2024q1": {"torchtitan-logits-through-backward", "torchtitan-default-allocator", "torchtitan-fsdp1", "torchtitan-no-context-parallel"},
 	}
 	for era, want := range cases {
 		r, err := ResolveStack(nil, []string{era})

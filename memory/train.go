@@ -831,7 +831,9 @@ const (
 func (s *setup) gradPhases(t *trainParts) [numPhases]float64 {
 	g := t.st.grads
 	switch {
-	case s.optInBwd:
+	case s.optInBwd || s.opt.offloadGrads:
+		// torchao's CPUOffloadOptimizer(offload_gradients=True) frees each
+		// gradient once its copy to the host is queued.
 		one := t.p.maxTensor * s.gradElemBytes(s.method == MethodLoRA || s.method == MethodQLoRA)
 		return [numPhases]float64{0, 0, one, one, 0}
 	case s.accum > 1 || s.torch1 || s.gradsPersist():

@@ -49,7 +49,11 @@ func (s *setup) fillRegime(r *actRegime) {
 	if !r.trainW {
 		// The LoRA knobs are zero unless the job trains adapters.
 		r.dropout, r.rank = s.lora.dropout, float64(s.lora.rank)
-		r.loraFA, r.dora = s.lora.variant == "lora-fa", s.lora.variant == "dora"
+		r.loraFA, r.dora = s.lora.variant == VariantLoRAFA, s.lora.variant == VariantDoRA
+		r.variant = s.lora.variant
+		if n := s.prefixTokens(); n > 0 {
+			r.prefix = float64(n) / float64(s.seqTotal)
+		}
 	}
 	// GQA K/V are saved at query width when repeat_kv runs: HF SDPA with
 	// a padding mask (no native GQA, MODEL.md §15.7), eager attention,
@@ -210,7 +214,8 @@ func (s *setup) activations() (t actTotals) {
 	r := s.actRegime()
 	// Context parallelism splits every sequence over cp ranks (§4.8).
 	n := s.tokens / float64(max(s.dist.cp, 1))
-	kvLen := float64(s.seqTotal)
+	// Prefix tuning lengthens every layer's keys and values.
+	kvLen := float64(s.seqTotal + s.prefixTokens())
 	scale := s.c[cActivationScale]
 	if s.compile {
 		scale *= s.c[cCompileActivationFactor]
@@ -242,12 +247,12 @@ func (s *setup) activations() (t actTotals) {
 			a = s.uniformLayer(st, layerTypeAt(st, max(hi-1, 0)), &r)
 		}
 		k := float64(t.nrec)
-		sum, first, last = layerAct{a.lin * k, a.quad * k}, a, a
+		sum, first, last = a.times(k), a, a
 		if noGradLo {
 			r.noGradIn = true
 			first = decoderLayer(st, layerTypeAt(st, lo), &r)
 			r.noGradIn = false
-			sum = layerAct{a.lin*(k-1) + first.lin, a.quad*(k-1) + first.quad}
+			sum = a.times(k - 1).add(first)
 			if t.nrec == 1 {
 				last = first
 			}
@@ -325,7 +330,8 @@ func (s *setup) inputNoGrad(lo int) bool {
 	t := &s.trainable
 	switch s.method {
 	case MethodLoRA, MethodQLoRA:
-		if s.lora.lowest != lo || (t.lo <= t.hi && t.lo <= lo) {
+		if s.lora.lowest != lo || (t.lo <= t.hi && t.lo <= lo) || s.promptTokens() > 0 {
+			// Prompt tuning's virtual tokens require grad at the input.
 			return false
 		}
 	case MethodFrozen:
@@ -358,9 +364,9 @@ func (s *setup) inputNoGrad(lo int) bool {
 // t and adds the terms outside the layers.
 func (s *setup) finishActs(t *actTotals, r *actRegime, sum, first, last layerAct, n, kvLen, scale float64) {
 	st := &s.m.Text
-	t.perTok = layerAct{sum.lin * scale, sum.quad * scale}
+	t.perTok = sum.times(scale)
 	full := sum.bytes(n, kvLen) * scale
-	t.trans = layerBackwardTransient(st, r).bytes(n, kvLen)
+	t.trans = layerBackwardTransient(st, r).bytes(n, kvLen) + s.peftBackwardTransient(r) + s.float8Transient(n)
 	// activation_scale scales the whole row, checkpoints included.
 	t.ckpt = s.residual * float64(st.Hidden) * n * s.c[cActivationScale]
 	if s.ckpt == ckptOp {
@@ -524,7 +530,7 @@ func layerTypeAt(st *model.Stack, i int) model.LayerType {
 func (s *setup) outsideActs(r *actRegime) float64 {
 	st := &s.m.Text
 	n := s.tokens
-	ids := 3 * 8 * n
+	ids := 3*8*n + s.promptEncoderActs()
 	if s.loss == lossNone {
 		return ids + r.c*float64(st.Hidden)*n
 	}
@@ -618,8 +624,10 @@ func (s *setup) maskBytes() float64 {
 		return 0
 	}
 	if s.attn == trAttnEager || (s.attn == trAttnSDPA && !s.packed) {
+		// b × s × (s + prefix): prefix tuning's past key/value positions
+		// are columns of the mask.
 		sl := float64(s.seqTotal)
-		return s.compute.BytesPerElement() * float64(s.batch) * sl * sl
+		return s.compute.BytesPerElement() * float64(s.batch) * sl * (sl + float64(s.prefixTokens()))
 	}
 	return 0
 }

@@ -22,6 +22,9 @@ type distSpec struct {
 	shardGradOp        bool   // FSDP SHARD_GRAD_OP: units stay unsharded from forward to backward
 	schedule           string // 1f1b, interleaved or gpipe
 	virtual            int    // model chunks per GPU (interleaved schedule)
+	// unsharded is torchtitan before PR #685 with cp > 1 and dp 1: no
+	// FSDP at all, so no engine (titanEngine).
+	unsharded bool
 
 	// The pipeline stage being estimated: text layers [stageLo, stageHi).
 	stage            int
@@ -196,6 +199,12 @@ func (s *setup) resolveEngine(d *distSpec) error {
 		return err
 	}
 	d.engine = e
+	if s.framework == FrameworkTorchtitan {
+		if err := s.titanEngine(d); err != nil {
+			return err
+		}
+		e = d.engine
+	}
 	d.nd = float64(d.dp)
 	switch e {
 	case EngineDeepSpeed:
@@ -216,11 +225,11 @@ func (s *setup) resolveEngine(d *distSpec) error {
 			d.zero, d.nd = 1, float64(d.dp*d.cp)
 		}
 	default:
-		if j.ZeRO > 0 {
+		if j.ZeRO > 0 && !d.unsharded {
 			return FieldErrorf("zero", "{zero=%d}: ZeRO stages need {engine=deepspeed} (or megatron for its distributed optimizer, fsdp for full sharding)", j.ZeRO)
 		}
 	}
-	if j.FSDPStrategy != "" && e != EngineFSDP && e != EngineFSDP2 {
+	if j.FSDPStrategy != "" && e != EngineFSDP && e != EngineFSDP2 && !d.unsharded {
 		return FieldErrorf("fsdp_strategy", "{fsdp_strategy=%s}: needs {engine=fsdp} or fsdp2 (engine is %s)", j.FSDPStrategy, cond(e == "", "none", e))
 	}
 	// Most jobs offload nothing: an empty flag needs no parsing.
@@ -300,9 +309,65 @@ func (s *setup) resolveFSDP(d *distSpec) error {
 	if j.ZeRO != 0 && j.ZeRO != d.zero {
 		return FieldErrorf("zero", "{zero=%d} disagrees with {fsdp_strategy=%s} (ZeRO-%d-like); give one", j.ZeRO, cond(strategy == "", "full_shard", strategy), d.zero)
 	}
-	if d.engine == EngineFSDP2 {
-		// torchtitan shards over the flattened dp_shard × cp mesh (§15.10).
+	switch {
+	case d.engine == EngineFSDP2:
+		// FSDP2 shards over the flattened dp_shard × cp mesh: torchtitan
+		// (torchtitan/distributed/parallel_dims.py @b5bcd76, fsdp =
+		// dp_shard * cp; PR #685) and accelerate's ParallelismConfig
+		// alike (§15.10).
 		d.nd *= float64(d.cp)
+	}
+	// FSDP1 shards over the process group it is given, the data-parallel
+	// ranks: context-parallel ranks hold replicas (torchtitan, whose
+	// "fsdp" titanEngine reads as FSDP2, never ran FSDP1 with context
+	// parallelism: it had none before 2024-10-22).
+	return nil
+}
+
+// titanEngine is torchtitan's data-parallel engine for the job's
+// torchtitan version (the version rules ruleTitan*): per-parameter FSDP
+// (fully_shard, FSDP2) since PR #165 (2024-03-28), FSDP1 before it (the
+// rules go by month: March 2024 reads as FSDP1);
+// without an engine, FSDP over every data-parallel rank, as torchtitan's
+// default data_parallel_shard_degree -1 does
+// (torchtitan/distributed/parallel_dims.py @b5bcd76: dp_shard is what
+// dp_replicate, cp, tp and pp leave of the world). Context parallelism
+// exists from PR #592 (2024-10-22); until PR #685 (2024-12-11) a job with
+// cp > 1 and no data-parallel sharding applied no FSDP at all.
+func (s *setup) titanEngine(d *distSpec) error {
+	if d.cp > 1 && s.rules.has(ruleTitanNoCP) {
+		return FieldErrorf("cp", "{cp=%d}: torchtitan of this stack has no context parallelism (added by PR #592 on 2024-10-22); state torchtitan 2024-10 or later in the {stack}", d.cp)
+	}
+	explicit := strings.TrimSpace(s.job.Engine) != ""
+	switch d.engine {
+	case EngineFSDP, EngineFSDP2:
+	case EngineDDP:
+		if explicit {
+			return nil
+		}
+		if d.dp*d.cp == 1 {
+			// Model parallel only: nothing to shard or replicate.
+			return nil
+		}
+	default:
+		return nil
+	}
+	switch {
+	case d.engine == EngineFSDP2 && explicit:
+		// Stated: FSDP2 it is (the PR #165 runs used it before the merge).
+	case s.rules.has(ruleTitanFSDP1):
+		d.engine = EngineFSDP
+	case d.engine == EngineFSDP && explicit:
+		s.warn("engine=fsdp with framework=torchtitan: torchtitan shards with per-parameter FSDP (fully_shard, FSDP2) since PR #165 (2024-03-28); estimated as fsdp2")
+		d.engine = EngineFSDP2
+	default:
+		d.engine = EngineFSDP2
+	}
+	if d.cp > 1 && d.dp == 1 && s.rules.has(ruleTitanCPUnsharded) {
+		// apply_fsdp ran only when dp_shard > 1 (parallelize_llama.py
+		// before PR #685): no sharding and no gradient reduction.
+		s.warn(fmt.Sprintf("cp=%d with dp=1 on torchtitan before December 2024: torchtitan applied no FSDP then (fixed by PR #685 on 2024-12-11), so every rank holds the whole model states", d.cp))
+		d.engine, d.unsharded = "", true
 	}
 	return nil
 }
@@ -579,9 +644,9 @@ func (s *setup) parallelInfo(t *trainParts) (Parallel, bool) {
 		ZeRO: d.zero, ShardGroup: int(d.nd)}
 	switch {
 	case d.engine == EngineDeepSpeed && d.zero == 3:
-		p.LargestUnitParams = roundCount(s.largestModule())
+		p.LargestUnitParams = roundCount(s.largestModule(false))
 	case s.isFSDP() && d.zero >= 2:
-		unit, root := s.fsdpUnits()
+		unit, root := s.fsdpUnits(false)
 		p.LargestUnitParams = roundCount(max(unit, root))
 	}
 	if t != nil {

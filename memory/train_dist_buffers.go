@@ -121,8 +121,10 @@ func (s *setup) shardStates(r *rankStates, p *trParams) (cpu, nvme float64) {
 	}
 	if d.zero >= 3 || (s.isFSDP() && d.zero >= 2) {
 		// FSDP SHARD_GRAD_OP still stores sharded flat parameters; the
-		// unsharded units are its communication buffers.
-		r.weights /= nd
+		// unsharded units are its communication buffers. A sharded
+		// QLoRA job's quantization constants are not parameters: every
+		// rank keeps them whole (resolveShardedQLoRA).
+		r.weights = (r.weights-r.weightsReplicated)/nd + r.weightsReplicated
 		r.adapters /= nd
 	}
 	// Host bytes by offload target (offloadTarget: "cpu" or "nvme").
@@ -144,8 +146,8 @@ func (s *setup) shardStates(r *rankStates, p *trParams) (cpu, nvme float64) {
 		}
 	}
 	if d.offloadParams != "" {
-		*at(d.offloadParams) += r.weights
-		r.weights = 0
+		*at(d.offloadParams) += r.weights - r.weightsReplicated
+		r.weights = r.weightsReplicated
 	}
 	cpu, nvme = host[0], host[1]
 	if nvme > 0 {
@@ -327,7 +329,7 @@ func (s *setup) zero3KeptForReuse() float64 {
 			top < mod.Layer || top >= mod.Layer+max(mod.Layers, 1) || n == len(sizes) {
 			continue
 		}
-		sizes[n] = float64(mod.Each) / float64(max(s.dist.tp, 1))
+		sizes[n] = s.storageElems(mod) / float64(max(s.dist.tp, 1))
 		n++
 	}
 	kept, after := 0.0, 0.0
@@ -345,7 +347,7 @@ func (s *setup) zero3KeptForReuse() float64 {
 // stage3_max_live_parameters. Offloaded parameters come back from the
 // host through the same working set.
 func (s *setup) zero3Gathered(k *dsKnobs) float64 {
-	return min(k.maxLive, s.largestModule()+k.prefetch) * s.compute.BytesPerElement()
+	return min(k.maxLive, s.largestModule(true)+k.prefetch) * s.compute.BytesPerElement()
 }
 
 // persistentParams counts the parameters ZeRO-3 leaves unpartitioned on
@@ -388,7 +390,7 @@ func (s *setup) fsdpBuffers(r *rankStates, p *trParams) [numPhases]float64 {
 		return allPhases(r.grads) // NO_SHARD all-reduces like DDP
 	}
 	c := s.compute.BytesPerElement()
-	unit, root := s.fsdpUnits()
+	unit, root := s.fsdpUnits(true)
 	fwd := 2*unit*c + root*c
 	if d.shardGradOp {
 		fwd = float64(d.stageLayers)*unit*c + root*c
@@ -420,8 +422,9 @@ func (s *setup) fsdpGradUnit(unit float64, p *trParams) float64 {
 // largestModule is the parameter count of the largest module ZeRO-3
 // gathers on its own (the module that owns the parameters directly: a
 // Linear, an embedding), on this rank — DeepSpeed's largest_layer_params
-// (stage3.py estimate_zero3_model_states_mem_needs; MODEL.md §3.2).
-func (s *setup) largestModule() float64 {
+// (stage3.py estimate_zero3_model_states_mem_needs; MODEL.md §3.2); when
+// stored, the elements ZeRO-3 gathers for it (storageElems).
+func (s *setup) largestModule(stored bool) float64 {
 	var n float64
 	for i := range s.m.Modules {
 		mod := &s.m.Modules[i]
@@ -432,6 +435,9 @@ func (s *setup) largestModule() float64 {
 		// One instance of the module, with the tp/ep split of rankFrac
 		// but not its share of layers.
 		each := float64(mod.Each)
+		if stored {
+			each = s.storageElems(mod)
+		}
 		switch {
 		case mod.Expert:
 			// Each expert is a module of its own.
@@ -444,17 +450,23 @@ func (s *setup) largestModule() float64 {
 }
 
 // fsdpUnits returns the parameters of the largest wrapped unit (one
-// decoder layer) and of the root unit, on this rank before sharding.
-func (s *setup) fsdpUnits() (unit, root float64) {
+// decoder layer) and of the root unit, on this rank before sharding;
+// when stored, the elements FSDP gathers for them (storageElems: a
+// sharded QLoRA job's 4-bit weights are gathered packed).
+func (s *setup) fsdpUnits(stored bool) (unit, root float64) {
 	var layers float64
 	for i := range s.m.Modules {
 		mod := &s.m.Modules[i]
 		f := s.frac(i)
+		n := float64(mod.Params)
+		if stored && (s.shardedQ || s.float8Gather) {
+			n = s.storageElems(mod) * float64(mod.Instances)
+		}
 		switch {
 		case mod.Stack == stackText && mod.Layer >= 0:
-			layers += float64(mod.Params) * f
+			layers += n * f
 		case mod.Stack == stackText:
-			root += float64(mod.Params) * f
+			root += n * f
 		}
 	}
 	return layers / float64(max(s.dist.stageLayers, 1)), root

@@ -12,8 +12,8 @@ import (
 var rowInfo = [numRows]struct{ name, phase, formula, source string }{
 	rowWeights: {"weights", "persistent", "Σ modules params × bytes(dtype); quantized Linears: packed data + block constants",
 		"MODEL.md §2.1, §6.2; bitsandbytes functional.py quantize_4bit (block 64, double quant 256)"},
-	rowAdapters: {"adapter_weights", "persistent", "Σ adapted modules r·(in+out) (+out for DoRA) × bytes(adapter dtype)",
-		"LoRA arXiv:2106.09685; PEFT autocast_adapter_dtype (MODEL.md §6.1)"},
+	rowAdapters: {"adapter_weights", "persistent", "Σ adapter tensors × bytes(adapter dtype): LoRA r·(in+out) per module (+out DoRA), other PEFT methods their layer's tensors, frozen shared ones (LoRA-FA A, VeRA A/B) included",
+		"LoRA arXiv:2106.09685; PEFT autocast_adapter_dtype (MODEL.md §6.1); huggingface/peft src/peft/tuners/*/layer.py @v0.18.0"},
 	rowMaster: {"master_weights", "persistent", "trainable params × 4 B (fp32 master copy)",
 		"ZeRO arXiv:1910.02054 §3.1; Megatron-LM distributed optimizer table (MODEL.md §2.1)"},
 	rowGrads: {"gradients", "backward", "trainable params × bytes(grad dtype), alive per phase (accumulation, torch1, set_to_none)",
@@ -70,19 +70,23 @@ func (s *setup) formulaFor(t *trainParts, name string) (string, bool) {
 		return fmt.Sprintf("%d params; dtype %s%s", p.total, s.weight.Name,
 			cond(s.weight.Quantized, fmt.Sprintf(" (Linears quantized, double quant %v, rest %s)", s.double, cond(s.kbitFP32, "fp32", s.compute.Name)), "")), true
 	case "adapter_weights":
-		return fmt.Sprintf("%.0f adapter params × %v B (%s), rank %d, variant %s", p.adapters, s.adapter.BytesPerElement(), s.adapter.Name, s.lora.rank, s.lora.variant), true
+		return fmt.Sprintf("%.0f adapter params × %v B (%s), %s%s", p.adapters, s.adapter.BytesPerElement(), s.adapter.Name, s.peftNote(),
+			cond(s.frozenAdapterParams() > 0, fmt.Sprintf(", + %.0f frozen adapter params", s.frozenAdapterParams()), "")), true
 	case "master_weights":
 		return fmt.Sprintf("%.0f trainable params × 4 B", p.trainable-p.adapters), true
 	case "gradients":
 		return fmt.Sprintf("%.0f trainable params → %s total; grad accum %d%s%s", p.trainable, gib(st.grads), s.accum,
 			cond(s.torch1, ", torch1 keeps grads", ""), cond(s.optInBwd, ", optimizer in backward: one tensor at a time", "")), true
 	case "optimizer_states":
-		return fmt.Sprintf("%s over %.0f trainable params (%s, %s states)", s.opt.info.Name, p.trainable, gib(st.optim.states), s.opt.info.StateDtype), true
+		return fmt.Sprintf("%s over %.0f trainable params (%s, %s states)%s", s.opt.info.Name, p.trainable, gib(st.optim.states), s.opt.info.StateDtype,
+			cond(s.adapterStateBytes(p.adapters) > 0, fmt.Sprintf(", incl. AdaLoRA's RankAllocator %s", gib(s.adapterStateBytes(p.adapters))), "")), true
 	case "autocast_weight_cache":
 		return fmt.Sprintf("2 B × Linear weights of recording layers = %s (lm_head %s)", gib(st.castCache), gib(st.castHead)), true
 	case "activations":
-		return fmt.Sprintf("%d recording layers, %.0f tokens (batch %d × seq %d): %.1f B/token/layer + %.1f B/token/key/layer (eager) × scale %.3g; checkpoints %d × %s; one layer %s%s",
-			a.nrec, N, s.batch, s.seqTotal, a.perTok.lin/float64(max(a.nrec, 1)), a.perTok.quad/float64(max(a.nrec, 1)), s.c[cActivationScale], a.nckpt, gib(a.ckpt), gib(a.layer), s.actOverrideNote()), true
+		return fmt.Sprintf("%d recording layers, %.0f tokens (batch %d × seq %d): %.1f B/token/layer + %.1f B/token/key/layer (eager)%s × scale %.3g; checkpoints %d × %s; one layer %s%s%s",
+			a.nrec, N, s.batch, s.seqTotal, a.perTok.lin/float64(max(a.nrec, 1)), a.perTok.quad/float64(max(a.nrec, 1)),
+			cond(a.perTok.fixed > 0, fmt.Sprintf(" + %s/layer whatever the tokens (adapter weight-sized tensors)", gib(a.perTok.fixed/float64(max(a.nrec, 1)))), ""),
+			s.c[cActivationScale], a.nckpt, gib(a.ckpt), gib(a.layer), s.actOverrideNote(), s.float8Note()), true
 	case "vision_activations":
 		return fmt.Sprintf("%d images, vision tower trains: %v", s.images, s.trainable.vision || s.lora.vision), true
 	case "encoder_activations":

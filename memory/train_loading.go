@@ -239,7 +239,7 @@ func (s *setup) loading(t *trainParts) Loading {
 	case zero3 && l.zeroInit:
 		out.Path, out.Source = LoadZeroInit, loadSourceZeRO
 		out.Formula = "GPU: ZeRO-3 partition of the weights + one module's own parameters gathered; host per process: every shard in one state dict (checkpoint dtype)"
-		alloc = st.weights + s.largestModule()*s.weight.BytesPerElement()
+		alloc = st.weights + s.largestModule(false)*s.weight.BytesPerElement()
 		proc = whole * ckpt
 	case zero3:
 		out.Path, out.Source = LoadNoZeroInit, loadSourceZeRO
@@ -247,7 +247,7 @@ func (s *setup) loading(t *trainParts) Loading {
 		alloc = st.weightsWhole
 		proc = s.hostCopies(whole*load, whole*ckpt)
 	case s.isFSDP():
-		unit, root := s.fsdpUnits()
+		unit, root := s.fsdpUnits(false)
 		alloc = st.weights + max(unit, root)*s.weight.BytesPerElement()
 		out.Source = loadSourceFSDP
 		if l.rank0 {

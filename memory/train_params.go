@@ -334,6 +334,7 @@ type trParams struct {
 	optStates    float64 // optimizer persistent state
 	stateNumel   float64 // bytes of one full-size state over all trainable tensors (foreach transient)
 	maxState     float64 // bytes of one full-size state of the largest tensor
+	hostOpt      float64 // host bytes of a CPU-offloaded optimizer (torchao CPUOffloadOptimizer)
 }
 
 // countParams sums the model inventory and the trainable set.
@@ -355,6 +356,7 @@ func (s *setup) countParams() (p trParams) {
 		p:      &p,
 		hf:     s.framework == FrameworkHF,
 		adB:    s.adapter.BytesPerElement(),
+		wB:     s.weight.BytesPerElement(),
 		gradB:  [2]float64{s.gradElemBytes(false), s.gradElemBytes(true)},
 		stateB: [2]float64{s.stateElemBytes(false), s.stateElemBytes(true)},
 		master: s.master,
@@ -394,6 +396,7 @@ type paramAcc struct {
 	p      *trParams
 	hf     bool
 	adB    float64    // adapter bytes per element
+	wB     float64    // base weight bytes per element
 	gradB  [2]float64 // gradient bytes per element: base, adapter
 	stateB [2]float64 // optimizer state bytes per element: base, adapter
 	master bool
@@ -449,6 +452,15 @@ func (a *paramAcc) addCount(g *tensorGroup, count float64) {
 		p.optStates += a.opt.states * n * eb
 	} else {
 		p.optStates += count * a.opt.groupState(*g, eb, a.hf)
+	}
+	if a.opt.kind == optCPUOffload && numel >= torchaoMinSize {
+		// Pinned host copies of the parameter and its gradient
+		// (empty_like(p_device)) and the CPU optimizer's states.
+		pb := a.wB
+		if g.adapter {
+			pb = a.adB
+		}
+		p.hostOpt += n * (pb + a.gradB[k] + a.opt.states*eb)
 	}
 	p.stateNumel += n * eb
 	p.maxState = larger(p.maxState, numel*eb)

@@ -71,7 +71,7 @@ func (s *setup) checkMethodDtype() error {
 	switch s.method {
 	case MethodFull, MethodFrozen:
 		if s.weight.Name == "fp8" {
-			return FieldErrorf("dtype", "{dtype=fp8}: FP8 training (Transformer Engine, torchao float8) keeps bf16 or fp32 weights and casts to fp8 for the matmuls; pass {dtype=bf16} (fp8 compute is not modelled)")
+			return FieldErrorf("dtype", "{dtype=fp8}: FP8 training (Transformer Engine, torchao float8) keeps bf16 or fp32 weights and casts to fp8 for the matmuls; pass {dtype=bf16} with {float8=tensorwise} or rowwise (torchao Float8Linear)")
 		}
 		if s.weight.Quantized {
 			return FieldErrorf("dtype", "{dtype=%s}: quantized weights cannot be trained directly; use {method=qlora} (4-bit) or lora on the quantized base", s.weight.Name)

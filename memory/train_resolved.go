@@ -48,10 +48,19 @@ func (s *setup) resolvedTrainingJob(dst *Job, a *KeySet, box *trainBox) {
 	fillString(&j.Framework, s.framework, keyFramework, a)
 	fillString(&j.Method, s.method, keyMethod, a)
 	if s.method == MethodLoRA || s.method == MethodQLoRA {
-		fillInt(&j.LoRARank, s.lora.rank, keyLoRARank, a)
-		if len(j.LoRATargets) == 0 {
-			j.LoRATargets = defaultLoRATargets
+		if v := s.lora.variant; s.lora.rank > 0 && v != VariantIA3 && !promptLearning(v) {
+			// IA3, prompt learning and OFT by block size have no rank.
+			fillInt(&j.LoRARank, s.lora.rank, keyLoRARank, a)
+		}
+		if len(j.LoRATargets) == 0 && len(s.lora.targets) > 0 {
+			// The targets the estimate used: PEFT's default for the
+			// method (LoRA's q_proj,v_proj, IA3's per model type).
+			j.LoRATargets = s.lora.targets
 			a.add(keyLoRATargets)
+		}
+		if len(j.FeedforwardModules) == 0 && len(s.lora.ff) > 0 {
+			j.FeedforwardModules = s.lora.ff
+			a.add(keyFeedforward)
 		}
 		fillString(&j.AdapterDtype, s.adapter.Name, keyAdapterDtype, a)
 	}

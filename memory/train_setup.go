@@ -81,6 +81,11 @@ type setup struct {
 	quantHead bool      // the output head is quantized too (litgpt bitsandbytes precision)
 	double    bool      // bnb double quantisation
 	alloc     AllocConf // the caching allocator's configuration (Job.AllocConf, or the framework's)
+	shardedQ  bool      // sharded QLoRA: 4-bit weights sharded by FSDP or ZeRO-3 (resolveShardedQLoRA)
+	// float8 is the torchao float8 recipe ("" none); float8Gather is
+	// FSDP2's float8 all-gather of the Linear weights (resolveFloat8).
+	float8       string
+	float8Gather bool
 
 	opt *optimizerSpec
 
@@ -96,10 +101,10 @@ type setup struct {
 	compile           bool
 	offload           bool
 	optInBwd          bool
-	rules             ruleSet // the version rules of the job's stack
 	torch1            bool
 	bnbOld            bool
-	titanLogits       bool // torchtitan kept the model's fp32 logits through backward (early 2024)
+	titanLogits       bool    // torchtitan kept the model's fp32 logits through backward (early 2024)
+	rules             ruleSet // the version rules in effect for the job's stack
 	lora              loraSpec
 	trainable         trainSpec
 	dist              distSpec
@@ -148,6 +153,9 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 	if s.opt, err = lookupOptimizer(job.Optimizer); err != nil {
 		return FieldErrorf("optimizer", "{optimizer}: %w", err)
 	}
+	if s.opt.kind == optTorchao && s.rules.has(ruleTorchaoBlock2048) {
+		s.opt = torchaoOldBlock(s.opt)
+	}
 	if err := s.resolveBatch(); err != nil {
 		return err
 	}
@@ -158,6 +166,15 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 		return err
 	}
 	if err := s.resolveLoading(); err != nil {
+		return err
+	}
+	if err := s.resolveShardedQLoRA(); err != nil {
+		return err
+	}
+	if err := s.checkOptimizerLayout(); err != nil {
+		return err
+	}
+	if err := s.resolveFloat8(); err != nil {
 		return err
 	}
 	if err := s.resolveTrainable(); err != nil {
@@ -172,6 +189,24 @@ func (s *setup) initJob(m *model.Model, job *Job) error {
 			// Once for the job, whichever pipeline stage is the peak.
 			s.warn(w)
 		}
+	}
+	return nil
+}
+
+// checkOptimizerLayout refuses what the optimizer cannot run with:
+// torchao's CPUOffloadOptimizer is for one GPU ("Offload optimizer to CPU
+// for single-GPU training", torchao/optim/cpu_offload.py), and freeing
+// gradients as they are offloaded is "not compatible with gradient
+// accumulation".
+func (s *setup) checkOptimizerLayout() error {
+	if s.opt.kind != optCPUOffload {
+		return nil
+	}
+	if !s.dist.single {
+		return FieldErrorf("optimizer", "{optimizer=%s}: torchao's CPUOffloadOptimizer offloads for single-GPU training only; use an engine's offload ({offload_optimizer=cpu} with deepspeed or fsdp)", s.opt.info.Name)
+	}
+	if s.opt.offloadGrads && s.accum > 1 {
+		return FieldErrorf("optimizer", "{optimizer=%s} with {grad_accum=%d}: offload_gradients frees each gradient after copying it, which torchao says is not compatible with gradient accumulation", s.opt.info.Name, s.accum)
 	}
 	return nil
 }
@@ -239,23 +274,52 @@ func (s *setup) resolveMethod() error {
 		m, ok = methodByName(fold(s.job.Method))
 	}
 	if !ok {
-		return FieldErrorf("method", "{method}: unknown method %q (want full, lora, qlora or frozen)", s.job.Method)
+		return FieldErrorf("method", "{method}: unknown method %q (want full, lora, qlora, frozen or a PEFT method: %s)", s.job.Method, strings.Join(peftVariants[1:], ", "))
 	}
 	s.method = m
 	if s.method == MethodFull && (len(s.job.Trainable) > 0 || s.job.TrainableParams > 0) {
 		s.method = MethodFrozen
 	}
+	if s.method != MethodLoRA && s.method != MethodQLoRA {
+		return nil
+	}
+	return s.resolveVariant()
+}
+
+// resolveVariant reads the PEFT method of an adapter job: PEFTVariant,
+// or the method's own name (method ia3 is lora with variant ia3); the two
+// must agree when both are given.
+func (s *setup) resolveVariant() error {
+	j := s.job
+	v, ok := parsePEFTVariant(j.PEFTVariant)
+	if !ok {
+		return FieldErrorf("peft_variant", "{peft_variant}: unknown variant %q (want %s)", j.PEFTVariant, strings.Join(peftVariants, ", "))
+	}
+	if mv, isVariant := parsePEFTVariant(j.Method); isVariant && mv != VariantLoRA {
+		if strings.TrimSpace(j.PEFTVariant) != "" && v != mv {
+			return FieldErrorf("peft_variant", "{peft_variant=%s} disagrees with {method=%s}; give one", j.PEFTVariant, j.Method)
+		}
+		v = mv
+	}
+	s.lora.variant = v
+	if promptLearning(v) {
+		s.lora.virtual = max(j.NumVirtualTokens, 0)
+	}
 	return nil
 }
 
-// methodByName is the method a folded --method spelling names.
+// methodByName is the method a folded --method spelling names: a PEFT
+// method's name (dora, ia3, prefix-tuning, ...) is LoRA-style training
+// of adapters on a frozen base with that variant.
 func methodByName(m string) (string, bool) {
 	switch m {
 	case "", MethodFull, "full_finetune", "pretrain":
 		return MethodFull, true
 	case MethodLoRA, MethodQLoRA, MethodFrozen:
 		return m, true
-	case "dora":
+	}
+	// Only a folded spelling here: the caller folds a miss and asks again.
+	if _, ok := parsePEFTVariant(m); ok && m == fold(m) {
 		return MethodLoRA, true
 	}
 	return "", false
@@ -282,7 +346,9 @@ func (s *setup) resolveBatch() error {
 	if j.ImagesPerSample < 0 || j.ImageSize < 0 {
 		return FieldErrorf(cond(j.ImagesPerSample < 0, "images_per_sample", "image_size"), "{images_per_sample}/{image_size}: want non-negative values, got %d/%d", j.ImagesPerSample, j.ImageSize)
 	}
-	s.seqTotal = s.seq
+	// Prompt tuning and P-tuning prepend their virtual tokens to every
+	// sample: each layer and the logits run over them too.
+	s.seqTotal = s.seq + s.promptTokens()
 	if err := checkImages(s.m, j); err != nil {
 		return err
 	}
@@ -294,7 +360,7 @@ func (s *setup) resolveBatch() error {
 		if err != nil {
 			return err
 		}
-		s.seqTotal = s.seq + j.ImagesPerSample*tpi
+		s.seqTotal += j.ImagesPerSample * tpi
 	}
 	if mp := s.m.Text.MaxPositions; mp > 0 && s.seqTotal > mp && !j.AllowLong {
 		return FieldErrorf("seq_len", "{seq_len}: %d tokens exceed max_position_embeddings %d of %s (pass {allow_long=true} to estimate anyway)", s.seqTotal, mp, s.m.ID)

@@ -16,17 +16,21 @@ type rankStates struct {
 	// tensor- and pipeline-parallel share): what DeepSpeed moves to the GPU
 	// when ZeRO-3 did not partition the model as it was built.
 	weightsWhole float64
-	adapters     float64 // LoRA adapter weights (and LoRA-FA's frozen A)
-	master       float64 // fp32 master copy of the trainable parameters
-	grads        float64 // all gradients of trainable parameters
-	gradsHead    float64 // produced first in backward (lm_head, final norm)
-	gradsEmb     float64 // produced last in backward (input embedding)
-	optim        optState
-	castCache    float64 // AMP autocast weight copies (MODEL.md §2.2)
-	castHead     float64 // the part of castCache belonging to lm_head
-	dequant      float64 // QLoRA dequantized weight buffers (MODEL.md §6.2)
-	hostCPU      float64 // states offloaded to host memory (this rank)
-	hostNVMe     float64 // states offloaded to NVMe (this rank)
+	// weightsReplicated is the part of weights every rank keeps whole
+	// when the parameters are sharded: the bitsandbytes quantization
+	// constants of a sharded QLoRA job (resolveShardedQLoRA).
+	weightsReplicated float64
+	adapters          float64 // LoRA adapter weights (and LoRA-FA's frozen A)
+	master            float64 // fp32 master copy of the trainable parameters
+	grads             float64 // all gradients of trainable parameters
+	gradsHead         float64 // produced first in backward (lm_head, final norm)
+	gradsEmb          float64 // produced last in backward (input embedding)
+	optim             optState
+	castCache         float64 // AMP autocast weight copies (MODEL.md §2.2)
+	castHead          float64 // the part of castCache belonging to lm_head
+	dequant           float64 // QLoRA dequantized weight buffers (MODEL.md §6.2)
+	hostCPU           float64 // states offloaded to host memory (this rank)
+	hostNVMe          float64 // states offloaded to NVMe (this rank)
 }
 
 // modelStates computes weights, master copy, gradients, optimizer state
@@ -46,11 +50,14 @@ func (s *setup) modelStates(p *trParams) (r rankStates) {
 		for i := range s.m.Modules {
 			mod := &s.m.Modules[i]
 			r.weights += s.moduleWeightBytes(mod) * s.fracs[i]
+			if s.shardedQ {
+				r.weightsReplicated += s.quantConstBytes(mod) * s.fracs[i]
+			}
 		}
 	}
 	r.adapters, r.master, r.grads = p.adapterBytes, p.masterBytes, p.gradBytes
-	if s.lora.variant == "lora-fa" {
-		r.adapters += s.frozenLoRAParams() * s.adapter.BytesPerElement()
+	if s.method == MethodLoRA || s.method == MethodQLoRA {
+		r.adapters += s.frozenAdapterParams() * s.adapter.BytesPerElement()
 	}
 	if len(s.job.Trainable) > 0 && (s.method == MethodLoRA || s.method == MethodQLoRA) {
 		// PEFT ModulesToSaveWrapper keeps the original module and a
@@ -101,6 +108,7 @@ func (s *setup) modelStates(p *trParams) (r rankStates) {
 	}
 	r.weightsWhole = r.weights
 	r.hostCPU, r.hostNVMe = s.shardStates(&r, p)
+	r.hostCPU += p.hostOpt
 	return r
 }
 
@@ -118,8 +126,7 @@ func (s *setup) moduleWeightBytes(mod *model.Module) float64 {
 	if s.kbitFP32 {
 		rest = 4
 	}
-	quantize := mod.In > 0 && mod.Out > 0 && (mod.Component != compLMHead || s.quantHead)
-	if !quantize {
+	if !s.quantizes(mod) {
 		return float64(mod.Params) * rest
 	}
 	w := int64(mod.In) * int64(mod.Out)

@@ -235,7 +235,7 @@ func TestTrainingBadInput(t *testing.T) {
 		{"fp8 weights", Job{Dtype: "fp8"}, "<dtype=fp8>: FP8 training"},
 		{"bad targets", Job{Method: "lora", LoRATargets: []string{"nope_proj"}}, "<lora_target_modules=nope_proj>"},
 		{"bad dropout", Job{Method: "lora", LoRADropout: 1.5}, "<lora_dropout"},
-		{"bad variant", Job{Method: "lora", PEFTVariant: "vera"}, "<peft_variant"},
+		{"bad variant", Job{Method: "lora", PEFTVariant: "hra"}, "<peft_variant"},
 		{"bad master", Job{MasterWeights: "fp8"}, "<master_weights"},
 		{"frozen without set", Job{Method: "frozen"}, "<trainable"},
 		{"bad layer range", Job{Trainable: []string{"layers:10-99"}}, "layers:A-B"},

@@ -83,6 +83,14 @@ func appendMemoryJob(w *jsonWriter, v *memory.Job) {
 		w.key(`"torch_compile"`)
 		w.bool(v.Compile)
 	}
+	if v.Float8 != "" {
+		w.key(`"float8"`)
+		w.string(v.Float8)
+	}
+	if v.Float8AllGather {
+		w.key(`"enable_fsdp_float8_all_gather"`)
+		w.bool(v.Float8AllGather)
+	}
 	if v.ActivationOffload {
 		w.key(`"activation_offload"`)
 		w.bool(v.ActivationOffload)
@@ -144,6 +152,10 @@ func appendMemoryJob(w *jsonWriter, v *memory.Job) {
 		w.key(`"double_quant"`)
 		w.bool((*v.DoubleQuant))
 	}
+	if v.QuantStorage != "" {
+		w.key(`"quant_storage"`)
+		w.string(v.QuantStorage)
+	}
 	if len(v.Trainable) != 0 {
 		w.key(`"trainable"`)
 		if v.Trainable == nil {
@@ -160,6 +172,55 @@ func appendMemoryJob(w *jsonWriter, v *memory.Job) {
 	if v.TrainableParams != 0 {
 		w.key(`"trainable_params"`)
 		w.int(v.TrainableParams)
+	}
+	if v.NumVirtualTokens != 0 {
+		w.key(`"num_virtual_tokens"`)
+		w.int(int64(v.NumVirtualTokens))
+	}
+	if len(v.FeedforwardModules) != 0 {
+		w.key(`"feedforward_modules"`)
+		if v.FeedforwardModules == nil {
+			w.null()
+		} else {
+			w.open('[')
+			for e1 := range v.FeedforwardModules {
+				w.elem()
+				w.string(v.FeedforwardModules[e1])
+			}
+			w.close(']')
+		}
+	}
+	if v.OFTBlockSize != 0 {
+		w.key(`"oft_block_size"`)
+		w.int(int64(v.OFTBlockSize))
+	}
+	if v.BOFTBlockSize != 0 {
+		w.key(`"boft_block_size"`)
+		w.int(int64(v.BOFTBlockSize))
+	}
+	if v.BOFTBlockNum != 0 {
+		w.key(`"boft_block_num"`)
+		w.int(int64(v.BOFTBlockNum))
+	}
+	if v.BOFTButterflyFactor != 0 {
+		w.key(`"boft_n_butterfly_factor"`)
+		w.int(int64(v.BOFTButterflyFactor))
+	}
+	if v.DecomposeFactor != 0 {
+		w.key(`"decompose_factor"`)
+		w.int(int64(v.DecomposeFactor))
+	}
+	if v.DecomposeBoth {
+		w.key(`"decompose_both"`)
+		w.bool(v.DecomposeBoth)
+	}
+	if v.PrefixProjection {
+		w.key(`"prefix_projection"`)
+		w.bool(v.PrefixProjection)
+	}
+	if v.EncoderHiddenSize != 0 {
+		w.key(`"encoder_hidden_size"`)
+		w.int(int64(v.EncoderHiddenSize))
 	}
 	if v.ImagesPerSample != 0 {
 		w.key(`"images_per_sample"`)

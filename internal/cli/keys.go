@@ -15,6 +15,8 @@ var keyFlags = map[string]string{
 	"gpu_memory_bytes":        "gpu-memory",
 	"host_memory_bytes":       "host-memory",
 	"constants":               "set",
+	// torchao's name for it is long; the flag follows torchtitan's float8 options.
+	"enable_fsdp_float8_all_gather": "float8-all-gather",
 }
 
 // flagless are the memory.Job keys no estimate flag sets; job files,
